@@ -1,0 +1,94 @@
+"""The registration record a kernel family returns from its plugin hook."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+DEFAULT_DOMAIN = "ai.onnx"
+MAX_OPSET = 2**31 - 1
+
+# Element type names used in registrations (ONNX TensorProto names, lower case).
+TENSOR_TYPES = (
+    "float32", "float64", "float16", "bfloat16",
+    "int8", "int16", "int32", "int64",
+    "uint8", "uint16", "uint32", "uint64",
+    "bool", "string",
+)
+
+
+def normalize_domain(domain: str) -> str:
+    """ONNX spells the default domain as "" or "ai.onnx"; olc uses the latter."""
+    return DEFAULT_DOMAIN if domain in ("", DEFAULT_DOMAIN) else domain
+
+
+@dataclass(frozen=True)
+class KernelRegistration:
+    """One kernel for one operator over an opset range and a set of types.
+
+    ``types`` maps a type-constraint name to the element types accepted for
+    it; ``inputs`` names the constraint of each input position (``None`` for
+    an input the kernel accepts with any type, positions past the tuple are
+    unconstrained). All inputs sharing a constraint must have the same type.
+
+    ``factory`` is either a PyCapsule holding a native ``olc_kernel_vtable``
+    (see ``olc/kernel_abi.h``) or a Python callable ``factory(node) ->
+    kernel``, where ``node`` is an :class:`olc_core.NodeInfo` and ``kernel``
+    is a callable taking the input arrays and returning a sequence of
+    outputs.
+
+    Among registrations covering the same node, the highest ``priority``
+    wins; two covering registrations with equal priority are a conflict
+    and are reported when the dispatch table is built.
+    """
+
+    domain: str
+    op_type: str
+    kernel_name: str
+    types: Mapping[str, tuple[str, ...]]
+    inputs: tuple[str | None, ...]
+    factory: Any
+    since_version: int = 1
+    until_version: int = MAX_OPSET
+    device: str = "cpu"
+    priority: int = 0
+    family: str = ""
+    description: str = ""
+    supports: Callable[[Any], str | None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "domain", normalize_domain(self.domain))
+        frozen_types = {k: tuple(v) for k, v in self.types.items()}
+        for name, allowed in frozen_types.items():
+            for t in allowed:
+                if t not in TENSOR_TYPES:
+                    raise ValueError(f"{self.kernel_name}: unknown element type {t!r} in constraint {name!r}")
+        object.__setattr__(self, "types", MappingProxyType(frozen_types))
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        for c in self.inputs:
+            if c is not None and c not in frozen_types:
+                raise ValueError(f"{self.kernel_name}: input constraint {c!r} is not declared in types")
+        if "::" not in self.kernel_name:
+            raise ValueError(f"kernel_name must be library-qualified (lib::Name), got {self.kernel_name!r}")
+        if self.since_version > self.until_version:
+            raise ValueError(f"{self.kernel_name}: since_version > until_version")
+
+    def covers_opset(self, opset: int) -> bool:
+        return self.since_version <= opset <= self.until_version
+
+    def match_types(self, input_types: tuple[str | None, ...]) -> str | None:
+        """Returns None when the input types are accepted, else the reason."""
+        bound: dict[str, str] = {}
+        for i, constraint in enumerate(self.inputs):
+            if constraint is None or i >= len(input_types):
+                continue
+            t = input_types[i]
+            if t is None:
+                return f"type of input {i} is not known"
+            if t not in self.types[constraint]:
+                return f"input {i} has type {t}, kernel accepts {', '.join(self.types[constraint])}"
+            if bound.setdefault(constraint, t) != t:
+                return f"inputs bound to {constraint} have different types ({bound[constraint]} and {t})"
+        return None
