@@ -51,7 +51,7 @@ def run_case(case: Any) -> None:
     input_names = [i.name for i in model.graph.input if i.name not in init_names]
     for inputs, ref_outputs in case.data_sets:
         feeds = {name: _normalize(v) for name, v in zip(input_names, inputs)}
-        outputs = sess.run(None, feeds)
+        outputs = list(sess.run(None, feeds))
         Runner.assert_similar_outputs(
             ref_outputs=[_normalize(o) for o in ref_outputs],
             outputs=outputs,

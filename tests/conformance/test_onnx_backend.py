@@ -13,6 +13,7 @@ kernel: a kernel that claims an op but silently falls back fails here.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -106,10 +107,9 @@ _TYPE_NAMES = {
 
 def _value_types(model: onnx.ModelProto) -> dict[str, str | None]:
     """Element type name of every tensor value of the main graph (None: not a tensor or unknown)."""
-    try:
+    # A model shape inference rejects still has its declared types.
+    with contextlib.suppress(Exception):
         model = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - declared types are still usable
-        pass
     types: dict[str, str | None] = {}
     g = model.graph
     for vi in [*g.input, *g.value_info, *g.output]:
