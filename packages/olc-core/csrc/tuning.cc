@@ -390,7 +390,9 @@ void bind_tuning(pybind11::module_& m) {
       [] {
         Registry& r = registry();
         std::lock_guard<std::mutex> lock(r.mu);
-        return r.errors;
+        py::list out;
+        for (const std::string& e : r.errors) out.append(e);
+        return out;
       },
       "Pending overrides dropped at declaration because they did not fit the kind.");
   m.def(
