@@ -1,0 +1,82 @@
+"""tools/benchmark_parity.py: the report's structure in --quick mode (not timing values)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("olc_core")
+
+TOOL = Path(__file__).resolve().parents[1] / "tools" / "benchmark_parity.py"
+
+
+def run_tool(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict, str]:
+    out_json, out_md = tmp_path / "report.json", tmp_path / "report.md"
+    p = subprocess.run([sys.executable, str(TOOL), "--quick", "--min-time", "0.005", "--json", str(out_json),
+                        "--markdown", str(out_md), *args], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    return p, json.loads(out_json.read_text()), out_md.read_text()
+
+
+def test_quick_unary_report_structure(tmp_path):
+    p, report, md = run_tool(tmp_path, "--ops", "Abs,Exp", "--sizes", "4096", "--threads", "1")
+    env = report["environment"]
+    for key in ("cpu", "simd_level", "versions", "threads", "python"):
+        assert key in env
+    assert env["versions"]["onnxruntime"] and env["threads"] == [1]
+    cases = report["cases"]
+    assert [(c["op"], c["size"], c["threads"]) for c in cases] == [("Abs", 4096, 1), ("Exp", 4096, 1)]
+    for c in cases:
+        assert c["suite"] == "unary" and c["inputs"][0] == {"shape": [4096], "dtype": "float32",
+                                                              "generator": c["inputs"][0]["generator"]}
+        assert c["status"] in ("ok", "fallback", "wrong-kernel", "mismatch", "error")
+        if c["status"] == "ok":
+            # Raw samples kept, paired, and the ratio is ort/olc of the medians.
+            assert len(c["olc_ns"]) == len(c["ort_ns"]) == c["samples"] >= 5
+            assert all(isinstance(t, int) and t > 0 for t in c["olc_ns"] + c["ort_ns"])
+            assert c["ratio"] == pytest.approx(c["ort_median_ns"] / c["olc_median_ns"])
+            assert f"olc_elementwise::{c['op']}" in c["kernel_usage"]
+        else:
+            assert c["detail"]
+    assert set(report["summary"]) == {"unary"}
+    assert {"median_ratio", "min_ratio", "cases", "timed"} <= set(report["summary"]["unary"])
+    assert any(g["name"].startswith("unary median ratio") for g in report["gates"])
+    assert not any(g["enforced"] for g in report["gates"])  # --quick does not enforce
+    # Markdown: the table header and one row per case.
+    assert "| suite | op | size | threads | olc µs | ort µs | ratio | status |" in md
+    assert sum(1 for line in md.splitlines() if line.startswith("| unary | ")) == 2
+    assert "## Summary" in md and "## Gates" in md
+    assert "| unary | Abs | 4096 | 1 |" in p.stdout
+
+
+def test_quick_overhead_report_structure(tmp_path):
+    _, report, md = run_tool(tmp_path, "--suite", "overhead", "--threads", "1")
+    names = [c["name"] for c in report["cases"]]
+    assert names == ["one_node", "chain100"]
+    one, chain = report["cases"]
+    assert chain["nodes"] == 100 and one["nodes"] == 1
+    if one["status"] == chain["status"] == "ok":
+        assert one["olc_over_ort"] == pytest.approx(one["olc_median_ns"] / one["ort_median_ns"])
+        assert chain["olc_per_node_ns"] == pytest.approx((chain["olc_median_ns"] - one["olc_median_ns"]) / 99)
+        gate_names = [g["name"] for g in report["gates"]]
+        assert any("one-node" in n for n in gate_names) and any("per node" in n for n in gate_names)
+    assert "| overhead case |" in md
+
+
+def test_family_case_function(tmp_path, monkeypatch):
+    # A family's case list, loaded by --cases MODULE:FUNC.
+    (tmp_path / "my_cases.py").write_text(
+        "def benchmark_cases(sizes):\n"
+        "    return [{'op': 'Neg', 'opset': 13, 'inputs': [{'shape': [n], 'dtype': 'float32'}],\n"
+        "             'expected_kernel': 'olc_elementwise::Neg', 'name': f'Neg {n}'} for n in sizes]\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    _, report, _ = run_tool(tmp_path, "--cases", "my_cases:benchmark_cases", "--sizes", "8,16", "--threads", "1")
+    assert [(c["name"], c["size"], c["opset"], c["suite"]) for c in report["cases"]] == [
+        ("Neg 8", 8, 13, "my_cases"), ("Neg 16", 16, 13, "my_cases")]
+    assert report["config"]["case_sources"] == {"my_cases:benchmark_cases": "my_cases:benchmark_cases"}

@@ -1,0 +1,769 @@
+#!/usr/bin/env python3
+"""Times olc against onnxruntime (CPUExecutionProvider) on one-node models.
+
+    python tools/benchmark_parity.py [--suite unary|overhead|FAMILY ...]
+        [--cases MODULE[:FUNC] ...] [--ops Abs,Exp] [--sizes 4096,65536]
+        [--threads 1,2] [--min-time 0.5] [--json out.json] [--markdown out.md]
+        [--enforce] [--quick]
+
+Method (the performance contract in ARCHITECTURE.md): both runtimes get the
+same input arrays, the same thread count (olc ``Session(threads=N)``; ORT
+``intra_op_num_threads=N``, ``inter_op_num_threads=1``, sequential
+execution) and run in this one process. Before timing, olc's
+``kernel_usage()`` must show the expected native kernel and the outputs
+must agree with ORT; a case failing either is reported and not timed. After
+a warm-up, runs alternate in pairs whose order flips every pair (olc, ort,
+ort, olc, ...); the pair count comes from the per-case time budget
+(``--min-time``). Every raw sample (``perf_counter_ns``) is kept in the JSON.
+The ratio is ort_median / olc_median: above 1 means olc is faster.
+
+Suites:
+  unary     float32 unary ops, one node on a 1-D tensor of each size. The op
+            list comes from the elementwise family (``benchmark_cases()`` or
+            its manifest) when installed, else from the built-in list.
+  overhead  per-run cost on 1-element tensors: one Abs node (gate: olc <=
+            0.6 x ort), and a chain of 100 alternating Abs/Neg nodes
+            (per-node cost = (chain - one node) / 99; gate: olc <= ort).
+  FAMILY    any other name imports ``olc_FAMILY`` and calls its
+            ``benchmark_cases()`` (or ``olc_FAMILY.benchmarks.benchmark_cases``).
+
+A family's case list (``--cases pkg.module:func`` or the FAMILY suite) is a
+list of dicts (or anything with those attributes)::
+
+    {"op": "MatMul", "domain": "", "opset": 21, "attributes": {},
+     "inputs": [{"shape": [512, 512], "dtype": "float32", "generator": "normal"}, ...],
+     "outputs": ["float32"],               # optional: default one, the first input's type
+     "expected_kernel": "olc_matmul::MatMul",  # optional: default every node native
+     "name": "MatMul 512x512", "size": 262144,  # optional labels
+     "rtol": 1e-4, "atol": 1e-5}           # optional tolerances
+
+``generator`` is a name from GENERATORS or a callable ``(rng, shape, dtype)
+-> ndarray``. The function may take a ``sizes`` keyword (the ``--sizes``).
+
+Gates (``--enforce``, exit 1 when any fails): unary median ratio >= 1.2 and
+every unary case >= 0.95; the two overhead gates above; any case that ran
+on a fallback or disagreed with ORT fails its suite's gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
+QUICK_SIZES = (4096, 65536)
+DEFAULT_THREADS = (1, 2)
+DEFAULT_OPSET = 20  # Gelu needs 20
+FALLBACK_KERNEL = "onnx.reference"
+
+UNARY_MEDIAN_GATE = 1.2
+UNARY_CASE_GATE = 0.95
+OVERHEAD_ONE_NODE_GATE = 0.6  # olc <= 0.6 x ort per run
+CHAIN_LENGTH = 100
+
+
+# ---------------------------------------------------------------- generators
+
+
+def _normal(scale: float = 1.0) -> Callable[..., np.ndarray]:
+    def gen(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        return (scale * rng.standard_normal(shape)).astype(dtype)
+
+    return gen
+
+
+def _uniform(lo: float, hi: float) -> Callable[..., np.ndarray]:
+    def gen(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        return rng.uniform(lo, hi, size=shape).astype(dtype)
+
+    return gen
+
+
+def _nonzero(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    # |x| in [0.5, 2] with random signs: Reciprocal stays finite and well-conditioned.
+    mag = rng.uniform(0.5, 2.0, size=shape)
+    return np.where(rng.random(shape) < 0.5, -mag, mag).astype(dtype)
+
+
+def _integers(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    return rng.integers(-100, 100, size=shape).astype(dtype)
+
+
+GENERATORS: dict[str, Callable[..., np.ndarray]] = {
+    "normal": _normal(),
+    "wide": _normal(4.0),  # reaches the saturated ranges of Tanh/Sigmoid/Erf
+    "positive": _uniform(0.01, 100.0),
+    "nonzero": _nonzero,
+    "integers": _integers,
+}
+
+# Built-in unary list: (op, attributes, generator).
+BUILTIN_UNARY: tuple[tuple[str, dict[str, Any], str], ...] = (
+    ("Abs", {}, "normal"),
+    ("Neg", {}, "normal"),
+    ("Exp", {}, "wide"),
+    ("Log", {}, "positive"),
+    ("Sqrt", {}, "positive"),
+    ("Reciprocal", {}, "nonzero"),
+    ("Sigmoid", {}, "wide"),
+    ("HardSigmoid", {"alpha": 0.2, "beta": 0.5}, "wide"),
+    ("Tanh", {}, "wide"),
+    ("Relu", {}, "normal"),
+    ("LeakyRelu", {"alpha": 0.1}, "normal"),
+    ("Elu", {"alpha": 1.0}, "normal"),
+    ("Selu", {}, "normal"),
+    ("Softplus", {}, "wide"),
+    ("Gelu", {"approximate": "none"}, "wide"),
+    ("Erf", {}, "wide"),
+    ("Floor", {}, "wide"),
+    ("Ceil", {}, "wide"),
+    ("Round", {}, "wide"),
+    ("Sign", {}, "normal"),
+    ("Sin", {}, "wide"),
+    ("Cos", {}, "wide"),
+)
+_UNARY_GENERATOR = {op: gen for op, _, gen in BUILTIN_UNARY}
+_UNARY_ATTRS = {op: attrs for op, attrs, _ in BUILTIN_UNARY}
+
+
+# --------------------------------------------------------------------- cases
+
+
+@dataclass
+class Case:
+    suite: str
+    op: str
+    inputs: list[dict[str, Any]]  # {"shape", "dtype", "generator"}
+    domain: str = ""
+    opset: int = DEFAULT_OPSET
+    attributes: dict[str, Any] = field(default_factory=dict)
+    outputs: list[str] | None = None
+    expected_kernel: str | None = None
+    name: str | None = None
+    size: int | None = None
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+    @property
+    def label(self) -> str:
+        return self.name or self.op
+
+
+def _field(obj: Any, key: str, default: Any = None) -> Any:
+    return obj.get(key, default) if isinstance(obj, dict) else getattr(obj, key, default)
+
+
+def case_from_family(obj: Any, suite: str) -> Case:
+    """Normalizes a case given by a family (dict or object)."""
+    if isinstance(obj, Case):
+        return obj
+    inputs = []
+    for spec in _field(obj, "inputs"):
+        if isinstance(spec, dict):
+            inputs.append({"shape": list(spec["shape"]), "dtype": spec.get("dtype", "float32"),
+                           "generator": spec.get("generator", "normal")})
+        else:  # (shape, dtype[, generator])
+            inputs.append({"shape": list(spec[0]), "dtype": spec[1] if len(spec) > 1 else "float32",
+                           "generator": spec[2] if len(spec) > 2 else "normal"})
+    outputs = _field(obj, "outputs")
+    if isinstance(outputs, int):
+        outputs = [inputs[0]["dtype"]] * outputs
+    size = _field(obj, "size")
+    if size is None:
+        size = int(np.prod(inputs[0]["shape"])) if inputs else None
+    return Case(suite=_field(obj, "suite", suite), op=_field(obj, "op") or _field(obj, "op_type"), inputs=inputs,
+                domain=_field(obj, "domain", "") or "", opset=int(_field(obj, "opset", DEFAULT_OPSET)),
+                attributes=dict(_field(obj, "attributes", {}) or {}), outputs=outputs,
+                expected_kernel=_field(obj, "expected_kernel"), name=_field(obj, "name"), size=size,
+                rtol=float(_field(obj, "rtol", 1e-4)), atol=float(_field(obj, "atol", 1e-5)))
+
+
+def _call_case_function(fn: Callable[..., Any], sizes: Sequence[int]) -> list[Any]:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        params = {}
+    return list(fn(sizes=list(sizes)) if "sizes" in params else fn())
+
+
+def load_case_function(spec: str) -> Callable[..., Any]:
+    module_name, _, func = spec.partition(":")
+    module = importlib.import_module(module_name)
+    return getattr(module, func or "benchmark_cases")
+
+
+def _elementwise_unary_ops() -> tuple[list[tuple[str, dict[str, Any], str]], str]:
+    """The float32 unary ops the elementwise family declares, else the built-in list."""
+    try:
+        manifest = importlib.import_module("olc_elementwise.manifest")
+    except ImportError:
+        return list(BUILTIN_UNARY), "built-in list"
+    entries = None
+    for name in ("UNARY", "UNARY_OPS", "unary_ops", "OPS", "MANIFEST", "ENTRIES", "entries"):
+        entries = getattr(manifest, name, None)
+        if entries is not None:
+            break
+    if callable(entries):
+        entries = entries()
+    ops = []
+    for e in entries or ():
+        op = e if isinstance(e, str) else (_field(e, "op") or _field(e, "op_type") or _field(e, "name"))
+        kind = None if isinstance(e, str) else (_field(e, "kind") or _field(e, "category") or _field(e, "arity"))
+        types = () if isinstance(e, str) else (_field(e, "types") or _field(e, "dtypes") or ())
+        if isinstance(types, dict):
+            types = [t for ts in types.values() for t in ts]
+        if kind not in (None, "unary", 1) or (types and "float32" not in types):
+            continue
+        if isinstance(op, str):
+            ops.append((op, dict(_UNARY_ATTRS.get(op, {})), _UNARY_GENERATOR.get(op, "normal")))
+    if not ops:
+        return list(BUILTIN_UNARY), "built-in list (olc_elementwise.manifest not understood)"
+    return ops, "olc_elementwise.manifest"
+
+
+def unary_cases(sizes: Sequence[int]) -> tuple[list[Case], str]:
+    try:
+        fam = importlib.import_module("olc_elementwise")
+        fn = getattr(fam, "benchmark_cases", None)
+    except ImportError:
+        fn = None
+    if fn is not None:
+        raw = _call_case_function(fn, sizes)
+        cases = [case_from_family(c, "unary") for c in raw]
+        cases = [c for c in cases if c.suite == "unary"]
+        if cases:
+            return cases, "olc_elementwise.benchmark_cases()"
+    ops, source = _elementwise_unary_ops()
+    cases = []
+    for op, attrs, gen in ops:
+        for n in sizes:
+            cases.append(Case(suite="unary", op=op, attributes=attrs, size=n,
+                              inputs=[{"shape": [n], "dtype": "float32", "generator": gen}],
+                              expected_kernel=f"olc_elementwise::{op}"))
+    return cases, source
+
+
+def family_cases(suite: str, sizes: Sequence[int]) -> tuple[list[Case], str]:
+    for module_name in (f"olc_{suite}", f"olc_{suite}.benchmarks"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        fn = getattr(module, "benchmark_cases", None)
+        if fn is not None:
+            return [case_from_family(c, suite) for c in _call_case_function(fn, sizes)], f"{module_name}.benchmark_cases()"
+    raise SystemExit(f"benchmark_parity: unknown suite {suite!r}: not built in (unary, overhead) and no "
+                     f"olc_{suite}.benchmark_cases() is installed")
+
+
+# -------------------------------------------------------------------- models
+
+
+def _np_dtype(name: str) -> Any:
+    if name == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def _onnx_elem(name: str) -> int:
+    from onnx import helper
+
+    return helper.np_dtype_to_tensor_dtype(np.dtype(_np_dtype(name)))
+
+
+def build_model(nodes: Sequence[Any], inputs: Sequence[tuple[str, str, Sequence[int]]],
+                outputs: Sequence[tuple[str, str]], opsets: dict[str, int]) -> Any:
+    from onnx import helper
+
+    graph = helper.make_graph(
+        list(nodes), "bench",
+        [helper.make_tensor_value_info(n, _onnx_elem(t), list(s)) for n, t, s in inputs],
+        [helper.make_tensor_value_info(n, _onnx_elem(t), None) for n, t in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
+    model.ir_version = 9  # readable by onnxruntime >= 1.17
+    return model
+
+
+def case_model(case: Case) -> Any:
+    from onnx import helper
+
+    in_names = [f"x{i}" for i in range(len(case.inputs))]
+    out_types = case.outputs or [case.inputs[0]["dtype"]]
+    out_names = [f"y{i}" for i in range(len(out_types))]
+    node = helper.make_node(case.op, in_names, out_names, domain=case.domain, name=case.op.lower(),
+                            **case.attributes)
+    opsets = {"": case.opset} if case.domain in ("", "ai.onnx") else {"": DEFAULT_OPSET, case.domain: case.opset}
+    return build_model([node], [(n, s["dtype"], s["shape"]) for n, s in zip(in_names, case.inputs)],
+                       list(zip(out_names, out_types)), opsets)
+
+
+def chain_model(length: int) -> Any:
+    from onnx import helper
+
+    nodes = []
+    prev = "x0"
+    for i in range(length):
+        out = "y0" if i == length - 1 else f"t{i}"
+        nodes.append(helper.make_node("Abs" if i % 2 == 0 else "Neg", [prev], [out], name=f"n{i}"))
+        prev = out
+    return build_model(nodes, [("x0", "float32", [1])], [("y0", "float32")], {"": DEFAULT_OPSET})
+
+
+def make_feeds(case_inputs: Sequence[dict[str, Any]], seed: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i, spec in enumerate(case_inputs):
+        gen = spec.get("generator", "normal")
+        gen = GENERATORS[gen] if isinstance(gen, str) else gen
+        feeds[f"x{i}"] = np.ascontiguousarray(gen(rng, tuple(spec["shape"]), _np_dtype(spec["dtype"])))
+    return feeds
+
+
+# ------------------------------------------------------------------- timing
+
+
+def ort_session(model: Any, threads: int) -> Any:
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+
+
+@dataclass
+class Runner:
+    """The two runtimes prepared for one model and thread count."""
+
+    olc: Any
+    ort: Any
+    feeds: dict[str, np.ndarray]
+    out_names: list[str]
+
+    def run_olc(self) -> Any:
+        return self.olc.run(self.out_names, self.feeds)
+
+    def run_ort(self) -> Any:
+        return self.ort.run(self.out_names, self.feeds)
+
+
+def prepare(model: Any, threads: int, feeds: dict[str, np.ndarray]) -> tuple[Runner, Any]:
+    """Returns the timing runner and a usage-recording olc session for checks."""
+    import olc_core
+
+    data = model.SerializeToString()
+    out_names = [o.name for o in model.graph.output]
+    checker = olc_core.Session(data, threads=threads, record_usage=True)
+    runner = Runner(olc_core.Session(data, threads=threads), ort_session(model, threads), feeds, out_names)
+    return runner, checker
+
+
+def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float, atol: float) -> dict[str, Any]:
+    """Checks the kernel that ran and the agreement with ORT, before timing."""
+    ours = checker.run(runner.out_names, runner.feeds)
+    usage = list(checker.kernel_usage())
+    plan = list(checker.kernel_plan())
+    fallbacks = [f"{e.node_name} ({e.op_type}): {e.reason}" for e in plan if not e.native]
+    result: dict[str, Any] = {"kernel_usage": usage[:8] + (["..."] if len(usage) > 8 else []),
+                              "status": "ok", "detail": ""}
+    if fallbacks:
+        result.update(status="fallback", detail="; ".join(fallbacks[:3]))
+        return result
+    if case_expected and case_expected not in usage:
+        result.update(status="wrong-kernel", detail=f"expected {case_expected}, ran {', '.join(usage) or 'nothing'}")
+        return result
+    if any(k == FALLBACK_KERNEL for k in usage):
+        result.update(status="fallback", detail=f"{FALLBACK_KERNEL} ran")
+        return result
+    theirs = runner.run_ort()
+    worst = 0.0
+    for name, a, b in zip(runner.out_names, ours, theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            result.update(status="mismatch", detail=f"{name}: {a.dtype}{a.shape} vs ORT {b.dtype}{b.shape}")
+            return result
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        if not np.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True):
+            diff = np.abs(a64 - b64)
+            i = int(np.nanargmax(diff))
+            result.update(status="mismatch", detail=f"{name}: max abs diff {float(np.nanmax(diff)):.3g} at {i} "
+                                                     f"(olc {a64.flat[i]!r}, ort {b64.flat[i]!r}, rtol {rtol}, atol {atol})")
+            return result
+        with np.errstate(invalid="ignore"):
+            d = np.abs(a64 - b64)
+        d = d[~np.isnan(d)]
+        worst = max(worst, float(d.max()) if d.size else 0.0)
+    result["max_abs_diff"] = worst
+    return result
+
+
+def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
+                min_pairs: int = 5, max_pairs: int = 100_000, warmup: int = 3) -> tuple[list[int], list[int]]:
+    """Alternating samples of fa and fb; the order flips every pair."""
+    clock = time.perf_counter_ns
+    for _ in range(warmup):
+        fa()
+        fb()
+    # Size the run from a short probe so the whole case takes about min_time_s.
+    t0 = clock()
+    probe = 0
+    while probe < 3 or (clock() - t0 < 0.05e9 * min(1.0, min_time_s * 4) and probe < 1000):
+        fa()
+        fb()
+        probe += 1
+    per_pair = (clock() - t0) / probe
+    pairs = int(min(max_pairs, max(min_pairs, min_time_s * 1e9 / max(per_pair, 1))))
+    a: list[int] = []
+    b: list[int] = []
+    for i in range(pairs):
+        if i % 2 == 0:
+            s = clock(); fa(); m = clock(); fb(); e = clock()  # noqa: E702
+            a.append(m - s)
+            b.append(e - m)
+        else:
+            s = clock(); fb(); m = clock(); fa(); e = clock()  # noqa: E702
+            b.append(m - s)
+            a.append(e - m)
+    return a, b
+
+
+# --------------------------------------------------------------------- suites
+
+
+def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, Any]:
+    model = case_model(case)
+    feeds = make_feeds(case.inputs, args.seed)
+    rec: dict[str, Any] = {
+        "suite": case.suite, "name": case.label, "op": case.op, "domain": case.domain or "ai.onnx",
+        "opset": case.opset, "attributes": case.attributes, "size": case.size, "threads": threads,
+        "inputs": [{"shape": s["shape"], "dtype": s["dtype"],
+                    "generator": s["generator"] if isinstance(s["generator"], str) else getattr(s["generator"], "__name__", "custom")}
+                   for s in case.inputs],
+        "expected_kernel": case.expected_kernel,
+    }
+    try:
+        runner, checker = prepare(model, threads, feeds)
+        rec.update(verify(case.expected_kernel, checker, runner, case.rtol, case.atol))
+    except Exception as exc:  # a case that cannot even be prepared is a finding, not a crash
+        rec.update(status="error", detail=f"{type(exc).__name__}: {exc}")
+        return rec
+    if rec["status"] != "ok":
+        return rec
+    olc_ns, ort_ns = timed_pairs(runner.run_olc, runner.run_ort, args.min_time)
+    rec.update(_stats(olc_ns, ort_ns))
+    return rec
+
+
+def _stats(olc_ns: list[int], ort_ns: list[int]) -> dict[str, Any]:
+    m_olc, m_ort = statistics.median(olc_ns), statistics.median(ort_ns)
+    return {"samples": len(olc_ns), "olc_ns": olc_ns, "ort_ns": ort_ns, "olc_median_ns": m_olc,
+            "ort_median_ns": m_ort, "ratio": m_ort / m_olc if m_olc else float("nan")}
+
+
+def run_overhead(threads: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One Abs node and a 100-node chain, both on one element."""
+    from onnx import helper
+
+    one = build_model([helper.make_node("Abs", ["x0"], ["y0"], name="abs")], [("x0", "float32", [1])],
+                      [("y0", "float32")], {"": DEFAULT_OPSET})
+    feeds = make_feeds([{"shape": [1], "dtype": "float32", "generator": "normal"}], args.seed)
+    recs = []
+    runners = {}
+    for name, model, expected in (("one_node", one, "olc_elementwise::Abs"),
+                                  (f"chain{CHAIN_LENGTH}", chain_model(CHAIN_LENGTH), "olc_elementwise::Neg")):
+        rec: dict[str, Any] = {"suite": "overhead", "name": name, "op": "Abs" if name == "one_node" else "Abs/Neg chain",
+                               "domain": "ai.onnx", "opset": DEFAULT_OPSET, "size": 1, "threads": threads,
+                               "nodes": len(model.graph.node), "expected_kernel": expected}
+        try:
+            runner, checker = prepare(model, threads, feeds)
+            rec.update(verify(expected, checker, runner, 0.0, 0.0))
+        except Exception as exc:
+            rec.update(status="error", detail=f"{type(exc).__name__}: {exc}")
+        if rec["status"] == "ok":
+            runners[name] = runner
+            # Overhead cases are cheap; a few times the budget steadies the medians of µs-scale runs.
+            rec.update(_stats(*timed_pairs(runner.run_olc, runner.run_ort, args.min_time * 2, min_pairs=50)))
+        recs.append(rec)
+    one_rec, chain_rec = recs
+    if one_rec["status"] == "ok":
+        one_rec["olc_over_ort"] = one_rec["olc_median_ns"] / one_rec["ort_median_ns"]
+    if one_rec["status"] == "ok" and chain_rec["status"] == "ok":
+        chain_rec["olc_per_node_ns"] = (chain_rec["olc_median_ns"] - one_rec["olc_median_ns"]) / (CHAIN_LENGTH - 1)
+        chain_rec["ort_per_node_ns"] = (chain_rec["ort_median_ns"] - one_rec["ort_median_ns"]) / (CHAIN_LENGTH - 1)
+    return recs
+
+
+# ------------------------------------------------------------------- reports
+
+
+def environment(threads: Sequence[int]) -> dict[str, Any]:
+    from importlib.metadata import PackageNotFoundError, entry_points, version
+
+    import olc_core
+
+    def ver(dist: str) -> str | None:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return None
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    families = {}
+    for ep in entry_points(group="olc.kernels"):
+        dist = getattr(ep, "dist", None)
+        families[ep.name] = {"module": ep.value, "distribution": dist.metadata["Name"] if dist else None,
+                             "version": dist.version if dist else None}
+    try:
+        affinity = len(os.sched_getaffinity(0))
+    except AttributeError:
+        affinity = os.cpu_count()
+    return {
+        "cpu": cpu, "cpu_count": os.cpu_count(), "cpu_affinity": affinity, "machine": platform.machine(),
+        "os": platform.platform(), "python": platform.python_version(),
+        "simd_level": str(olc_core.simd_level()), "olc_simd_env": os.environ.get("OLC_SIMD"),
+        "versions": {d: ver(d) for d in ("olc-core", "onnxruntime", "onnx", "numpy")},
+        "families": families, "threads": list(threads),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def summarize(cases: list[dict[str, Any]], enforce_suites: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary: dict[str, Any] = {}
+    gates: list[dict[str, Any]] = []
+    suites = sorted({c["suite"] for c in cases})
+    for suite in suites:
+        mine = [c for c in cases if c["suite"] == suite]
+        bad = [c for c in mine if c["status"] != "ok"]
+        if suite == "overhead":
+            s: dict[str, Any] = {"cases": len(mine), "not_run": len(bad)}
+            for c in mine:
+                t = c["threads"]
+                if c["name"] == "one_node" and "olc_over_ort" in c:
+                    s[f"one_node_olc_over_ort@{t}"] = c["olc_over_ort"]
+                    gates.append(_gate(suite, f"overhead one-node, {t} thread(s): olc <= {OVERHEAD_ONE_NODE_GATE} x ort",
+                                       c["olc_over_ort"] <= OVERHEAD_ONE_NODE_GATE,
+                                       f"olc {c['olc_median_ns'] / 1e3:.2f} µs, ort {c['ort_median_ns'] / 1e3:.2f} µs, "
+                                       f"olc/ort {c['olc_over_ort']:.2f}"))
+                if "olc_per_node_ns" in c:
+                    s[f"per_node_olc_ns@{t}"] = c["olc_per_node_ns"]
+                    s[f"per_node_ort_ns@{t}"] = c["ort_per_node_ns"]
+                    gates.append(_gate(suite, f"overhead per node, {t} thread(s): olc <= ort",
+                                       c["olc_per_node_ns"] <= c["ort_per_node_ns"],
+                                       f"olc {c['olc_per_node_ns']:.0f} ns, ort {c['ort_per_node_ns']:.0f} ns per node"))
+            summary[suite] = s
+        else:
+            ratios = [c["ratio"] for c in mine if c["status"] == "ok"]
+            med = statistics.median(ratios) if ratios else None
+            ok_cases = [c for c in mine if c["status"] == "ok"]
+            worst = min(ok_cases, key=lambda c: c["ratio"]) if ok_cases else None
+            summary[suite] = {"cases": len(mine), "timed": len(ratios), "median_ratio": med,
+                              "min_ratio": worst["ratio"] if worst else None,
+                              "min_case": f"{worst['name']} size {worst['size']} threads {worst['threads']}" if worst else None}
+            if suite == "unary":
+                gates.append(_gate(suite, f"unary median ratio >= {UNARY_MEDIAN_GATE}", med is not None and med >= UNARY_MEDIAN_GATE,
+                                   f"median {med:.3f}" if med is not None else "no case timed"))
+                slow = [c for c in ok_cases if c["ratio"] < UNARY_CASE_GATE]
+                gates.append(_gate(suite, f"every unary case ratio >= {UNARY_CASE_GATE}", not slow and bool(ok_cases),
+                                   ", ".join(f"{c['name']}/{c['size']}/{c['threads']}t {c['ratio']:.2f}" for c in slow[:10])
+                                   or (f"min {worst['ratio']:.3f}" if worst else "no case timed")))
+        if bad:
+            gates.append(_gate(suite, f"{suite}: every case native and agreeing with onnxruntime", False,
+                               "; ".join(f"{c['name']}/{c.get('size')}/{c['threads']}t {c['status']}: {c.get('detail', '')}"
+                                         for c in bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else "")))
+        elif mine:
+            gates.append(_gate(suite, f"{suite}: every case native and agreeing with onnxruntime", True, f"{len(mine)} cases"))
+    for g in gates:
+        g["enforced"] = g["suite"] in enforce_suites
+    return summary, gates
+
+
+def _gate(suite: str, name: str, passed: bool, detail: str) -> dict[str, Any]:
+    return {"suite": suite, "name": name, "passed": bool(passed), "detail": detail}
+
+
+def _us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e3:.2f}"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    env = report["environment"]
+    lines = [
+        "# olc vs onnxruntime parity",
+        "",
+        f"CPU {env['cpu']} ({env['cpu_affinity']} usable cores), olc simd level {env['simd_level']}, "
+        f"olc-core {env['versions']['olc-core']}, onnxruntime {env['versions']['onnxruntime']}, "
+        f"python {env['python']}. Ratio = ort median / olc median (> 1: olc faster).",
+        "",
+    ]
+    sized = [c for c in report["cases"] if c["suite"] != "overhead"]
+    if sized:
+        lines += ["| suite | op | size | threads | olc µs | ort µs | ratio | status |",
+                  "|---|---|---:|---:|---:|---:|---:|---|"]
+        for c in sized:
+            ratio = f"{c['ratio']:.2f}" if c.get("ratio") is not None else "-"
+            status = c["status"] if c["status"] == "ok" else f"{c['status']}: {c.get('detail', '')}".replace("|", "/")
+            lines.append(f"| {c['suite']} | {c['name']} | {c['size']} | {c['threads']} | {_us(c.get('olc_median_ns'))} "
+                         f"| {_us(c.get('ort_median_ns'))} | {ratio} | {status} |")
+        lines.append("")
+    over = [c for c in report["cases"] if c["suite"] == "overhead"]
+    if over:
+        lines += ["| overhead case | nodes | threads | olc µs/run | ort µs/run | olc/ort | olc ns/node | ort ns/node | status |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for c in over:
+            ratio = (f"{c['olc_median_ns'] / c['ort_median_ns']:.2f}" if c.get("ort_median_ns") else "-")
+            pn_olc = f"{c['olc_per_node_ns']:.0f}" if "olc_per_node_ns" in c else "-"
+            pn_ort = f"{c['ort_per_node_ns']:.0f}" if "ort_per_node_ns" in c else "-"
+            status = c["status"] if c["status"] == "ok" else f"{c['status']}: {c.get('detail', '')}".replace("|", "/")
+            lines.append(f"| {c['name']} | {c['nodes']} | {c['threads']} | {_us(c.get('olc_median_ns'))} | "
+                         f"{_us(c.get('ort_median_ns'))} | {ratio} | {pn_olc} | {pn_ort} | {status} |")
+        lines.append("")
+    lines.append("## Summary")
+    lines.append("")
+    for suite, s in report["summary"].items():
+        if suite == "overhead":
+            lines.append("- overhead: " + ", ".join(f"{k} {v:.3g}" for k, v in s.items() if isinstance(v, float)))
+        else:
+            med = "-" if s["median_ratio"] is None else f"{s['median_ratio']:.3f}"
+            mn = "-" if s["min_ratio"] is None else f"{s['min_ratio']:.3f} ({s['min_case']})"
+            lines.append(f"- {suite}: {s['timed']}/{s['cases']} cases timed, median ratio {med}, min ratio {mn}")
+    lines.append("")
+    lines.append("## Gates")
+    lines.append("")
+    for g in report["gates"]:
+        mark = "PASS" if g["passed"] else "FAIL"
+        lines.append(f"- {mark} {g['name']}: {g['detail']}" + ("" if g["enforced"] else " (not enforced)"))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------- main
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers, got {text!r}")
+    return values
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--suite", action="append", default=None,
+                   help="unary (default), overhead, or a family name providing benchmark_cases(); repeatable")
+    p.add_argument("--cases", action="append", default=[], metavar="MODULE[:FUNC]",
+                   help="extra cases from a function (default name benchmark_cases); repeatable")
+    p.add_argument("--ops", help="only these ops (comma-separated)")
+    p.add_argument("--sizes", type=_int_list, help=f"element counts (default {','.join(map(str, DEFAULT_SIZES))})")
+    p.add_argument("--threads", type=_int_list, help="thread counts (default 1,2)")
+    p.add_argument("--min-time", type=float, help="seconds of timed runs per case (default 0.5)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", dest="json_path", help="write the report (with raw samples) here")
+    p.add_argument("--markdown", dest="md_path", help="write the Markdown table here (it is always printed)")
+    p.add_argument("--enforce", action="store_true", help="exit 1 when a gate fails")
+    p.add_argument("--quick", action="store_true",
+                   help="CI smoke: sizes 4096,65536, 1 thread, 0.02 s per case, gates reported but not enforced")
+    args = p.parse_args(argv)
+    args.suite = args.suite or (["unary"] if not args.cases else [])
+    args.sizes = args.sizes or (list(QUICK_SIZES) if args.quick else list(DEFAULT_SIZES))
+    args.threads = args.threads or ([1] if args.quick else list(DEFAULT_THREADS))
+    args.min_time = args.min_time if args.min_time is not None else (0.02 if args.quick else 0.5)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        import onnxruntime  # noqa: F401
+
+        import olc_core  # noqa: F401
+    except ImportError as exc:
+        print(f"benchmark_parity: needs olc-core and onnxruntime installed ({exc})", file=sys.stderr)
+        return 2
+    ops = {o.strip().lower() for o in args.ops.split(",")} if args.ops else None
+
+    cases: list[Case] = []
+    sources: dict[str, str] = {}
+    for suite in args.suite:
+        if suite == "overhead":
+            continue
+        found, source = unary_cases(args.sizes) if suite == "unary" else family_cases(suite, args.sizes)
+        cases += found
+        sources[suite] = source
+    for spec in args.cases:
+        found = [case_from_family(c, spec.partition(":")[0]) for c in _call_case_function(load_case_function(spec), args.sizes)]
+        cases += found
+        sources[spec] = spec
+    if ops is not None:
+        cases = [c for c in cases if c.op.lower() in ops]
+
+    results: list[dict[str, Any]] = []
+    total = len(cases) * len(args.threads)
+    n = 0
+    for case in cases:
+        for t in args.threads:
+            n += 1
+            rec = run_case(case, t, args)
+            results.append(rec)
+            msg = (f"ratio {rec['ratio']:.2f} (olc {_us(rec['olc_median_ns'])} µs, ort {_us(rec['ort_median_ns'])} µs, "
+                   f"{rec['samples']} pairs)" if rec["status"] == "ok" else f"{rec['status']}: {rec.get('detail', '')}")
+            print(f"[{n}/{total}] {case.suite} {case.label} size {case.size} threads {t}: {msg}", file=sys.stderr, flush=True)
+    if "overhead" in args.suite:
+        sources["overhead"] = "built-in"
+        for t in args.threads:
+            for rec in run_overhead(t, args):
+                results.append(rec)
+                msg = (f"olc {_us(rec['olc_median_ns'])} µs, ort {_us(rec['ort_median_ns'])} µs per run"
+                       if rec["status"] == "ok" else f"{rec['status']}: {rec.get('detail', '')}")
+                print(f"overhead {rec['name']} threads {t}: {msg}", file=sys.stderr, flush=True)
+
+    enforce_suites = set() if not args.enforce else {c["suite"] for c in results}
+    summary, gates = summarize(results, enforce_suites)
+    report = {
+        "environment": environment(args.threads),
+        "config": {"suites": args.suite, "case_sources": sources, "sizes": args.sizes, "threads": args.threads,
+                   "min_time_s": args.min_time, "seed": args.seed, "quick": args.quick, "enforce": args.enforce,
+                   "ops": sorted(ops) if ops else None},
+        "cases": results,
+        "summary": summary,
+        "gates": gates,
+    }
+    md = markdown(report)
+    print(md)
+    if args.json_path:
+        with open(args.json_path, "w") as f:
+            json.dump(report, f, indent=1)
+    if args.md_path:
+        with open(args.md_path, "w") as f:
+            f.write(md)
+    failed = [g for g in gates if g["enforced"] and not g["passed"]]
+    for g in failed:
+        print(f"benchmark_parity: gate failed: {g['name']}: {g['detail']}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
