@@ -307,3 +307,10 @@ def test_env_profile_bad_content_is_clear(tmp_path):
     assert "ValueError" in proc.stderr
     assert "OLC_TUNING_PROFILE" in proc.stderr
     assert "missing" in proc.stderr
+
+
+def test_param_exposes_key_fields():
+    k = fresh()
+    declare(k, "block", 64, implementation="avx2", dtype=11)
+    p = find(k, "block")
+    assert (p.library, p.kernel, p.implementation, p.dtype) == (LIB, k, "avx2", "float64")

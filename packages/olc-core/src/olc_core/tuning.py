@@ -63,6 +63,23 @@ class TuningParam:
     value: Number
     overridden: bool
 
+    # Flat access to the key, for listings.
+    @property
+    def library(self) -> str:
+        return self.key.library
+
+    @property
+    def kernel(self) -> str:
+        return self.key.kernel
+
+    @property
+    def implementation(self) -> str:
+        return self.key.implementation
+
+    @property
+    def dtype(self) -> str:
+        return self.key.dtype
+
 
 def _dtype_code(dtype: str | int) -> int:
     if isinstance(dtype, bool):
