@@ -1,0 +1,139 @@
+#include "executor.h"
+
+#include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define OLC_CPU_RELAX() _mm_pause()
+#else
+#define OLC_CPU_RELAX() \
+  do {                  \
+  } while (0)
+#endif
+
+namespace olc {
+
+namespace {
+thread_local int tls_parallel_depth = 0;
+
+struct DepthGuard {
+  DepthGuard() { ++tls_parallel_depth; }
+  ~DepthGuard() { --tls_parallel_depth; }
+};
+
+// Workers spin this long for new work before sleeping: consecutive nodes of
+// one run submit work microseconds apart, and a futex wake-up costs more.
+constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
+}  // namespace
+
+struct Executor::Job {
+  olc_range_fn fn;
+  void* user;
+  int64_t n;
+  int64_t chunk;
+  int64_t chunks;
+  std::atomic<int64_t> next{0};
+  std::atomic<int64_t> finished{0};
+  std::mutex mutex;
+  std::condition_variable done;
+};
+
+bool Executor::in_parallel_region() { return tls_parallel_depth > 0; }
+
+Executor::Executor(int threads, int participant_limit)
+    : threads_(std::max(1, threads)), participant_limit_(participant_limit) {
+  workers_.reserve(threads_ - 1);
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+Executor::~Executor() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+int Executor::admitted(int requested) const {
+  int n = threads_;
+  if (participant_limit_ > 0) n = std::min(n, participant_limit_);
+  if (requested > 0) n = std::min(n, requested);
+  return std::max(1, n);
+}
+
+void Executor::work_on(Job& job) {
+  DepthGuard guard;
+  for (;;) {
+    const int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
+    if (c >= job.chunks) return;
+    const int64_t begin = c * job.chunk;
+    const int64_t end = std::min(job.n, begin + job.chunk);
+    job.fn(job.user, begin, end);
+    if (job.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == job.chunks) {
+      std::lock_guard<std::mutex> lock(job.mutex);
+      job.done.notify_all();
+    }
+  }
+}
+
+void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
+                            olc_range_fn fn, void* user) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  const int64_t max_useful = (n + grain - 1) / grain;
+  const int participants =
+      static_cast<int>(std::min<int64_t>(admitted(max_participants), max_useful));
+  if (participants <= 1 || in_parallel_region()) {
+    DepthGuard guard;
+    fn(user, 0, n);
+    return;
+  }
+  auto job = std::make_shared<Job>();
+  job->fn = fn;
+  job->user = user;
+  job->n = n;
+  // A few chunks per participant balance uneven progress without making
+  // the per-chunk bookkeeping visible; never below the grain.
+  const int64_t target_chunks = std::min<int64_t>(max_useful, int64_t(participants) * 4);
+  job->chunk = std::max(grain, (n + target_chunks - 1) / target_chunks);
+  job->chunks = (n + job->chunk - 1) / job->chunk;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int i = 1; i < participants; ++i) queue_.push_back(job);
+    queued_.fetch_add(participants - 1, std::memory_order_release);
+  }
+  wake_.notify_all();
+  work_on(*job);
+  // Wait for ranges still running on workers; spin briefly first.
+  for (int spin = 0; spin < 4096; ++spin) {
+    if (job->finished.load(std::memory_order_acquire) == job->chunks) return;
+    OLC_CPU_RELAX();
+  }
+  std::unique_lock<std::mutex> lock(job->mutex);
+  job->done.wait(lock, [&] { return job->finished.load(std::memory_order_acquire) == job->chunks; });
+}
+
+void Executor::worker_loop() {
+  for (;;) {
+    // Spin a little for the next submission before blocking.
+    const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    while (queued_.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < spin_until) {
+      for (int i = 0; i < 64; ++i) OLC_CPU_RELAX();
+    }
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping
+      job = std::move(queue_.front());
+      queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    work_on(*job);
+  }
+}
+
+}  // namespace olc

@@ -1,0 +1,90 @@
+// olc_core._native: the runtime's extension module.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "cpu_features.h"
+#include "executor.h"
+#include "runtime.h"
+#include "tuning.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Runs parallel_for on a private executor and reports how often each index
+// was visited and how many threads took part: the executor's own test hook.
+py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participants, bool nested) {
+  struct Probe {
+    std::vector<std::atomic<int>> hits;
+    std::mutex mutex;
+    std::set<std::thread::id> ids;
+    olc::Executor* ex;
+    bool nested;
+    std::atomic<bool> nested_escaped{false};
+    explicit Probe(int64_t n) : hits(static_cast<size_t>(n)) {}
+  };
+  olc::Executor ex(threads, 0);
+  Probe probe(n);
+  probe.ex = &ex;
+  probe.nested = nested;
+  auto body = [](void* user, int64_t begin, int64_t end) {
+    auto* p = static_cast<Probe*>(user);
+    {
+      std::lock_guard<std::mutex> lock(p->mutex);
+      p->ids.insert(std::this_thread::get_id());
+    }
+    if (p->nested) {
+      // A nested region must run inline, on this very thread.
+      struct Inner {
+        Probe* p;
+        int64_t offset;
+        std::thread::id tid;
+        bool inline_only;
+      } inner{p, begin, std::this_thread::get_id(), true};
+      p->ex->parallel_for(end - begin, 1, 0, [](void* u, int64_t b, int64_t e) {
+        auto* in = static_cast<Inner*>(u);
+        if (std::this_thread::get_id() != in->tid) in->inline_only = false;
+        for (int64_t i = b; i < e; ++i) in->p->hits[in->offset + i].fetch_add(1);
+      }, &inner);
+      if (!inner.inline_only) p->nested_escaped = true;
+      return;
+    }
+    for (int64_t i = begin; i < end; ++i) p->hits[i].fetch_add(1);
+  };
+  {
+    py::gil_scoped_release nogil;
+    ex.parallel_for(n, grain, max_participants, body, &probe);
+  }
+  int min_hits = n ? 1 << 30 : 0, max_hits = 0;
+  for (auto& h : probe.hits) {
+    min_hits = std::min(min_hits, h.load());
+    max_hits = std::max(max_hits, h.load());
+  }
+  py::dict d;
+  d["min_hits"] = min_hits;
+  d["max_hits"] = max_hits;
+  d["nested_escaped"] = probe.nested_escaped.load();
+  d["threads_used"] = static_cast<int>(probe.ids.size());
+  return d;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "olc-core runtime internals; use the olc_core package instead.";
+  olc::bind_cpu_features(m);
+  olc::bind_tuning(m);
+  olc::bind_runtime(m);
+  m.attr("ABI_VERSION") = OLC_ABI_VERSION;
+  m.attr("_C_API") = py::capsule(static_cast<const void*>(olc::core_api()), OLC_CORE_API_CAPSULE);
+  m.def("executor_probe", &executor_probe, py::arg("threads"), py::arg("n"), py::arg("grain"),
+        py::arg("max_participants") = 0, py::arg("nested") = false);
+}

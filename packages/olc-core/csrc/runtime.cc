@@ -1,0 +1,836 @@
+#include "runtime.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "cpu_features.h"
+#include "tuning.h"
+
+namespace olc {
+
+namespace {
+
+// ---------------------------------------------------------------- dtypes
+
+constexpr int kMaxDtype = 32;
+
+struct DtypeTable {
+  py::object numpy[kMaxDtype];  // numpy dtype object per ONNX code, or empty
+  int bf16_num = -1;            // numpy type number of ml_dtypes.bfloat16
+};
+
+// Leaked on purpose: destroying Python objects at process exit without the
+// GIL is unsafe.
+DtypeTable* g_dtypes = nullptr;
+PyObject* g_error_type = nullptr;  // olc_core.OlcError, set at import
+
+int32_t onnx_code_of(const py::dtype& dt) {
+  const int num = dt.num();
+  switch (num) {
+    case 0: return OLC_DTYPE_BOOL;
+    case 1: return OLC_DTYPE_INT8;
+    case 2: return OLC_DTYPE_UINT8;
+    case 3: return OLC_DTYPE_INT16;
+    case 4: return OLC_DTYPE_UINT16;
+    case 5: return dt.itemsize() == 4 ? OLC_DTYPE_INT32 : OLC_DTYPE_UNDEFINED;
+    case 6: return dt.itemsize() == 4 ? OLC_DTYPE_UINT32 : OLC_DTYPE_UNDEFINED;
+    case 7:
+    case 9: return dt.itemsize() == 8 ? OLC_DTYPE_INT64 : OLC_DTYPE_UNDEFINED;
+    case 8:
+    case 10: return dt.itemsize() == 8 ? OLC_DTYPE_UINT64 : OLC_DTYPE_UNDEFINED;
+    case 11: return OLC_DTYPE_FLOAT;
+    case 12: return OLC_DTYPE_DOUBLE;
+    case 23: return OLC_DTYPE_FLOAT16;
+    default: break;
+  }
+  if (g_dtypes && num == g_dtypes->bf16_num) return OLC_DTYPE_BFLOAT16;
+  return OLC_DTYPE_UNDEFINED;
+}
+
+const char* dtype_name(int32_t code) {
+  switch (code) {
+    case OLC_DTYPE_FLOAT: return "float32";
+    case OLC_DTYPE_UINT8: return "uint8";
+    case OLC_DTYPE_INT8: return "int8";
+    case OLC_DTYPE_UINT16: return "uint16";
+    case OLC_DTYPE_INT16: return "int16";
+    case OLC_DTYPE_INT32: return "int32";
+    case OLC_DTYPE_INT64: return "int64";
+    case OLC_DTYPE_STRING: return "string";
+    case OLC_DTYPE_BOOL: return "bool";
+    case OLC_DTYPE_FLOAT16: return "float16";
+    case OLC_DTYPE_DOUBLE: return "float64";
+    case OLC_DTYPE_UINT32: return "uint32";
+    case OLC_DTYPE_UINT64: return "uint64";
+    case OLC_DTYPE_BFLOAT16: return "bfloat16";
+    default: return "unsupported";
+  }
+}
+
+[[noreturn]] void raise_olc_error(const std::string& message) {
+  PyErr_SetString(g_error_type ? g_error_type : PyExc_RuntimeError, message.c_str());
+  throw py::error_already_set();
+}
+
+// ---------------------------------------------------------------- values
+
+// A tensor shape with room for the common ranks inline.
+class Shape {
+ public:
+  void assign(int32_t ndim, const int64_t* dims) {
+    ndim_ = ndim;
+    if (ndim <= kInline) {
+      std::copy(dims, dims + ndim, inline_);
+      heap_.clear();
+    } else {
+      heap_.assign(dims, dims + ndim);
+    }
+  }
+  int32_t ndim() const { return ndim_; }
+  const int64_t* data() const { return ndim_ <= kInline ? inline_ : heap_.data(); }
+
+ private:
+  static constexpr int kInline = 6;
+  int32_t ndim_ = 0;
+  int64_t inline_[kInline] = {};
+  std::vector<int64_t> heap_;
+};
+
+void aligned_free(void* p) { std::free(p); }
+
+struct Value {
+  enum Kind : uint8_t { kEmpty = 0, kTensor, kObject };
+  Kind kind = kEmpty;
+  // Storage allocated by this run: may be reused in place and is wrapped
+  // (not copied) when returned.
+  bool runtime_owned = false;
+  // A feed or an initializer: returned as a copy, never written.
+  bool external = false;
+  int32_t dtype = 0;
+  size_t nbytes = 0;
+  Shape shape;
+  void* data = nullptr;
+  std::shared_ptr<void> buffer;  // runtime-owned storage
+  PyObject* obj = nullptr;       // strong reference (array or other object)
+};
+
+// ---------------------------------------------------------------- plan
+
+struct Step {
+  bool native = false;
+  std::shared_ptr<NativeKernel> kernel;
+  py::object callable;
+  std::vector<int32_t> inputs;   // -1: absent optional input
+  std::vector<int32_t> outputs;  // every output has a slot
+  std::vector<int32_t> release;  // slots dead after this step
+  bool inplace_input0 = false;   // kernel allows it and input 0 dies here
+  std::string label;             // "node 'name' (Op)"
+  std::string kernel_name;
+};
+
+struct InputSpec {
+  int32_t slot;
+  std::string name;
+  py::object key;        // interned str for dict look-ups
+  int32_t dtype;         // expected ONNX code; 0: not checked
+  bool is_tensor;
+  bool has_shape;
+  std::vector<int64_t> dims;  // -1: any size
+  bool has_default;      // an initializer provides it when not fed
+  std::string consumer;  // "node 'n' (Op)" for messages
+};
+
+struct ConstantSpec {
+  int32_t slot;
+  py::object object;  // numpy array (tensor) or any object
+};
+
+struct RunState;
+
+}  // namespace
+}  // namespace olc
+
+// The opaque context handed to kernels.
+struct olc_context {
+  olc::RunState* run;
+  const olc::Step* step;
+  std::string error;
+};
+
+namespace olc {
+namespace {
+
+class Plan {
+ public:
+  Plan(int32_t n_values, int threads, int participant_limit, bool record_usage)
+      : n_values_(n_values),
+        record_usage_(record_usage),
+        executor_(std::make_unique<Executor>(threads, participant_limit)) {}
+
+  ~Plan() {
+    // Steps hold Python objects: make sure they die with the GIL held (the
+    // destructor runs from Python's garbage collection, so it is).
+  }
+
+  void add_constant(int32_t slot, py::object obj) {
+    check_slot(slot);
+    constants_.push_back({slot, std::move(obj)});
+  }
+
+  void add_input(int32_t slot, const std::string& name, int32_t dtype, bool is_tensor,
+                 py::object dims, bool has_default, const std::string& consumer) {
+    check_slot(slot);
+    InputSpec spec;
+    spec.slot = slot;
+    spec.name = name;
+    spec.key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(name.c_str()));
+    spec.dtype = dtype;
+    spec.is_tensor = is_tensor;
+    spec.has_shape = !dims.is_none();
+    if (spec.has_shape) {
+      for (auto d : dims) spec.dims.push_back(d.cast<int64_t>());
+    }
+    spec.has_default = has_default;
+    spec.consumer = consumer;
+    inputs_.push_back(std::move(spec));
+  }
+
+  void add_output(int32_t slot, const std::string& name) {
+    check_slot(slot);
+    output_slots_.push_back(slot);
+    output_names_.push_back(name);
+    output_index_[name] = static_cast<int32_t>(output_slots_.size() - 1);
+  }
+
+  void add_native_step(std::shared_ptr<NativeKernel> kernel, std::vector<int32_t> inputs,
+                       std::vector<int32_t> outputs, std::vector<int32_t> release,
+                       const std::string& label) {
+    Step s;
+    s.native = true;
+    s.kernel_name = kernel->vtable()->name ? kernel->vtable()->name : "?";
+    s.inplace_input0 = (kernel->vtable()->flags & OLC_KERNEL_INPLACE_INPUT0) && !inputs.empty() &&
+                       inputs[0] >= 0 &&
+                       std::find(release.begin(), release.end(), inputs[0]) != release.end();
+    s.kernel = std::move(kernel);
+    fill_step(s, std::move(inputs), std::move(outputs), std::move(release), label);
+  }
+
+  void add_python_step(py::object callable, std::vector<int32_t> inputs,
+                       std::vector<int32_t> outputs, std::vector<int32_t> release,
+                       const std::string& label, const std::string& kernel_name) {
+    Step s;
+    s.callable = std::move(callable);
+    s.kernel_name = kernel_name;
+    fill_step(s, std::move(inputs), std::move(outputs), std::move(release), label);
+  }
+
+  py::list run(py::object output_names, py::object feeds);
+
+  std::vector<std::string> last_usage() const {
+    std::lock_guard<std::mutex> lock(usage_mutex_);
+    return last_usage_;
+  }
+  std::vector<std::string> last_usage_details() const {
+    std::lock_guard<std::mutex> lock(usage_mutex_);
+    return last_details_;
+  }
+
+  int threads() const { return executor_->threads(); }
+  Executor& executor() { return *executor_; }
+  bool record_usage() const { return record_usage_; }
+
+ private:
+  void check_slot(int32_t slot) const {
+    if (slot < 0 || slot >= n_values_) throw std::out_of_range("value slot out of range");
+  }
+  void fill_step(Step& s, std::vector<int32_t> inputs, std::vector<int32_t> outputs,
+                 std::vector<int32_t> release, const std::string& label) {
+    for (int32_t v : inputs)
+      if (v != -1) check_slot(v);
+    for (int32_t v : outputs) check_slot(v);
+    for (int32_t v : release) check_slot(v);
+    s.inputs = std::move(inputs);
+    s.outputs = std::move(outputs);
+    s.release = std::move(release);
+    s.label = label;
+    steps_.push_back(std::move(s));
+  }
+
+  friend struct RunState;
+
+  int32_t n_values_;
+  bool record_usage_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<ConstantSpec> constants_;
+  std::vector<InputSpec> inputs_;
+  std::vector<int32_t> output_slots_;
+  std::vector<std::string> output_names_;
+  std::unordered_map<std::string, int32_t> output_index_;
+  std::vector<Step> steps_;
+
+  mutable std::mutex usage_mutex_;
+  std::vector<std::string> last_usage_;
+  std::vector<std::string> last_details_;
+};
+
+// Everything one run() call owns. Values holding Python objects may only be
+// released with the GIL held: releases during native stretches are deferred.
+struct RunState {
+  Plan* plan;
+  std::vector<Value> values;
+  std::vector<PyObject*> deferred_decref;
+  std::string error;
+  bool record;
+  std::vector<const char*> usage;
+  std::vector<std::string> details;
+  bool gil_held = true;
+
+  explicit RunState(Plan* p) : plan(p), values(p->n_values_), record(p->record_usage_) {}
+
+  ~RunState() {
+    // Always destroyed with the GIL held.
+    for (auto& v : values) clear(v);
+    for (PyObject* o : deferred_decref) Py_DECREF(o);
+  }
+
+  void clear(Value& v) {
+    if (v.obj) {
+      if (gil_held) {
+        Py_DECREF(v.obj);
+      } else {
+        deferred_decref.push_back(v.obj);
+      }
+    }
+    v.obj = nullptr;
+    v.buffer.reset();
+    v.data = nullptr;
+    v.kind = Value::kEmpty;
+    v.runtime_owned = false;
+    v.external = false;
+  }
+
+  void flush_deferred() {
+    for (PyObject* o : deferred_decref) Py_DECREF(o);
+    deferred_decref.clear();
+  }
+};
+
+// --------------------------------------------------- numpy conversions
+
+py::object numpy_dtype(int32_t code) {
+  if (code <= 0 || code >= kMaxDtype || !g_dtypes || !g_dtypes->numpy[code])
+    throw std::runtime_error(std::string("no numpy dtype for ") + dtype_name(code));
+  return g_dtypes->numpy[code];
+}
+
+// Wraps a runtime-owned buffer in an array that keeps the buffer alive.
+py::object wrap_buffer(const Value& v) {
+  auto* keep = new std::shared_ptr<void>(v.buffer);
+  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+  std::vector<py::ssize_t> shape(v.shape.data(), v.shape.data() + v.shape.ndim());
+  return py::array(py::reinterpret_borrow<py::dtype>(numpy_dtype(v.dtype)), std::move(shape),
+                   v.data, base);
+}
+
+// The value as a Python object for a Python step (no copy).
+py::object value_to_python(const Value& v) {
+  if (v.kind == Value::kEmpty) return py::none();
+  if (v.obj) return py::reinterpret_borrow<py::object>(v.obj);
+  return wrap_buffer(v);
+}
+
+// Fills `v` from a Python object; arrays of native dtypes become tensors.
+// Returns false (with `why`) when the object cannot be held.
+void value_from_python(RunState& rs, Value& v, py::handle obj, bool external) {
+  rs.clear(v);
+  if (py::isinstance<py::array>(obj)) {
+    auto arr = py::reinterpret_borrow<py::array>(obj);
+    const int32_t code = onnx_code_of(arr.dtype());
+    if (code != OLC_DTYPE_UNDEFINED) {
+      if (!(arr.flags() & py::array::c_style)) {
+        arr = py::array::ensure(arr, py::array::c_style);
+        if (!arr) throw py::error_already_set();
+      }
+      v.kind = Value::kTensor;
+      v.dtype = code;
+      v.external = external;
+      std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
+      v.shape.assign(static_cast<int32_t>(arr.ndim()), dims.data());
+      v.nbytes = static_cast<size_t>(arr.nbytes());
+      v.data = const_cast<void*>(arr.data());
+      v.obj = arr.release().ptr();
+      return;
+    }
+  }
+  v.kind = Value::kObject;
+  v.external = external;
+  v.obj = obj.inc_ref().ptr();
+}
+
+std::string shape_str(const int64_t* dims, size_t n) {
+  std::string s = "(";
+  for (size_t i = 0; i < n; ++i) {
+    if (i) s += ", ";
+    s += dims[i] < 0 ? std::string("?") : std::to_string(dims[i]);
+  }
+  if (n == 1) s += ",";
+  return s + ")";
+}
+
+// ------------------------------------------------------------ run loop
+
+bool run_native_step(RunState& rs, const Step& step) {
+  olc_tensor stack_inputs[8];
+  std::vector<olc_tensor> heap_inputs;
+  olc_tensor* ins = stack_inputs;
+  if (step.inputs.size() > 8) {
+    heap_inputs.resize(step.inputs.size());
+    ins = heap_inputs.data();
+  }
+  for (size_t i = 0; i < step.inputs.size(); ++i) {
+    const int32_t slot = step.inputs[i];
+    if (slot < 0) {
+      ins[i] = olc_tensor{OLC_DTYPE_UNDEFINED, 0, nullptr, nullptr};
+      continue;
+    }
+    const Value& v = rs.values[slot];
+    if (v.kind != Value::kTensor) {
+      rs.error = step.label + ": input " + std::to_string(i) +
+                 (v.kind == Value::kEmpty ? " has no value" : " is not a tensor of a native type");
+      return false;
+    }
+    ins[i] = olc_tensor{v.dtype, v.shape.ndim(), v.shape.data(), v.data};
+  }
+  olc_context ctx{&rs, &step, {}};
+  const int32_t rc = step.kernel->vtable()->run(step.kernel->state(), &ctx,
+                                                static_cast<int32_t>(step.inputs.size()), ins,
+                                                static_cast<int32_t>(step.outputs.size()));
+  if (rc != OLC_OK) {
+    rs.error = step.label + ": " + (ctx.error.empty() ? "kernel failed without a message" : ctx.error);
+    return false;
+  }
+  for (size_t i = 0; i < step.outputs.size(); ++i) {
+    if (rs.values[step.outputs[i]].kind == Value::kEmpty) {
+      rs.error = step.label + ": kernel " + step.kernel_name + " did not produce output " +
+                 std::to_string(i);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool run_python_step(RunState& rs, const Step& step) {
+  py::gil_scoped_acquire gil;
+  rs.gil_held = true;
+  rs.flush_deferred();
+  bool ok = true;
+  try {
+    py::tuple args(step.inputs.size());
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int32_t slot = step.inputs[i];
+      args[i] = slot < 0 ? py::none() : value_to_python(rs.values[slot]);
+    }
+    py::object result = step.callable(*args);
+    py::sequence outs = py::reinterpret_borrow<py::sequence>(result);
+    if (static_cast<size_t>(py::len(outs)) < step.outputs.size()) {
+      rs.error = step.label + ": kernel " + step.kernel_name + " returned " +
+                 std::to_string(py::len(outs)) + " outputs, expected " +
+                 std::to_string(step.outputs.size());
+      ok = false;
+    } else {
+      for (size_t i = 0; i < step.outputs.size(); ++i) {
+        py::object o = outs[i];
+        // numpy scalars and lists become arrays so native consumers can read them.
+        if (!py::isinstance<py::array>(o) && !o.is_none() && PyObject_HasAttrString(o.ptr(), "dtype"))
+          o = py::array::ensure(o);
+        value_from_python(rs, rs.values[step.outputs[i]], o, false);
+      }
+    }
+  } catch (py::error_already_set& e) {
+    rs.error = step.label + ": " + e.what();
+    ok = false;
+  } catch (std::exception& e) {
+    rs.error = step.label + ": " + e.what();
+    ok = false;
+  }
+  rs.gil_held = false;
+  return ok;
+}
+
+py::list Plan::run(py::object output_names, py::object feeds) {
+  if (!PyDict_Check(feeds.ptr())) {
+    // Accept any mapping, as onnxruntime does.
+    feeds = py::dict(feeds);
+  }
+  // Which graph outputs to return.
+  std::vector<int32_t> wanted;
+  if (output_names.is_none()) {
+    wanted.resize(output_slots_.size());
+    for (size_t i = 0; i < wanted.size(); ++i) wanted[i] = static_cast<int32_t>(i);
+  } else {
+    for (auto n : output_names) {
+      auto name = n.cast<std::string>();
+      auto it = output_index_.find(name);
+      if (it == output_index_.end()) raise_olc_error("unknown output name '" + name + "'");
+      wanted.push_back(it->second);
+    }
+  }
+
+  RunState rs(this);
+  for (const auto& c : constants_) value_from_python(rs, rs.values[c.slot], c.object, true);
+
+  // Feeds: presence, dtype and shape are checked before any node runs.
+  PyObject* feed_dict = feeds.ptr();
+  Py_ssize_t matched = 0;
+  for (const auto& spec : inputs_) {
+    PyObject* item = PyDict_GetItemWithError(feed_dict, spec.key.ptr());
+    if (!item) {
+      if (PyErr_Occurred()) throw py::error_already_set();
+      if (spec.has_default) continue;
+      raise_olc_error("missing feed for graph input '" + spec.name + "' (consumed by " +
+                      spec.consumer + ")");
+    }
+    ++matched;
+    py::handle obj(item);
+    if (spec.is_tensor && !py::isinstance<py::array>(obj)) {
+      py::object arr = py::module_::import("numpy").attr("asarray")(obj);
+      value_from_python(rs, rs.values[spec.slot], arr, true);
+    } else {
+      value_from_python(rs, rs.values[spec.slot], obj, true);
+    }
+    Value& v = rs.values[spec.slot];
+    if (spec.is_tensor && spec.dtype != 0) {
+      const bool native_expected = dtype_size(spec.dtype) != 0;
+      if (native_expected && (v.kind != Value::kTensor || v.dtype != spec.dtype)) {
+        std::string got = v.kind == Value::kTensor ? dtype_name(v.dtype)
+                                                   : py::str(obj.attr("dtype")).cast<std::string>();
+        raise_olc_error("feed '" + spec.name + "' (consumed by " + spec.consumer + ") has dtype " +
+                        got + ", the model declares " + dtype_name(spec.dtype));
+      }
+      if (spec.has_shape && v.kind == Value::kTensor) {
+        bool ok = static_cast<size_t>(v.shape.ndim()) == spec.dims.size();
+        for (size_t d = 0; ok && d < spec.dims.size(); ++d)
+          ok = spec.dims[d] < 0 || spec.dims[d] == v.shape.data()[d];
+        if (!ok)
+          raise_olc_error("feed '" + spec.name + "' (consumed by " + spec.consumer +
+                          ") has shape " + shape_str(v.shape.data(), v.shape.ndim()) +
+                          ", the model declares " + shape_str(spec.dims.data(), spec.dims.size()));
+      }
+    }
+  }
+  if (matched != PyDict_Size(feed_dict)) {
+    for (auto kv : py::reinterpret_borrow<py::dict>(feeds)) {
+      auto name = py::str(kv.first).cast<std::string>();
+      bool known = std::any_of(inputs_.begin(), inputs_.end(),
+                               [&](const InputSpec& s) { return s.name == name; });
+      if (!known) raise_olc_error("feed '" + name + "' is not an input of the model");
+    }
+  }
+
+  bool ok = true;
+  {
+    py::gil_scoped_release nogil;
+    rs.gil_held = false;
+    for (const Step& step : steps_) {
+      ok = step.native ? run_native_step(rs, step) : run_python_step(rs, step);
+      if (!ok) break;
+      if (rs.record) rs.usage.push_back(step.kernel_name.c_str());
+      for (int32_t slot : step.release) rs.clear(rs.values[slot]);
+    }
+  }
+  rs.gil_held = true;
+  rs.flush_deferred();
+  if (!ok) raise_olc_error(rs.error);
+
+  if (rs.record) {
+    std::vector<std::string> names(rs.usage.begin(), rs.usage.end());
+    std::lock_guard<std::mutex> lock(usage_mutex_);
+    last_usage_ = std::move(names);
+    last_details_ = std::move(rs.details);
+  }
+
+  py::list result(wanted.size());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const Value& v = rs.values[output_slots_[wanted[i]]];
+    py::object out;
+    if (v.kind == Value::kEmpty) {
+      out = py::none();
+    } else if (!v.obj) {
+      out = wrap_buffer(v);
+    } else if (v.external && py::isinstance<py::array>(v.obj)) {
+      // Never hand out the caller's feed or the session's initializer.
+      out = py::reinterpret_borrow<py::array>(v.obj).attr("copy")();
+    } else {
+      out = py::reinterpret_borrow<py::object>(v.obj);
+    }
+    result[i] = std::move(out);
+  }
+  return result;
+}
+
+// --------------------------------------------------------- core API slots
+
+int32_t api_simd_level() { return simd_level(); }
+uint64_t api_cpu_features() { return cpu_features(); }
+
+void api_parallel_for(olc_context* ctx, int64_t n, int64_t grain, int32_t max_participants,
+                      olc_range_fn fn, void* user) {
+  if (!ctx || !ctx->run) {
+    run_serial(n, fn, user);
+    return;
+  }
+  ctx->run->plan->executor().parallel_for(n, grain, max_participants, fn, user);
+}
+
+int32_t api_concurrency(olc_context* ctx) {
+  if (!ctx || !ctx->run || Executor::in_parallel_region()) return 1;
+  return ctx->run->plan->executor().admitted(0);
+}
+
+int32_t api_set_error(olc_context* ctx, const char* message) {
+  if (ctx) ctx->error = message ? message : "unknown error";
+  return OLC_ERROR;
+}
+
+char g_empty_tensor_storage[64] alignas(64);
+
+void* api_allocate_output(olc_context* ctx, int32_t index, int32_t dtype, int32_t ndim,
+                          const int64_t* shape) {
+  if (!ctx || !ctx->run || !ctx->step) return nullptr;
+  RunState& rs = *ctx->run;
+  const Step& step = *ctx->step;
+  if (index < 0 || static_cast<size_t>(index) >= step.outputs.size()) {
+    api_set_error(ctx, ("allocate_output: output index " + std::to_string(index) +
+                        " out of range").c_str());
+    return nullptr;
+  }
+  const size_t elem = dtype_size(dtype);
+  if (elem == 0) {
+    api_set_error(ctx, (std::string("allocate_output: dtype ") + std::to_string(dtype) +
+                        " cannot be a native tensor").c_str());
+    return nullptr;
+  }
+  if (ndim < 0 || (ndim > 0 && !shape)) {
+    api_set_error(ctx, "allocate_output: invalid rank");
+    return nullptr;
+  }
+  uint64_t count = 1;
+  for (int32_t d = 0; d < ndim; ++d) {
+    if (shape[d] < 0 ||
+        __builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count)) {
+      api_set_error(ctx, "allocate_output: invalid or overflowing shape");
+      return nullptr;
+    }
+  }
+  uint64_t nbytes64;
+  if (__builtin_mul_overflow(count, static_cast<uint64_t>(elem), &nbytes64) ||
+      nbytes64 > (uint64_t(1) << 62)) {
+    api_set_error(ctx, "allocate_output: tensor too large");
+    return nullptr;
+  }
+  const size_t nbytes = static_cast<size_t>(nbytes64);
+  Value& out = rs.values[step.outputs[index]];
+  if (out.kind != Value::kEmpty) {
+    api_set_error(ctx, ("allocate_output: output " + std::to_string(index) +
+                        " allocated twice").c_str());
+    return nullptr;
+  }
+  out.kind = Value::kTensor;
+  out.runtime_owned = true;
+  out.dtype = dtype;
+  out.nbytes = nbytes;
+  out.shape.assign(ndim, shape);
+  if (index == 0 && step.inplace_input0) {
+    Value& in = rs.values[step.inputs[0]];
+    if (in.runtime_owned && in.dtype == dtype && in.nbytes == nbytes && nbytes > 0 &&
+        in.buffer.use_count() == 1) {
+      out.buffer = in.buffer;
+      out.data = in.data;
+      return out.data;
+    }
+  }
+  if (nbytes == 0) {
+    out.data = g_empty_tensor_storage;
+    out.buffer = std::shared_ptr<void>(static_cast<void*>(g_empty_tensor_storage), [](void*) {});
+    return out.data;
+  }
+  void* p = std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
+  if (!p) {
+    out.kind = Value::kEmpty;
+    api_set_error(ctx, "allocate_output: out of memory");
+    return nullptr;
+  }
+  out.data = p;
+  out.buffer = std::shared_ptr<void>(p, aligned_free);
+  return p;
+}
+
+void api_record_usage_detail(olc_context* ctx, const char* detail) {
+  if (!ctx || !ctx->run || !ctx->run->record || !detail) return;
+  ctx->run->details.push_back(ctx->step->kernel_name + "[" + detail + "]");
+}
+
+}  // namespace
+
+size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case OLC_DTYPE_BOOL:
+    case OLC_DTYPE_INT8:
+    case OLC_DTYPE_UINT8: return 1;
+    case OLC_DTYPE_INT16:
+    case OLC_DTYPE_UINT16:
+    case OLC_DTYPE_FLOAT16:
+    case OLC_DTYPE_BFLOAT16: return 2;
+    case OLC_DTYPE_FLOAT:
+    case OLC_DTYPE_INT32:
+    case OLC_DTYPE_UINT32: return 4;
+    case OLC_DTYPE_DOUBLE:
+    case OLC_DTYPE_INT64:
+    case OLC_DTYPE_UINT64: return 8;
+    default: return 0;
+  }
+}
+
+const olc_core_api* core_api() {
+  static const olc_core_api api = [] {
+    olc_core_api a;
+    std::memset(&a, 0, sizeof(a));
+    a.abi_version = OLC_ABI_VERSION;
+    a.api_size = sizeof(olc_core_api);
+    a.simd_level = api_simd_level;
+    a.cpu_features = api_cpu_features;
+    a.parallel_for = api_parallel_for;
+    a.concurrency = api_concurrency;
+    a.allocate_output = api_allocate_output;
+    a.set_error = api_set_error;
+    a.tuning_declare_int = tuning_declare_int;
+    a.tuning_read_int = tuning_read_int;
+    a.tuning_declare_float = tuning_declare_float;
+    a.tuning_read_float = tuning_read_float;
+    a.record_usage_detail = api_record_usage_detail;
+    return a;
+  }();
+  return &api;
+}
+
+std::shared_ptr<NativeKernel> create_native_kernel(py::capsule capsule, py::dict node) {
+  if (std::strcmp(capsule.name() ? capsule.name() : "", OLC_KERNEL_VTABLE_CAPSULE) != 0)
+    throw std::invalid_argument(std::string("expected a capsule named '") +
+                                OLC_KERNEL_VTABLE_CAPSULE + "'");
+  auto* vt = capsule.get_pointer<const olc_kernel_vtable>();
+  const std::string name = node["name"].cast<std::string>();
+  const std::string op_type = node["op_type"].cast<std::string>();
+  const std::string label = "node '" + name + "' (" + op_type + ")";
+  if (!vt || vt->abi_version != OLC_ABI_VERSION)
+    raise_olc_error(label + ": kernel " + (vt && vt->name ? vt->name : "?") +
+                    " was built for kernel ABI " + std::to_string(vt ? vt->abi_version : 0) +
+                    ", olc-core provides " + std::to_string(OLC_ABI_VERSION));
+  const std::string domain = node["domain"].cast<std::string>();
+  auto in_dtypes = node["input_dtypes"].cast<std::vector<int32_t>>();
+  auto in_ranks = node["input_ranks"].cast<std::vector<int32_t>>();
+  auto out_dtypes = node["output_dtypes"].cast<std::vector<int32_t>>();
+  if (in_ranks.size() != in_dtypes.size()) throw std::invalid_argument("input_ranks size");
+
+  // Attribute storage outlives create() only.
+  struct AttrStore {
+    std::string name, s;
+    std::vector<int64_t> ints;
+    std::vector<double> floats;
+  };
+  py::list attrs = node["attributes"];
+  std::vector<AttrStore> store(attrs.size());
+  std::vector<olc_attribute> cattrs(attrs.size());
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    py::tuple a = attrs[i];
+    store[i].name = a[0].cast<std::string>();
+    olc_attribute& c = cattrs[i];
+    std::memset(&c, 0, sizeof(c));
+    c.type = a[1].cast<int32_t>();
+    switch (c.type) {
+      case OLC_ATTR_INT: c.i = a[2].cast<int64_t>(); break;
+      case OLC_ATTR_FLOAT: c.f = a[2].cast<double>(); break;
+      case OLC_ATTR_STRING: store[i].s = a[2].cast<std::string>(); break;
+      case OLC_ATTR_INTS: store[i].ints = a[2].cast<std::vector<int64_t>>(); break;
+      case OLC_ATTR_FLOATS: store[i].floats = a[2].cast<std::vector<double>>(); break;
+      default: break;
+    }
+  }
+  for (size_t i = 0; i < attrs.size(); ++i) {
+    cattrs[i].name = store[i].name.c_str();
+    cattrs[i].s = store[i].s.c_str();
+    cattrs[i].ints = store[i].ints.data();
+    cattrs[i].floats = store[i].floats.data();
+    cattrs[i].count = cattrs[i].type == OLC_ATTR_INTS ? int64_t(store[i].ints.size())
+                                                      : int64_t(store[i].floats.size());
+  }
+  olc_node_info info;
+  info.name = name.c_str();
+  info.domain = domain.c_str();
+  info.op_type = op_type.c_str();
+  info.opset = node["opset"].cast<int64_t>();
+  info.n_inputs = static_cast<int32_t>(in_dtypes.size());
+  info.input_dtypes = in_dtypes.data();
+  info.input_ranks = in_ranks.data();
+  info.n_outputs = static_cast<int32_t>(out_dtypes.size());
+  info.output_dtypes = out_dtypes.data();
+  info.n_attributes = static_cast<int32_t>(cattrs.size());
+  info.attributes = cattrs.data();
+
+  char error[1024] = {0};
+  void* state = vt->create(core_api(), &info, error, sizeof(error));
+  if (!state) {
+    error[sizeof(error) - 1] = 0;
+    raise_olc_error(label + ": " + (error[0] ? error : "kernel creation failed without a message"));
+  }
+  return std::make_shared<NativeKernel>(vt, state);
+}
+
+void bind_runtime(py::module_& m) {
+  g_dtypes = new DtypeTable();
+  auto np = py::module_::import("numpy");
+  const std::pair<int32_t, const char*> builtin[] = {
+      {OLC_DTYPE_FLOAT, "float32"}, {OLC_DTYPE_UINT8, "uint8"},   {OLC_DTYPE_INT8, "int8"},
+      {OLC_DTYPE_UINT16, "uint16"}, {OLC_DTYPE_INT16, "int16"},   {OLC_DTYPE_INT32, "int32"},
+      {OLC_DTYPE_INT64, "int64"},   {OLC_DTYPE_BOOL, "bool"},     {OLC_DTYPE_FLOAT16, "float16"},
+      {OLC_DTYPE_DOUBLE, "float64"}, {OLC_DTYPE_UINT32, "uint32"}, {OLC_DTYPE_UINT64, "uint64"}};
+  for (auto& [code, name] : builtin) g_dtypes->numpy[code] = np.attr("dtype")(name);
+  py::object bf16 = np.attr("dtype")(py::module_::import("ml_dtypes").attr("bfloat16"));
+  g_dtypes->numpy[OLC_DTYPE_BFLOAT16] = bf16;
+  g_dtypes->bf16_num = bf16.attr("num").cast<int>();
+
+  m.def("_set_error_type", [](py::object t) {
+    Py_XINCREF(t.ptr());
+    g_error_type = t.ptr();
+  });
+
+  py::class_<NativeKernel, std::shared_ptr<NativeKernel>>(m, "NativeKernel")
+      .def_property_readonly("name",
+                             [](const NativeKernel& k) { return std::string(k.vtable()->name); })
+      .def_property_readonly("flags", [](const NativeKernel& k) { return k.vtable()->flags; });
+  m.def("create_kernel", &create_native_kernel, py::arg("vtable"), py::arg("node"),
+        "Create a native kernel for one node from a vtable capsule.");
+  m.def("vtable_name", [](py::capsule c) {
+    if (std::strcmp(c.name() ? c.name() : "", OLC_KERNEL_VTABLE_CAPSULE) != 0)
+      throw std::invalid_argument("not a kernel vtable capsule");
+    auto* vt = c.get_pointer<const olc_kernel_vtable>();
+    return std::string(vt->name ? vt->name : "");
+  });
+
+  py::class_<Plan>(m, "Plan")
+      .def(py::init<int32_t, int, int, bool>(), py::arg("n_values"), py::arg("threads"),
+           py::arg("participant_limit"), py::arg("record_usage"))
+      .def("add_constant", &Plan::add_constant)
+      .def("add_input", &Plan::add_input)
+      .def("add_output", &Plan::add_output)
+      .def("add_native_step", &Plan::add_native_step)
+      .def("add_python_step", &Plan::add_python_step)
+      .def("run", &Plan::run, py::arg("output_names"), py::arg("feeds"))
+      .def("last_usage", &Plan::last_usage)
+      .def("last_usage_details", &Plan::last_usage_details)
+      .def_property_readonly("threads", &Plan::threads);
+}
+
+}  // namespace olc

@@ -1,0 +1,59 @@
+"""olc-core: the runtime of the olc kernel families.
+
+Public surface: :class:`Session`, :func:`registered_kernels`, :class:`KernelRegistration`,
+:data:`hookimpl`, SIMD detection (:func:`simd_level`, :func:`cpu_features`, :func:`simd_cap`),
+:mod:`olc_core.tuning`, :func:`get_include` and the exceptions.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _native
+from .errors import DispatchConflictError, InvalidModelError, NoKernelError, OlcError
+from .hookspecs import ENTRY_POINT_GROUP, hookimpl
+from .registration import KernelRegistration
+from .registry import plugin_load_errors, plugins, register_plugin, registered_kernels, unregister_plugin
+from .session import NodeArg, NodeInfo, PlanEntry, Session
+from .simd import SIMD_LEVELS, cpu_features, detected_simd_level, simd_cap, simd_level
+from .threads import default_thread_count
+from . import tuning
+
+_native._set_error_type(OlcError)
+
+__version__ = "0.1.0"
+ABI_VERSION: int = _native.ABI_VERSION
+
+
+def get_include() -> str:
+    """The folder holding ``olc/kernel_abi.h`` and ``olc/python_api.h``, for building families."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
+
+
+__all__ = [
+    "ABI_VERSION",
+    "DispatchConflictError",
+    "ENTRY_POINT_GROUP",
+    "InvalidModelError",
+    "KernelRegistration",
+    "NoKernelError",
+    "NodeArg",
+    "NodeInfo",
+    "OlcError",
+    "PlanEntry",
+    "SIMD_LEVELS",
+    "Session",
+    "cpu_features",
+    "default_thread_count",
+    "detected_simd_level",
+    "get_include",
+    "hookimpl",
+    "plugin_load_errors",
+    "plugins",
+    "register_plugin",
+    "registered_kernels",
+    "simd_cap",
+    "simd_level",
+    "tuning",
+    "unregister_plugin",
+]

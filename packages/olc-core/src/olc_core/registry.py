@@ -1,0 +1,194 @@
+"""Plugin discovery (pluggy, entry-point group ``olc.kernels``) and the dispatch table."""
+
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import pluggy
+
+from . import hookspecs
+from .errors import DispatchConflictError
+from .registration import KernelRegistration, normalize_domain
+
+AUTOLOAD_ENV = "OLC_DISABLE_PLUGIN_AUTOLOAD"
+
+_lock = threading.RLock()
+_manager: pluggy.PluginManager | None = None
+_table: DispatchTable | None = None
+_load_errors: list[str] = []
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of a dispatch look-up: a registration or the reason there is none."""
+
+    registration: KernelRegistration | None
+    reason: str
+
+
+def _new_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    if not os.environ.get(AUTOLOAD_ENV):
+        # Load each entry point ourselves so that one broken plugin is reported
+        # (olc info lists it) instead of making every model unusable.
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=hookspecs.ENTRY_POINT_GROUP):
+            if pm.get_plugin(ep.name) is not None or pm.is_blocked(ep.name):
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # noqa: BLE001 - any import failure is reported, not raised
+                message = f"plugin {ep.name!r} ({ep.value}) failed to load: {type(exc).__name__}: {exc}"
+                cause = exc.__cause__
+                if cause is not None:
+                    message += f" (caused by {type(cause).__name__}: {cause})"
+                _load_errors.append(message)
+                warnings.warn(message, RuntimeWarning, stacklevel=3)
+                continue
+            pm.register(plugin, name=ep.name)
+    pm.check_pending()
+    return pm
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager, created (and entry points loaded) on first use."""
+    global _manager
+    with _lock:
+        if _manager is None:
+            _manager = _new_manager()
+        return _manager
+
+
+def register_plugin(plugin: object, name: str | None = None) -> None:
+    """Registers an in-process plugin (an object or module implementing the hooks)."""
+    global _table
+    with _lock:
+        pm = plugin_manager()
+        pm.register(plugin, name=name)
+        pm.check_pending()
+        _table = None
+
+
+def unregister_plugin(plugin: object) -> None:
+    global _table
+    with _lock:
+        plugin_manager().unregister(plugin)
+        _table = None
+
+
+def plugin_load_errors() -> list[str]:
+    plugin_manager()
+    return list(_load_errors)
+
+
+def plugins() -> list[tuple[str, object]]:
+    """(name, plugin) of every registered plugin, in registration order."""
+    return [(str(name), p) for name, p in plugin_manager().list_name_plugin()]
+
+
+class DispatchTable:
+    """Registrations keyed by (domain, op_type, device), best first.
+
+    Order is fixed by (priority descending, kernel name): never by import
+    order. Two registrations of equal priority that could both cover one node
+    are refused when the table is built.
+    """
+
+    def __init__(self, registrations: Iterable[KernelRegistration]):
+        by_key: dict[tuple[str, str, str], list[KernelRegistration]] = defaultdict(list)
+        seen: set[KernelRegistration] = set()
+        for r in registrations:
+            if r in seen:
+                continue
+            seen.add(r)
+            by_key[(r.domain, r.op_type, r.device)].append(r)
+        for key, regs in by_key.items():
+            regs.sort(key=lambda r: (-r.priority, r.kernel_name, r.since_version))
+            _check_conflicts(regs)
+        self._by_key = dict(by_key)
+        self.registrations: tuple[KernelRegistration, ...] = tuple(
+            r for key in sorted(self._by_key) for r in self._by_key[key]
+        )
+
+    def candidates(self, domain: str, op_type: str, device: str = "cpu") -> Sequence[KernelRegistration]:
+        return self._by_key.get((normalize_domain(domain), op_type, device), ())
+
+    def select(
+        self, domain: str, op_type: str, opset: int, input_types: tuple[str | None, ...], device: str = "cpu"
+    ) -> Selection:
+        candidates = self.candidates(domain, op_type, device)
+        if not candidates:
+            return Selection(None, f"no kernel is registered for {normalize_domain(domain)}::{op_type}")
+        reasons = []
+        for r in candidates:
+            if not r.covers_opset(opset):
+                until = "" if r.until_version >= 2**31 - 1 else str(r.until_version)
+                reasons.append(f"{r.kernel_name} covers opset {r.since_version}-{until}, the model uses {opset}")
+                continue
+            why = r.match_types(input_types)
+            if why is not None:
+                reasons.append(f"{r.kernel_name}: {why}")
+                continue
+            return Selection(r, f"opset {opset}, input types ({', '.join(t or '?' for t in input_types)})")
+        return Selection(None, "; ".join(reasons))
+
+
+def _types_overlap(a: KernelRegistration, b: KernelRegistration) -> bool:
+    for i in range(max(len(a.inputs), len(b.inputs))):
+        ca = a.inputs[i] if i < len(a.inputs) else None
+        cb = b.inputs[i] if i < len(b.inputs) else None
+        if ca is None or cb is None:
+            continue
+        if not set(a.types[ca]) & set(b.types[cb]):
+            return False
+    return True
+
+
+def _check_conflicts(regs: list[KernelRegistration]) -> None:
+    for i, a in enumerate(regs):
+        for b in regs[i + 1 :]:
+            if a.priority != b.priority:
+                continue
+            if a.until_version < b.since_version or b.until_version < a.since_version:
+                continue
+            if a.kernel_name == b.kernel_name and a.family == b.family:
+                # One kernel split over disjoint types per schema version is fine.
+                if not _types_overlap(a, b):
+                    continue
+            if _types_overlap(a, b):
+                raise DispatchConflictError(
+                    f"{a.domain}::{a.op_type}: kernels {a.kernel_name} ({a.family or 'unknown family'}, "
+                    f"opset {a.since_version}-{a.until_version}) and {b.kernel_name} "
+                    f"({b.family or 'unknown family'}, opset {b.since_version}-{b.until_version}) both cover "
+                    f"the same opsets and types at priority {a.priority}; give one a higher priority"
+                )
+
+
+def dispatch_table() -> DispatchTable:
+    """The dispatch table of every installed plugin (built once, rebuilt after register_plugin)."""
+    global _table
+    with _lock:
+        if _table is None:
+            records: list[KernelRegistration] = []
+            # Each implementation is called on its own so a bad record names its plugin.
+            for impl in plugin_manager().hook.olc_register_kernels.get_hookimpls():
+                for r in impl.function() or ():
+                    if not isinstance(r, KernelRegistration):
+                        raise TypeError(
+                            f"plugin {impl.plugin_name!r} returned {type(r).__name__}, expected KernelRegistration"
+                        )
+                    records.append(r)
+            _table = DispatchTable(records)
+        return _table
+
+
+def registered_kernels() -> tuple[KernelRegistration, ...]:
+    """Every registration of every installed plugin, in dispatch order per operator."""
+    return dispatch_table().registrations

@@ -1,0 +1,489 @@
+"""olc_core.Session: load a model, choose one kernel per node, run it from C++."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from . import _native
+from .errors import InvalidModelError, NoKernelError, OlcError
+from .registration import normalize_domain
+from .registry import dispatch_table
+from .threads import default_thread_count
+
+FALLBACK_LIBRARY = "onnx.reference"
+
+# ONNX TensorProto codes -> the type names used by registrations.
+TYPE_NAMES: dict[int, str] = {
+    onnx.TensorProto.FLOAT: "float32",
+    onnx.TensorProto.DOUBLE: "float64",
+    onnx.TensorProto.FLOAT16: "float16",
+    onnx.TensorProto.BFLOAT16: "bfloat16",
+    onnx.TensorProto.INT8: "int8",
+    onnx.TensorProto.INT16: "int16",
+    onnx.TensorProto.INT32: "int32",
+    onnx.TensorProto.INT64: "int64",
+    onnx.TensorProto.UINT8: "uint8",
+    onnx.TensorProto.UINT16: "uint16",
+    onnx.TensorProto.UINT32: "uint32",
+    onnx.TensorProto.UINT64: "uint64",
+    onnx.TensorProto.BOOL: "bool",
+    onnx.TensorProto.STRING: "string",
+}
+
+# Attribute kinds a native kernel can receive (see olc_attribute in the ABI).
+_NATIVE_ATTRIBUTE_TYPES = {
+    onnx.AttributeProto.FLOAT,
+    onnx.AttributeProto.INT,
+    onnx.AttributeProto.STRING,
+    onnx.AttributeProto.FLOATS,
+    onnx.AttributeProto.INTS,
+}
+
+
+@dataclass(frozen=True)
+class PlanEntry:
+    """How one node runs: the kernel chosen and why."""
+
+    node_name: str
+    domain: str
+    op_type: str
+    kernel: str
+    native: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """A graph input or output, described as onnxruntime describes it."""
+
+    name: str
+    type: str
+    shape: list[int | str | None]
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    """What a Python kernel factory receives for one node."""
+
+    name: str
+    domain: str
+    op_type: str
+    opset: int
+    input_types: tuple[str | None, ...]
+    output_types: tuple[str | None, ...]
+    attributes: Mapping[str, Any]
+    proto: onnx.NodeProto = field(repr=False)
+
+
+def _label(node_name: str, op_type: str) -> str:
+    return f"node '{node_name}' ({op_type})"
+
+
+def _load_model(model: Any) -> onnx.ModelProto:
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        try:
+            return onnx.load_from_string(bytes(model))
+        except Exception as exc:  # noqa: BLE001 - protobuf raises several types
+            raise InvalidModelError(f"cannot parse the model bytes: {exc}") from exc
+    if isinstance(model, (str, os.PathLike)):
+        path = os.fspath(model)
+        if not os.path.exists(path):
+            raise InvalidModelError(f"model file not found: {path}")
+        try:
+            # Loads external data files relative to the model's folder.
+            return onnx.load(path, load_external_data=True)
+        except Exception as exc:  # noqa: BLE001
+            raise InvalidModelError(f"cannot load model {path}: {exc}") from exc
+    raise TypeError(f"model must be a path, bytes or onnx.ModelProto, not {type(model).__name__}")
+
+
+def _value_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
+    g = model.graph
+    types: dict[str, onnx.TypeProto] = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        if vi.type.WhichOneof("value") is not None:
+            types[vi.name] = vi.type
+    for init in g.initializer:
+        types.setdefault(init.name, helper.make_tensor_type_proto(init.data_type, list(init.dims)))
+    return types
+
+
+def _tensor_elem(tp: onnx.TypeProto | None) -> int:
+    if tp is not None and tp.WhichOneof("value") == "tensor_type":
+        return int(tp.tensor_type.elem_type)
+    return 0
+
+
+def _type_string(tp: onnx.TypeProto | None) -> str:
+    if tp is None or tp.WhichOneof("value") is None:
+        return "unknown"
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        name = onnx.helper.tensor_dtype_to_string(tp.tensor_type.elem_type).replace("TensorProto.", "").lower()
+        return f"tensor({'float' if name == 'float' else name})"
+    return kind.replace("_type", "")
+
+
+def _shape_of(tp: onnx.TypeProto | None) -> list[int | str | None] | None:
+    if tp is None or tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.HasField("shape"):
+        return None
+    dims: list[int | str | None] = []
+    for d in tp.tensor_type.shape.dim:
+        if d.HasField("dim_value"):
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param"):
+            dims.append(d.dim_param)
+        else:
+            dims.append(None)
+    return dims
+
+
+def _subgraph_outer_names(node: onnx.NodeProto) -> list[str]:
+    """Names a node's subgraphs read from the enclosing scope."""
+    outer: list[str] = []
+
+    def visit(graph: onnx.GraphProto, bound: set[str]) -> None:
+        local = set(bound)
+        local.update(i.name for i in graph.input)
+        local.update(i.name for i in graph.initializer)
+        for n in graph.node:
+            for name in n.input:
+                if name and name not in local and name not in outer:
+                    outer.append(name)
+            for a in n.attribute:
+                if a.type == onnx.AttributeProto.GRAPH:
+                    visit(a.g, local)
+                elif a.type == onnx.AttributeProto.GRAPHS:
+                    for sub in a.graphs:
+                        visit(sub, local)
+            local.update(n.output)
+
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.GRAPH:
+            visit(a.g, set())
+        elif a.type == onnx.AttributeProto.GRAPHS:
+            for sub in a.graphs:
+                visit(sub, set())
+    return outer
+
+
+class _ReferenceNode:
+    """Runs one node through onnx.reference (the fallback for uncovered ops)."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        node: onnx.NodeProto,
+        input_names: Sequence[str],
+        types: Mapping[str, onnx.TypeProto],
+    ):
+        from onnx.reference import ReferenceEvaluator
+
+        def value_info(name: str) -> onnx.ValueInfoProto:
+            vi = onnx.ValueInfoProto(name=name)
+            if name in types:
+                vi.type.CopyFrom(types[name])
+            return vi
+
+        graph = helper.make_graph(
+            [node],
+            f"olc_fallback_{node.name or node.op_type}",
+            [value_info(n) for n in input_names],
+            [value_info(n) for n in node.output if n],
+        )
+        sub = helper.make_model(
+            graph, opset_imports=list(model.opset_import), ir_version=model.ir_version, functions=model.functions
+        )
+        self._input_names = list(input_names)
+        self._output_names = [n for n in node.output if n]
+        self._positions = [i for i, n in enumerate(node.output) if n]
+        self._n_outputs = len(node.output)
+        self._evaluator = ReferenceEvaluator(sub)
+        self._lock = threading.Lock()
+
+    def __call__(self, *inputs: Any) -> list[Any]:
+        feeds = dict(zip(self._input_names, inputs))
+        with self._lock:
+            results = self._evaluator.run(None, feeds)
+        outputs: list[Any] = [None] * self._n_outputs
+        for pos, value in zip(self._positions, results):
+            outputs[pos] = value
+        return outputs
+
+
+class Session:
+    """Runs an ONNX model through olc kernels, falling back to onnx.reference.
+
+    ``model``: a path (external data files are read from its folder), the
+    serialized bytes, or an ``onnx.ModelProto``. ``threads``: the size of the
+    session's thread pool (default: the physical cores available to this
+    process). ``strict=True`` refuses any node that would need the fallback.
+    ``record_usage=True`` records the kernels each run used
+    (:meth:`kernel_usage`); it costs nothing when off.
+    ``participant_limit`` caps the threads any single kernel call may use.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        threads: int | None = None,
+        strict: bool = False,
+        record_usage: bool = False,
+        participant_limit: int | None = None,
+    ):
+        proto = _load_model(model)
+        if threads is None:
+            threads = default_thread_count()
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be a positive integer, got {threads!r}")
+        self._strict = bool(strict)
+        self._threads = threads
+        # onnx.checker is not used: it refuses models onnxruntime runs (an output
+        # without a shape, say). The structural checks that matter for running
+        # (defined inputs, topological order, opset imports) are made below.
+        if not proto.HasField("graph"):
+            raise InvalidModelError("invalid model: it has no graph")
+        try:
+            inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+        except Exception:  # noqa: BLE001 - inference is best effort; kernels validate at run time
+            inferred = proto
+        self._model = proto
+        self._types = _value_types(inferred)
+        self._plan_entries: list[PlanEntry] = []
+        self._build(proto, threads, participant_limit or 0, record_usage)
+
+    # ------------------------------------------------------------ building
+
+    def _build(self, model: onnx.ModelProto, threads: int, participant_limit: int, record_usage: bool) -> None:
+        graph = model.graph
+        if len(graph.sparse_initializer):
+            raise InvalidModelError("sparse initializers are not supported")
+        opsets = {normalize_domain(o.domain): int(o.version) for o in model.opset_import}
+        slots: dict[str, int] = {}
+
+        def slot_of(name: str) -> int:
+            if name not in slots:
+                slots[name] = len(slots)
+            return slots[name]
+
+        initializers = {init.name: init for init in graph.initializer}
+        constants: list[tuple[int, Any]] = []
+        for name, init in initializers.items():
+            constants.append((slot_of(name), numpy_helper.to_array(init)))
+
+        first_consumer: dict[str, str] = {}
+        for index, node in enumerate(graph.node):
+            for name in node.input:
+                first_consumer.setdefault(name, _label(node.name or f"{node.op_type}_{index}", node.op_type))
+
+        inputs: list[tuple[int, str, int, bool, list[int] | None, bool, str]] = []
+        for vi in graph.input:
+            tp = vi.type
+            elem = _tensor_elem(tp)
+            dims = _shape_of(tp)
+            spec_dims = None if dims is None else [d if isinstance(d, int) else -1 for d in dims]
+            is_tensor = tp.WhichOneof("value") == "tensor_type" or tp.WhichOneof("value") is None
+            consumer = first_consumer.get(vi.name, "no node")
+            inputs.append((slot_of(vi.name), vi.name, elem, is_tensor, spec_dims, vi.name in initializers, consumer))
+        self._inputs = [NodeArg(vi.name, _type_string(vi.type), _shape_of(vi.type) or []) for vi in graph.input]
+        self._outputs = [
+            NodeArg(vi.name, _type_string(self._types.get(vi.name, vi.type)), _shape_of(self._types.get(vi.name)) or [])
+            for vi in graph.output
+        ]
+
+        # Steps, in the graph's order, which ONNX requires to be topological.
+        available = set(initializers) | {vi.name for vi in graph.input}
+        steps: list[tuple[str, Any, list[int], list[int], str, str]] = []
+        table = dispatch_table()
+        for index, node in enumerate(graph.node):
+            node_name = node.name or f"{node.op_type}_{index}"
+            label = _label(node_name, node.op_type)
+            domain = normalize_domain(node.domain)
+            for name in node.input:
+                if name and name not in available:
+                    raise InvalidModelError(
+                        f"{label}: input '{name}' is produced by no earlier node, initializer or graph input"
+                    )
+            outer = _subgraph_outer_names(node)
+            for name in outer:
+                if name not in available:
+                    raise InvalidModelError(f"{label}: subgraph reads '{name}', which is not defined before the node")
+            opset = opsets.get(domain)
+            if opset is None and domain not in {f.domain for f in model.functions}:
+                raise InvalidModelError(f"{label}: the model imports no opset for domain '{domain}'")
+            in_slots = [slot_of(n) if n else -1 for n in node.input]
+            out_slots = [slot_of(n) if n else slot_of(f"\0{node_name}:{i}") for i, n in enumerate(node.output)]
+            available.update(n for n in node.output if n)
+
+            input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n)), None) if n else None
+                                for n in node.input)
+            selection = table.select(domain, node.op_type, opset or 1, input_types)
+            reg = selection.registration
+            if reg is not None and reg.supports is not None:
+                refusal = reg.supports(node)
+                if refusal:
+                    reg, selection_reason = None, f"{reg.kernel_name}: {refusal}"
+                else:
+                    selection_reason = selection.reason
+            else:
+                selection_reason = selection.reason
+            if reg is not None and any(a.type not in _NATIVE_ATTRIBUTE_TYPES for a in node.attribute) \
+                    and isinstance(reg.factory, _CAPSULE_TYPE):
+                reg, selection_reason = None, f"{reg.kernel_name}: node has attributes a native kernel cannot take"
+
+            if reg is not None:
+                if isinstance(reg.factory, _CAPSULE_TYPE):
+                    kernel = _native.create_kernel(reg.factory, self._native_node_info(node, node_name, domain, opset or 1))
+                    steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
+                else:
+                    info = NodeInfo(
+                        node_name, domain, node.op_type, opset or 1, input_types,
+                        tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n)), None) for n in node.output),
+                        {a.name: helper.get_attribute_value(a) for a in node.attribute}, node,
+                    )
+                    try:
+                        fn = reg.factory(info)
+                    except OlcError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - surfaced with the node's name
+                        raise OlcError(f"{label}: kernel {reg.kernel_name} refused the node: {exc}") from exc
+                    steps.append(("python", fn, in_slots, out_slots, label, reg.kernel_name))
+                self._plan_entries.append(
+                    PlanEntry(node_name, domain, node.op_type, reg.kernel_name, isinstance(reg.factory, _CAPSULE_TYPE),
+                              selection_reason)
+                )
+                continue
+
+            if self._strict:
+                raise NoKernelError(
+                    f"{label}: no olc kernel covers it ({selection_reason}); strict mode refuses the "
+                    f"{FALLBACK_LIBRARY} fallback"
+                )
+            fallback_inputs = [n for n in node.input if n] + outer
+            try:
+                runner = _ReferenceNode(model, node, fallback_inputs, self._types)
+            except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types
+                raise OlcError(f"{label}: the {FALLBACK_LIBRARY} fallback cannot run this node: {exc}") from exc
+            kernel_name = f"{FALLBACK_LIBRARY}::{node.op_type}"
+            fb_slots = [slot_of(n) for n in fallback_inputs]
+            if node.op_type == "Constant" and domain == "ai.onnx" and not fallback_inputs:
+                # Evaluated once here rather than on every run.
+                for s, value in zip(out_slots, runner()):
+                    constants.append((s, value))
+                self._plan_entries.append(
+                    PlanEntry(node_name, domain, node.op_type, kernel_name, False, "constant, evaluated at load")
+                )
+                continue
+            steps.append(("python", runner, fb_slots, out_slots, label, kernel_name))
+            self._plan_entries.append(
+                PlanEntry(node_name, domain, node.op_type, kernel_name, False, f"fallback: {selection_reason}")
+            )
+
+        for vi in graph.output:
+            if vi.name not in available:
+                raise InvalidModelError(f"graph output '{vi.name}' is produced by no node, initializer or input")
+
+        # Last use of every value: released right after that step.
+        keep = {slots[vi.name] for vi in graph.output}
+        last_use: dict[int, int] = {}
+        for i, (_, _, ins, outs, _, _) in enumerate(steps):
+            for s in list(ins) + list(outs):
+                if s >= 0:
+                    last_use[s] = i
+        const_slots = {s for s, _ in constants}
+        release: list[list[int]] = [[] for _ in steps]
+        for s, i in last_use.items():
+            if s not in keep and s not in const_slots:
+                release[i].append(s)
+
+        plan = _native.Plan(len(slots), threads, participant_limit, bool(record_usage))
+        for s, value in constants:
+            plan.add_constant(s, value)
+        for slot, name, elem, is_tensor, dims, has_default, consumer in inputs:
+            plan.add_input(slot, name, elem, is_tensor, dims, has_default, consumer)
+        for vi in graph.output:
+            plan.add_output(slots[vi.name], vi.name)
+        for (kind, obj, ins, outs, label, kname), rel in zip(steps, release):
+            if kind == "native":
+                plan.add_native_step(obj, ins, outs, rel, label)
+            else:
+                plan.add_python_step(obj, ins, outs, rel, label, kname)
+        self._plan = plan
+
+    def _native_node_info(self, node: onnx.NodeProto, name: str, domain: str, opset: int) -> dict[str, Any]:
+        def rank(name: str) -> int:
+            dims = _shape_of(self._types.get(name)) if name else None
+            return -1 if dims is None else len(dims)
+
+        attributes = []
+        for a in node.attribute:
+            value = helper.get_attribute_value(a)
+            if a.type == onnx.AttributeProto.STRING:
+                value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+            attributes.append((a.name, int(a.type), value))
+        return {
+            "name": name,
+            "domain": domain,
+            "op_type": node.op_type,
+            "opset": opset,
+            "input_dtypes": [_tensor_elem(self._types.get(n)) if n else 0 for n in node.input],
+            "input_ranks": [rank(n) for n in node.input],
+            "output_dtypes": [_tensor_elem(self._types.get(n)) if n else 0 for n in node.output],
+            "attributes": attributes,
+        }
+
+    # ------------------------------------------------------------- running
+
+    def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list:
+        """Runs the model; the same call shape as onnxruntime's InferenceSession.run."""
+        return self._plan.run(output_names, input_feed)
+
+    def kernel_plan(self) -> list[PlanEntry]:
+        """For every node, in graph order: the kernel chosen and why."""
+        return list(self._plan_entries)
+
+    def kernel_usage(self) -> list[str]:
+        """Library-qualified names of the kernels the last run used, in order (record_usage=True)."""
+        return list(self._plan.last_usage())
+
+    def kernel_usage_details(self) -> list[str]:
+        """Details kernels recorded in the last run (e.g. the ISA variant), when recording."""
+        return list(self._plan.last_usage_details())
+
+    def get_inputs(self) -> list[NodeArg]:
+        return list(self._inputs)
+
+    def get_outputs(self) -> list[NodeArg]:
+        return list(self._outputs)
+
+    @property
+    def threads(self) -> int:
+        return self._threads
+
+    @property
+    def strict(self) -> bool:
+        return self._strict
+
+
+_CAPSULE_TYPE = type(_native._C_API)
+
+
+def np_dtype_of(type_name: str) -> np.dtype:
+    """numpy dtype of a registration type name (bfloat16 through ml_dtypes)."""
+    if type_name == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    if type_name == "string":
+        return np.dtype(object)
+    return np.dtype(type_name)
