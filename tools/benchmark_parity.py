@@ -388,7 +388,7 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
     if case_expected and case_expected not in usage:
         result.update(status="wrong-kernel", detail=f"expected {case_expected}, ran {', '.join(usage) or 'nothing'}")
         return result
-    if any(k == FALLBACK_KERNEL for k in usage):
+    if any(k.startswith(FALLBACK_KERNEL) for k in usage):
         result.update(status="fallback", detail=f"{FALLBACK_KERNEL} ran")
         return result
     theirs = runner.run_ort()

@@ -418,6 +418,11 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 
 def _detected_simd_level(current: str) -> str:
     """The level the CPU supports before any OLC_SIMD cap."""
+    import olc_core
+
+    detected = getattr(olc_core, "detected_simd_level", None)
+    if callable(detected):
+        return str(detected())
     if not os.environ.get("OLC_SIMD"):
         return current
     env = {k: v for k, v in os.environ.items() if k != "OLC_SIMD"}
@@ -499,6 +504,7 @@ def collect_info() -> dict[str, Any]:
         "cpu_features": features,
         "default_threads": _default_threads(),
         "plugins": _plugins(),
+        "plugin_load_errors": [str(e) for e in getattr(olc_core, "plugin_load_errors", list)()],
         "kernels_per_family": per_family,
         "tuning": params,
     }
@@ -540,6 +546,8 @@ def cmd_info(args: argparse.Namespace) -> int:
                               _plugin_kernel_count(p, info["kernels_per_family"])] for p in info["plugins"]]))
     else:
         print(f"plugins: none; {NO_KERNELS_MESSAGE}")
+    for err in info["plugin_load_errors"]:
+        print(f"plugin load error: {err}")
     print()
     params = info["tuning"]
     if params and "error" in params[0]:
@@ -617,6 +625,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("olc: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # stdout closed early (olc ... | head): not an error; keep the interpreter
+        # from complaining again when it flushes stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:
         if args.debug:
             raise
