@@ -25,6 +25,10 @@
 
 enum class TuningKind : int32_t { kInt = 0, kFloat = 1 };
 
+// Reads are promised to be one plain load, never a hidden lock.
+static_assert(std::atomic<int64_t>::is_always_lock_free, "int64 atomics must be lock-free");
+static_assert(std::atomic<double>::is_always_lock_free, "double atomics must be lock-free");
+
 // Global scope: kernel_abi.h declares it as an opaque C struct.
 struct olc_tuning_param {
   std::string library, kernel, implementation;
