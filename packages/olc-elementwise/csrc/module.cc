@@ -1,0 +1,51 @@
+// The olc_elementwise._ext module: imports olc-core's API table at init and
+// hands out one kernel vtable capsule per operator.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "olc/python_api.h"
+#include "unary_adapter.h"
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_ext, m) {
+  m.doc() = "olc elementwise kernels (unary ops): vtables for olc-core";
+
+  // Import core's native module first so a failure keeps its real reason
+  // (olc_import_core_api() reports only that the capsule is missing).
+  try {
+    py::module_::import("olc_core._native");
+  } catch (py::error_already_set& e) {
+    throw py::import_error(std::string("olc_elementwise: cannot import olc-core's native module "
+                                       "olc_core._native: ") + e.what());
+  }
+  const olc_core_api* api = olc_import_core_api();
+  if (!api) throw py::error_already_set();
+  if (api->api_size < offsetof(olc_core_api, record_usage_detail) + sizeof(api->record_usage_detail)) {
+    throw py::import_error("olc_elementwise: the installed olc-core API table is too small (api_size " +
+                           std::to_string(api->api_size) + "); upgrade olc-core");
+  }
+  olc_ew::set_core_api(api);
+
+  m.def(
+      "vtable",
+      [](const std::string& op_type) {
+        const olc_kernel_vtable* vt = olc_ew::unary_vtable(op_type);
+        if (!vt) throw py::key_error("olc_elementwise has no kernel for op " + op_type);
+        return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
+      },
+      py::arg("op_type"), "The kernel vtable capsule of op_type (a KernelRegistration factory).");
+  m.def("ops", &olc_ew::unary_op_names, "Operators with a kernel in this extension.");
+  m.def(
+      "attribute_defaults",
+      [](const std::string& op_type) {
+        py::dict d;
+        for (const auto& a : olc_ew::unary_attribute_defaults(op_type)) {
+          if (a.type == OLC_ATTR_FLOAT) d[py::str(a.name)] = a.f;
+          else if (a.type == OLC_ATTR_INT) d[py::str(a.name)] = a.i;
+          else d[py::str(a.name)] = a.s;
+        }
+        return d;
+      },
+      py::arg("op_type"), "Attribute defaults the kernel applies when a node omits them.");
+}

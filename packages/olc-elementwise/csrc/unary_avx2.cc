@@ -1,0 +1,240 @@
+// AVX2 + FMA + F16C level: float32, float16 and bfloat16 computed 8 lanes
+// at a time in f32, 4 vectors per iteration. The tail goes through a small
+// stack buffer with the same vector code (no over-read, results identical
+// to the body). float64, integer and BOOL ops use the generic loops
+// compiled for this ISA.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "olc/kernel_abi.h"
+#include "unary_common.h"
+#include "vmath_shim_avx2.h"
+
+namespace olc_ew {
+namespace avx2 {
+
+#include "unary_elem.inc"
+
+using olc_ew_vm::vm_cos;
+using olc_ew_vm::vm_erf;
+using olc_ew_vm::vm_exp;
+using olc_ew_vm::vm_expm1;
+using olc_ew_vm::vm_log;
+using olc_ew_vm::vm_log1p;
+using olc_ew_vm::vm_sigmoid;
+using olc_ew_vm::vm_sin;
+using olc_ew_vm::vm_tanh;
+
+// ---- loads and stores: 8 elements as one __m256 of f32 ----
+
+struct LF32 {
+  using T = float;
+  static __m256 load(const T* p) { return _mm256_loadu_ps(p); }
+  static void store(T* p, __m256 v) { _mm256_storeu_ps(p, v); }
+  static void stream(T* p, __m256 v) { _mm256_stream_ps(p, v); }
+};
+
+struct LF16 {
+  using T = uint16_t;
+  static __m256 load(const T* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static __m128i pack(__m256 v) { return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static void store(T* p, __m256 v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), pack(v)); }
+  static void stream(T* p, __m256 v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), pack(v)); }
+};
+
+struct LBF16 {
+  using T = uint16_t;
+  static __m256 load(const T* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  // Round to nearest even; NaN keeps its top bits and is made quiet.
+  static __m128i pack(__m256 v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i hi = _mm256_srli_epi32(x, 16);
+    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i q = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+    const __m256 nan = _mm256_cmp_ps(v, v, _CMP_UNORD_Q);
+    const __m256i s = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), nan));
+    return _mm_packus_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+  }
+  static void store(T* p, __m256 v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), pack(v)); }
+  static void stream(T* p, __m256 v) { _mm_stream_si128(reinterpret_cast<__m128i*>(p), pack(v)); }
+};
+
+// ---- vector ops (same evaluation order as unary_elem.inc) ----
+
+static inline __m256 vset(float v) { return _mm256_set1_ps(v); }
+static inline __m256 vsignmask() { return _mm256_set1_ps(-0.0f); }
+static inline __m256 vgt0(__m256 x) { return _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GT_OQ); }
+
+struct VAbs { explicit VAbs(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_andnot_ps(vsignmask(), x); } };
+struct VNeg { explicit VNeg(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_xor_ps(x, vsignmask()); } };
+struct VExp { explicit VExp(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_exp(x); } };
+struct VLog { explicit VLog(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_log(x); } };
+struct VSqrt { explicit VSqrt(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_sqrt_ps(x); } };
+struct VReciprocal { explicit VReciprocal(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_div_ps(vset(1.f), x); } };
+struct VSigmoid { explicit VSigmoid(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_sigmoid(x); } };
+struct VTanh { explicit VTanh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_tanh(x); } };
+struct VErf { explicit VErf(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_erf(x); } };
+struct VSin { explicit VSin(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_sin(x); } };
+struct VCos { explicit VCos(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_cos(x); } };
+struct VFloor { explicit VFloor(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_round_ps(x, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC); } };
+struct VCeil { explicit VCeil(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_round_ps(x, _MM_FROUND_TO_POS_INF | _MM_FROUND_NO_EXC); } };
+struct VRound { explicit VRound(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); } };
+// max(0, x) returns x for NaN; + 0 turns -0 into +0.
+struct VRelu { explicit VRelu(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 z = _mm256_setzero_ps();
+    return _mm256_add_ps(_mm256_max_ps(z, x), z);
+  } };
+struct VHardSigmoid {
+  __m256 a, b;
+  explicit VHardSigmoid(const UnaryParams* p) : a(vset(p->alpha)), b(vset(p->beta)) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 t = _mm256_add_ps(_mm256_mul_ps(x, a), b);
+    return _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(vset(1.f), t));
+  } };
+struct VLeakyRelu {
+  __m256 a;
+  explicit VLeakyRelu(const UnaryParams* p) : a(vset(p->alpha)) {}
+  __m256 operator()(__m256 x) const { return _mm256_mul_ps(x, _mm256_blendv_ps(a, vset(1.f), vgt0(x))); } };
+struct VElu {
+  __m256 a;
+  explicit VElu(const UnaryParams* p) : a(vset(p->alpha)) {}
+  __m256 operator()(__m256 x) const { return _mm256_blendv_ps(_mm256_mul_ps(a, vm_expm1(x)), x, vgt0(x)); } };
+struct VSelu {
+  __m256 a, g;
+  explicit VSelu(const UnaryParams* p) : a(vset(p->alpha)), g(vset(p->gamma)) {}
+  __m256 operator()(__m256 x) const {
+    return _mm256_mul_ps(_mm256_blendv_ps(_mm256_mul_ps(a, vm_expm1(x)), x, vgt0(x)), g);
+  } };
+struct VSoftplus { explicit VSoftplus(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 m = _mm256_max_ps(x, _mm256_setzero_ps());  // NaN -> 0, NaN comes back below
+    return _mm256_add_ps(m, vm_log1p(vm_exp(_mm256_or_ps(x, vsignmask()))));
+  } };
+struct VGelu { explicit VGelu(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 e = vm_erf(_mm256_mul_ps(x, vset(0.70710678118654752440f)));
+    return _mm256_mul_ps(_mm256_mul_ps(vset(0.5f), x), _mm256_add_ps(vset(1.f), e));
+  } };
+struct VGeluTanh { explicit VGeluTanh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    const __m256 in = _mm256_mul_ps(vset(0.79788456080286535588f), _mm256_add_ps(x, _mm256_mul_ps(vset(0.044715f), x3)));
+    return _mm256_mul_ps(_mm256_mul_ps(vset(0.5f), x), _mm256_add_ps(vset(1.f), vm_tanh(in)));
+  } };
+struct VSign { explicit VSign(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 z = _mm256_setzero_ps();
+    __m256 r = _mm256_and_ps(vgt0(x), vset(1.f));
+    r = _mm256_blendv_ps(r, vset(-1.f), _mm256_cmp_ps(x, z, _CMP_LT_OQ));
+    return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  } };
+
+// ---- driver ----
+
+template <class L, class V>
+static void vrun(const void* xv, void* yv, int64_t n, const UnaryParams* p) {
+  using T = typename L::T;
+  const V op(p);
+  const T* x = static_cast<const T*>(xv);
+  T* y = static_cast<T*>(yv);
+  int64_t i = 0;
+  if (p->stream && (reinterpret_cast<uintptr_t>(y) & 63) == 0) {
+    for (; i + 32 <= n; i += 32) {
+      const __m256 a0 = L::load(x + i), a1 = L::load(x + i + 8);
+      const __m256 a2 = L::load(x + i + 16), a3 = L::load(x + i + 24);
+      L::stream(y + i, op(a0));
+      L::stream(y + i + 8, op(a1));
+      L::stream(y + i + 16, op(a2));
+      L::stream(y + i + 24, op(a3));
+    }
+    _mm_sfence();
+  }
+  for (; i + 32 <= n; i += 32) {
+    const __m256 a0 = L::load(x + i), a1 = L::load(x + i + 8);
+    const __m256 a2 = L::load(x + i + 16), a3 = L::load(x + i + 24);
+    L::store(y + i, op(a0));
+    L::store(y + i + 8, op(a1));
+    L::store(y + i + 16, op(a2));
+    L::store(y + i + 24, op(a3));
+  }
+  for (; i + 8 <= n; i += 8) L::store(y + i, op(L::load(x + i)));
+  if (i < n) {
+    const size_t bytes = static_cast<size_t>(n - i) * sizeof(T);
+    alignas(32) T bx[8] = {};
+    alignas(32) T by[8];
+    std::memcpy(bx, x + i, bytes);
+    L::store(by, op(L::load(bx)));
+    std::memcpy(y + i, by, bytes);
+  }
+}
+
+template <class V>
+static UnaryFn vec_for(int32_t dtype) {
+  switch (dtype) {
+    case OLC_DTYPE_FLOAT: return &vrun<LF32, V>;
+    case OLC_DTYPE_FLOAT16: return &vrun<LF16, V>;
+    case OLC_DTYPE_BFLOAT16: return &vrun<LBF16, V>;
+    default: return nullptr;
+  }
+}
+
+static UnaryFn select_vector(Op op, int32_t dtype) {
+  switch (op) {
+    case Op::Abs: return vec_for<VAbs>(dtype);
+    case Op::Neg: return vec_for<VNeg>(dtype);
+    case Op::Exp: return vec_for<VExp>(dtype);
+    case Op::Log: return vec_for<VLog>(dtype);
+    case Op::Sqrt: return vec_for<VSqrt>(dtype);
+    case Op::Reciprocal: return vec_for<VReciprocal>(dtype);
+    case Op::Sigmoid: return vec_for<VSigmoid>(dtype);
+    case Op::HardSigmoid: return vec_for<VHardSigmoid>(dtype);
+    case Op::Tanh: return vec_for<VTanh>(dtype);
+    case Op::Relu: return vec_for<VRelu>(dtype);
+    case Op::LeakyRelu: return vec_for<VLeakyRelu>(dtype);
+    case Op::Elu: return vec_for<VElu>(dtype);
+    case Op::Selu: return vec_for<VSelu>(dtype);
+    case Op::Softplus: return vec_for<VSoftplus>(dtype);
+    case Op::Gelu: return vec_for<VGelu>(dtype);
+    case Op::GeluTanh: return vec_for<VGeluTanh>(dtype);
+    case Op::Erf: return vec_for<VErf>(dtype);
+    case Op::Floor: return vec_for<VFloor>(dtype);
+    case Op::Ceil: return vec_for<VCeil>(dtype);
+    case Op::Round: return vec_for<VRound>(dtype);
+    case Op::Sign: return vec_for<VSign>(dtype);
+    case Op::Sin: return vec_for<VSin>(dtype);
+    case Op::Cos: return vec_for<VCos>(dtype);
+    default: return nullptr;
+  }
+}
+
+UnaryFn select(Op op, int32_t dtype) {
+  UnaryFn f = select_vector(op, dtype);
+  return f ? f : select_generic(op, dtype);
+}
+
+}  // namespace avx2
+}  // namespace olc_ew

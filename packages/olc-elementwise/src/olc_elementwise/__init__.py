@@ -1,0 +1,6 @@
+"""olc-elementwise: unary ONNX kernels (scalar, AVX2, AVX-512) for olc-core."""
+
+from .manifest import BY_NAME, UNARY_OPS
+
+__all__ = ["UNARY_OPS", "BY_NAME"]
+__version__ = "0.1.0"

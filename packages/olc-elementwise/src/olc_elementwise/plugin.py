@@ -1,0 +1,52 @@
+"""olc-core plugin: registers the unary kernels listed in manifest.py."""
+
+from __future__ import annotations
+
+import olc_core
+
+from . import manifest
+
+FAMILY = "olc-elementwise"
+
+
+def _load_ext():
+    try:
+        from . import _ext
+    except ImportError as e:
+        # pybind11 reports a failed module init as "initialization failed";
+        # the reason is in __cause__.
+        cause = e.__cause__ or e.__context__
+        detail = f"{e}: {cause}" if cause is not None else str(e)
+        raise ImportError(f"olc_elementwise: cannot load the native extension ({detail})") from e
+    return _ext
+
+
+def registrations() -> list[olc_core.KernelRegistration]:
+    ext = _load_ext()
+    out = []
+    for spec in manifest.UNARY_OPS:
+        factory = ext.vtable(spec.op)
+        for seg in spec.segments:
+            types = {spec.input_constraint: seg.types}
+            if spec.out_bool:
+                types["T2"] = ("bool",)
+            out.append(
+                olc_core.KernelRegistration(
+                    domain="",
+                    op_type=spec.op,
+                    kernel_name=manifest.kernel_name(spec.op),
+                    types=types,
+                    inputs=(spec.input_constraint,),
+                    factory=factory,
+                    since_version=seg.since,
+                    until_version=seg.until,
+                    family=FAMILY,
+                    description=f"{spec.op} ({spec.cost}), scalar/AVX2/AVX-512",
+                )
+            )
+    return out
+
+
+@olc_core.hookimpl
+def olc_register_kernels():
+    return registrations()
