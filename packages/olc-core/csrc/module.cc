@@ -17,6 +17,10 @@
 
 namespace py = pybind11;
 
+namespace olc {
+void bind_test_kernels(py::module_& m);
+}
+
 namespace {
 
 // Runs parallel_for on a private executor and reports how often each index
@@ -83,6 +87,7 @@ PYBIND11_MODULE(_native, m) {
   olc::bind_cpu_features(m);
   olc::bind_tuning(m);
   olc::bind_runtime(m);
+  olc::bind_test_kernels(m);
   m.attr("ABI_VERSION") = OLC_ABI_VERSION;
   m.attr("_C_API") = py::capsule(static_cast<const void*>(olc::core_api()), OLC_CORE_API_CAPSULE);
   m.def("executor_probe", &executor_probe, py::arg("threads"), py::arg("n"), py::arg("grain"),

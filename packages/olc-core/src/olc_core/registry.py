@@ -103,11 +103,12 @@ class DispatchTable:
 
     def __init__(self, registrations: Iterable[KernelRegistration]):
         by_key: dict[tuple[str, str, str], list[KernelRegistration]] = defaultdict(list)
-        seen: set[KernelRegistration] = set()
+        seen: set[int] = set()
         for r in registrations:
-            if r in seen:
+            # A plugin registered twice yields the same records: keep one.
+            if id(r) in seen:
                 continue
-            seen.add(r)
+            seen.add(id(r))
             by_key[(r.domain, r.op_type, r.device)].append(r)
         for key, regs in by_key.items():
             regs.sort(key=lambda r: (-r.priority, r.kernel_name, r.since_version))

@@ -1,0 +1,95 @@
+// Kernels built into olc-core for its own tests: they exercise the ABI, the
+// run loop and the executor without any family installed. Never registered
+// by default; tests register them through an in-process plugin.
+#include <pybind11/pybind11.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "olc/python_api.h"
+
+namespace {
+
+namespace py = pybind11;
+
+struct ScaleState {
+  const olc_core_api* api;
+  float factor;
+  int64_t grain;
+};
+
+struct ScaleJob {
+  const float* x;
+  float* y;
+  float factor;
+};
+
+// y = factor * x over float32; the parallel path splits by `grain` elements.
+void* scale_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+  if (node->n_inputs != 1 || node->n_outputs != 1) {
+    std::snprintf(error, size, "expects 1 input and 1 output");
+    return nullptr;
+  }
+  float factor = -1.0f;
+  for (int32_t i = 0; i < node->n_attributes; ++i) {
+    const olc_attribute& a = node->attributes[i];
+    if (std::strcmp(a.name, "factor") == 0) {
+      if (a.type != OLC_ATTR_FLOAT) {
+        std::snprintf(error, size, "attribute 'factor' must be a float");
+        return nullptr;
+      }
+      factor = static_cast<float>(a.f);
+    }
+  }
+  return new ScaleState{api, factor, 4096};
+}
+
+int32_t scale_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
+                  int32_t n_outputs) {
+  auto* s = static_cast<const ScaleState*>(state);
+  const olc_tensor& x = inputs[0];
+  if (x.dtype != OLC_DTYPE_FLOAT) return s->api->set_error(ctx, "input 0 must be float32");
+  int64_t n = 1;
+  for (int32_t d = 0; d < x.ndim; ++d) n *= x.shape[d];
+  auto* y = static_cast<float*>(s->api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, x.ndim, x.shape));
+  if (!y) return OLC_ERROR;
+  ScaleJob job{static_cast<const float*>(x.data), y, s->factor};
+  s->api->parallel_for(ctx, n, s->grain, 0, [](void* user, int64_t b, int64_t e) {
+    auto* j = static_cast<ScaleJob*>(user);
+    for (int64_t i = b; i < e; ++i) j->y[i] = j->factor * j->x[i];
+  }, &job);
+  s->api->record_usage_detail(ctx, "scalar");
+  return OLC_OK;
+}
+
+void scale_destroy(void* state) { delete static_cast<ScaleState*>(state); }
+
+const olc_kernel_vtable kScaleVtable = {OLC_ABI_VERSION, OLC_KERNEL_INPLACE_INPUT0, "olc_core_test::Scale",
+                                        scale_create, scale_run, scale_destroy};
+
+// Always fails at run time after validation: checks error propagation.
+int32_t fail_run(const void* state, olc_context* ctx, int32_t, const olc_tensor*, int32_t) {
+  return static_cast<const ScaleState*>(state)->api->set_error(ctx, "deliberate failure for tests");
+}
+const olc_kernel_vtable kFailVtable = {OLC_ABI_VERSION, 0, "olc_core_test::Fail", scale_create, fail_run,
+                                       scale_destroy};
+
+// Built for another ABI version: must be refused with a clear error.
+const olc_kernel_vtable kWrongAbiVtable = {OLC_ABI_VERSION + 100, 0, "olc_core_test::WrongAbi", scale_create,
+                                           scale_run, scale_destroy};
+
+}  // namespace
+
+namespace olc {
+void bind_test_kernels(py::module_& m) {
+  m.def("_test_vtable", [](const std::string& which) -> py::object {
+    const olc_kernel_vtable* vt = which == "scale"  ? &kScaleVtable
+                                  : which == "fail" ? &kFailVtable
+                                  : which == "wrong_abi" ? &kWrongAbiVtable
+                                                         : nullptr;
+    if (!vt) throw std::invalid_argument("unknown test kernel " + which);
+    return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
+  });
+}
+}  // namespace olc
