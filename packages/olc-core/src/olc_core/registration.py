@@ -32,6 +32,8 @@ class KernelRegistration:
     it; ``inputs`` names the constraint of each input position (``None`` for
     an input the kernel accepts with any type, positions past the tuple are
     unconstrained). All inputs sharing a constraint must have the same type.
+    ``outputs`` names the constraint of each output; the session uses it to
+    type the outputs when shape inference could not (custom domains).
 
     ``factory`` is either a PyCapsule holding a native ``olc_kernel_vtable``
     (see ``olc/kernel_abi.h``) or a Python callable ``factory(node) ->
@@ -50,6 +52,7 @@ class KernelRegistration:
     types: Mapping[str, tuple[str, ...]]
     inputs: tuple[str | None, ...]
     factory: Any
+    outputs: tuple[str | None, ...] = ()
     since_version: int = 1
     until_version: int = MAX_OPSET
     device: str = "cpu"
@@ -67,9 +70,10 @@ class KernelRegistration:
                     raise ValueError(f"{self.kernel_name}: unknown element type {t!r} in constraint {name!r}")
         object.__setattr__(self, "types", MappingProxyType(frozen_types))
         object.__setattr__(self, "inputs", tuple(self.inputs))
-        for c in self.inputs:
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+        for c in self.inputs + self.outputs:
             if c is not None and c not in frozen_types:
-                raise ValueError(f"{self.kernel_name}: input constraint {c!r} is not declared in types")
+                raise ValueError(f"{self.kernel_name}: constraint {c!r} is not declared in types")
         if "::" not in self.kernel_name:
             raise ValueError(f"kernel_name must be library-qualified (lib::Name), got {self.kernel_name!r}")
         if self.since_version > self.until_version:
@@ -92,3 +96,21 @@ class KernelRegistration:
             if bound.setdefault(constraint, t) != t:
                 return f"inputs bound to {constraint} have different types ({bound[constraint]} and {t})"
         return None
+
+    def output_types(self, input_types: tuple[str | None, ...]) -> tuple[str | None, ...]:
+        """Output element types implied by accepted input types (None where unknown)."""
+        bound: dict[str, str] = {}
+        for constraint, t in zip(self.inputs, input_types):
+            if constraint is not None and t is not None:
+                bound.setdefault(constraint, t)
+        result: list[str | None] = []
+        for constraint in self.outputs:
+            if constraint is None:
+                result.append(None)
+            elif constraint in bound:
+                result.append(bound[constraint])
+            elif len(self.types[constraint]) == 1:
+                result.append(self.types[constraint][0])
+            else:
+                result.append(None)
+        return tuple(result)

@@ -38,6 +38,8 @@ TYPE_NAMES: dict[int, str] = {
     onnx.TensorProto.STRING: "string",
 }
 
+TYPE_CODES: dict[str, int] = {v: k for k, v in TYPE_NAMES.items()}
+
 # Attribute kinds a native kernel can receive (see olc_attribute in the ABI).
 _NATIVE_ATTRIBUTE_TYPES = {
     onnx.AttributeProto.FLOAT,
@@ -87,14 +89,25 @@ def _label(node_name: str, op_type: str) -> str:
     return f"node '{node_name}' ({op_type})"
 
 
+def _check_no_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    for init in model.graph.initializer:
+        if init.data_location == onnx.TensorProto.EXTERNAL:
+            raise InvalidModelError(
+                f"initializer '{init.name}' refers to external data; pass the model's path so its data "
+                "files can be found, or load it with onnx.load(path) first"
+            )
+    return model
+
+
 def _load_model(model: Any) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
-        return model
+        return _check_no_external_data(model)
     if isinstance(model, (bytes, bytearray, memoryview)):
         try:
-            return onnx.load_from_string(bytes(model))
+            proto = onnx.load_from_string(bytes(model))
         except Exception as exc:  # noqa: BLE001 - protobuf raises several types
             raise InvalidModelError(f"cannot parse the model bytes: {exc}") from exc
+        return _check_no_external_data(proto)
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)
         if not os.path.exists(path):
@@ -325,6 +338,7 @@ class Session:
             out_slots = [slot_of(n) if n else slot_of(f"\0{node_name}:{i}") for i, n in enumerate(node.output)]
             available.update(n for n in node.output if n)
 
+            self._infer_missing_output_types(node, domain, opset or 1)
             input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n)), None) if n else None
                                 for n in node.input)
             selection = table.select(domain, node.op_type, opset or 1, input_types)
@@ -342,6 +356,10 @@ class Session:
                 reg, selection_reason = None, f"{reg.kernel_name}: node has attributes a native kernel cannot take"
 
             if reg is not None:
+                # Type outputs that inference left unknown (ops of custom domains).
+                for name, t in zip(node.output, reg.output_types(input_types)):
+                    if name and t is not None and _tensor_elem(self._types.get(name)) == 0:
+                        self._types[name] = helper.make_tensor_type_proto(TYPE_CODES[t], None)
                 if isinstance(reg.factory, _CAPSULE_TYPE):
                     kernel = _native.create_kernel(reg.factory, self._native_node_info(node, node_name, domain, opset or 1))
                     steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
@@ -419,6 +437,27 @@ class Session:
             else:
                 plan.add_python_step(obj, ins, outs, rel, label, kname)
         self._plan = plan
+
+    def _infer_missing_output_types(self, node: onnx.NodeProto, domain: str, opset: int) -> None:
+        """Per-node inference for outputs whole-model inference left untyped.
+
+        Inference stops at the first op it has no schema for (a custom
+        domain), leaving every later value untyped; inferring node by node
+        from the types known so far recovers them.
+        """
+        if all(not n or _tensor_elem(self._types.get(n)) for n in node.output):
+            return
+        try:
+            schema = onnx.defs.get_schema(node.op_type, opset, "" if domain == "ai.onnx" else domain)
+            known = {n: self._types[n] for n in node.input if n and n in self._types}
+            if len(known) < len([n for n in node.input if n]):
+                return
+            inferred = onnx.shape_inference.infer_node_outputs(schema, node, known)
+        except Exception:  # noqa: BLE001 - best effort, as whole-model inference
+            return
+        for name, tp in inferred.items():
+            if name and _tensor_elem(self._types.get(name)) == 0:
+                self._types[name] = tp
 
     def _native_node_info(self, node: onnx.NodeProto, name: str, domain: str, opset: int) -> dict[str, Any]:
         def rank(name: str) -> int:

@@ -1,0 +1,395 @@
+"""Session, dispatch and run-loop tests that need no kernel family.
+
+Native paths use the test kernels compiled into olc-core (``olc_core_test::*``)
+registered through an in-process plugin, exactly as a family registers.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import olc_core
+from olc_core import KernelRegistration, hookimpl
+from olc_core import _native
+
+OPSET = 17
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=OPSET):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+def tensor(name, elem=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+class ScalePlugin:
+    """Registers the core test kernels for a made-up op in a private domain."""
+
+    def __init__(self, priority: int = 0):
+        self.priority = priority
+
+    @hookimpl
+    def olc_register_kernels(self):
+        return [
+            KernelRegistration("test.olc", "Scale", "olc_core_test::Scale", {"T": ("float32",)}, ("T",),
+                               _native._test_vtable("scale"), outputs=("T",), priority=self.priority,
+                               family="olc-core-tests"),
+            KernelRegistration("test.olc", "Fail", "olc_core_test::Fail", {"T": ("float32",)}, ("T",),
+                               _native._test_vtable("fail"), family="olc-core-tests"),
+            KernelRegistration("test.olc", "WrongAbi", "olc_core_test::WrongAbi", {"T": ("float32",)}, ("T",),
+                               _native._test_vtable("wrong_abi"), family="olc-core-tests"),
+            KernelRegistration("test.olc", "PyDouble", "olc_core_test::PyDouble", {"T": ("float32", "float64")},
+                               ("T",), lambda node: (lambda x: [x * 2]), family="olc-core-tests"),
+        ]
+
+
+@pytest.fixture
+def scale_plugin():
+    plugin = ScalePlugin()
+    olc_core.register_plugin(plugin, name="olc-core-tests")
+    yield plugin
+    olc_core.unregister_plugin(plugin)
+
+
+def scale_model(n_nodes=1, shape=(4,), factor=-1.0):
+    names = ["x"] + [f"y{i}" for i in range(n_nodes)]
+    nodes = [
+        helper.make_node("Scale", [names[i]], [names[i + 1]], domain="test.olc", name=f"scale{i}", factor=factor)
+        for i in range(n_nodes)
+    ]
+    model = make_model(nodes, [tensor("x", shape=list(shape))], [tensor(names[-1], shape=list(shape))])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    return model
+
+
+# ------------------------------------------------------------- dispatch
+
+
+def test_native_kernel_is_dispatched_and_recorded(scale_plugin):
+    s = olc_core.Session(scale_model(3, factor=2.0), record_usage=True)
+    plan = s.kernel_plan()
+    assert [p.kernel for p in plan] == ["olc_core_test::Scale"] * 3
+    assert all(p.native for p in plan)
+    x = np.array([1, -2, 3.5, 0], np.float32)
+    (y,) = s.run(None, {"x": x})
+    np.testing.assert_array_equal(y, x * 8)
+    assert s.kernel_usage() == ["olc_core_test::Scale"] * 3
+    assert s.kernel_usage_details() == ["olc_core_test::Scale[scalar]"] * 3
+    # The feed is untouched although intermediates are reused in place.
+    np.testing.assert_array_equal(x, [1, -2, 3.5, 0])
+
+
+def test_usage_recording_is_off_by_default(scale_plugin):
+    s = olc_core.Session(scale_model(2))
+    s.run(None, {"x": np.ones(4, np.float32)})
+    assert s.kernel_usage() == []
+
+
+def test_python_kernel_factory(scale_plugin):
+    model = make_model([helper.make_node("PyDouble", ["x"], ["y"], domain="test.olc")],
+                       [tensor("x", TensorProto.DOUBLE, [3])], [tensor("y", TensorProto.DOUBLE, [3])])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    s = olc_core.Session(model, record_usage=True)
+    assert s.kernel_plan()[0].kernel == "olc_core_test::PyDouble"
+    assert not s.kernel_plan()[0].native
+    (y,) = s.run(None, {"x": np.array([1.0, 2.0, -3.0])})
+    np.testing.assert_array_equal(y, [2.0, 4.0, -6.0])
+    assert s.kernel_usage() == ["olc_core_test::PyDouble"]
+
+
+def test_fallback_runs_reference_and_says_why():
+    model = make_model([helper.make_node("MatMul", ["a", "b"], ["c"], name="mm")],
+                       [tensor("a", shape=[2, 3]), tensor("b", shape=[3, 2])], [tensor("c", shape=[2, 2])])
+    s = olc_core.Session(model, record_usage=True)
+    (entry,) = s.kernel_plan()
+    assert entry.kernel == "onnx.reference::MatMul" and not entry.native
+    assert "no kernel is registered for ai.onnx::MatMul" in entry.reason or "MatMul" in entry.reason
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 3), np.float32), rng.standard_normal((3, 2), np.float32)
+    (c,) = s.run(None, {"a": a, "b": b})
+    np.testing.assert_allclose(c, a @ b, rtol=1e-6)
+    assert s.kernel_usage() == ["onnx.reference::MatMul"]
+
+
+def test_fallback_on_uncovered_type_and_opset(scale_plugin):
+    model = make_model([helper.make_node("Scale", ["x"], ["y"], domain="test.olc", name="s64")],
+                       [tensor("x", TensorProto.DOUBLE, [2])], [tensor("y", TensorProto.DOUBLE, [2])])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    with pytest.raises(olc_core.NoKernelError, match=r"node 's64' \(Scale\).*float64.*strict"):
+        olc_core.Session(model, strict=True)
+
+
+def test_strict_refuses_fallback_at_construction():
+    model = make_model([helper.make_node("MatMul", ["a", "a"], ["c"], name="mm")],
+                       [tensor("a", shape=[2, 2])], [tensor("c", shape=[2, 2])])
+    with pytest.raises(olc_core.NoKernelError, match=r"node 'mm' \(MatMul\)"):
+        olc_core.Session(model, strict=True)
+
+
+def test_strict_accepts_all_native_model(scale_plugin):
+    s = olc_core.Session(scale_model(2), strict=True)
+    assert s.strict
+
+
+def test_conflict_between_equal_priorities_is_an_error(scale_plugin):
+    other = ScalePlugin()
+    olc_core.register_plugin(other, name="duplicate")
+    try:
+        with pytest.raises(olc_core.DispatchConflictError, match="olc_core_test::Scale"):
+            olc_core.registered_kernels()
+    finally:
+        olc_core.unregister_plugin(other)
+
+
+def test_priority_decides_between_overlapping_registrations(scale_plugin):
+    winner = ScalePlugin(priority=5)
+
+    class Renamed:
+        @hookimpl
+        def olc_register_kernels(self):
+            return [KernelRegistration("test.olc", "Scale", "olc_core_test::ScaleHigh", {"T": ("float32",)}, ("T",),
+                                       _native._test_vtable("scale"), priority=5)]
+
+    plugin = Renamed()
+    olc_core.register_plugin(plugin)
+    try:
+        s = olc_core.Session(scale_model(1))
+        assert s.kernel_plan()[0].kernel == "olc_core_test::ScaleHigh"
+    finally:
+        olc_core.unregister_plugin(plugin)
+    del winner
+
+
+def test_registration_validates_itself():
+    with pytest.raises(ValueError, match="library-qualified"):
+        KernelRegistration("", "Abs", "Abs", {"T": ("float32",)}, ("T",), None)
+    with pytest.raises(ValueError, match="unknown element type"):
+        KernelRegistration("", "Abs", "x::Abs", {"T": ("float33",)}, ("T",), None)
+    r = KernelRegistration("", "Abs", "x::Abs", {"T": ("float32",)}, ("T",), None)
+    assert r.domain == "ai.onnx"
+    assert r.match_types(("float32",)) is None
+    assert "float64" in r.match_types(("float64",))
+
+
+def test_core_alone_registers_nothing_and_still_runs():
+    code = (
+        "import numpy as np, olc_core\n"
+        "from onnx import helper, TensorProto\n"
+        "assert olc_core.registered_kernels() == (), olc_core.registered_kernels()\n"
+        "g = helper.make_graph([helper.make_node('Abs', ['x'], ['y'])], 'g',"
+        " [helper.make_tensor_value_info('x', TensorProto.FLOAT, [2])],"
+        " [helper.make_tensor_value_info('y', TensorProto.FLOAT, [2])])\n"
+        "m = helper.make_model(g, opset_imports=[helper.make_opsetid('', 17)])\n"
+        "s = olc_core.Session(m)\n"
+        "print(s.run(None, {'x': np.array([-1, 2], np.float32)})[0].tolist(), s.kernel_plan()[0].kernel)\n"
+    )
+    env = dict(os.environ, OLC_DISABLE_PLUGIN_AUTOLOAD="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[1.0, 2.0] onnx.reference::Abs"
+
+
+# -------------------------------------------------------------- errors
+
+
+def test_malformed_model_bytes():
+    with pytest.raises(olc_core.InvalidModelError, match="cannot parse"):
+        olc_core.Session(b"\x08\x01this is not a model\xff\xff")
+
+
+def test_missing_model_file(tmp_path):
+    with pytest.raises(olc_core.InvalidModelError, match="not found"):
+        olc_core.Session(str(tmp_path / "missing.onnx"))
+
+
+def test_undefined_node_input_is_reported():
+    model = make_model([helper.make_node("Abs", ["nope"], ["y"], name="a0")],
+                       [tensor("x", shape=[1])], [tensor("y", shape=[1])])
+    with pytest.raises(olc_core.InvalidModelError, match=r"node 'a0' \(Abs\): input 'nope'"):
+        olc_core.Session(model)
+
+
+def test_feed_errors_name_the_input_and_consumer(scale_plugin):
+    s = olc_core.Session(scale_model(1))
+    with pytest.raises(olc_core.OlcError, match=r"missing feed for graph input 'x' \(consumed by node 'scale0'"):
+        s.run(None, {})
+    with pytest.raises(olc_core.OlcError, match=r"'x'.*dtype float64, the model declares float32"):
+        s.run(None, {"x": np.ones(4)})
+    with pytest.raises(olc_core.OlcError, match=r"'x'.*shape \(5,\), the model declares \(4,\)"):
+        s.run(None, {"x": np.ones(5, np.float32)})
+    with pytest.raises(olc_core.OlcError, match=r"feed 'z' is not an input"):
+        s.run(None, {"x": np.ones(4, np.float32), "z": np.ones(1)})
+    with pytest.raises(olc_core.OlcError, match="unknown output name 'q'"):
+        s.run(["q"], {"x": np.ones(4, np.float32)})
+
+
+def test_kernel_creation_error_names_node(scale_plugin):
+    model = scale_model(1)
+    del model.graph.node[0].attribute[:]
+    model.graph.node[0].attribute.append(helper.make_attribute("factor", 3))  # int, not float
+    with pytest.raises(olc_core.OlcError, match=r"node 'scale0' \(Scale\): attribute 'factor' must be a float"):
+        olc_core.Session(model)
+
+
+def test_kernel_run_error_names_node(scale_plugin):
+    model = make_model([helper.make_node("Fail", ["x"], ["y"], domain="test.olc", name="f0")],
+                       [tensor("x", shape=[2])], [tensor("y", shape=[2])])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    s = olc_core.Session(model)
+    with pytest.raises(olc_core.OlcError, match=r"node 'f0' \(Fail\): deliberate failure"):
+        s.run(None, {"x": np.ones(2, np.float32)})
+
+
+def test_wrong_abi_version_is_refused(scale_plugin):
+    model = make_model([helper.make_node("WrongAbi", ["x"], ["y"], domain="test.olc", name="w")],
+                       [tensor("x", shape=[2])], [tensor("y", shape=[2])])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    with pytest.raises(olc_core.OlcError, match=r"node 'w' \(WrongAbi\).*built for kernel ABI"):
+        olc_core.Session(model)
+
+
+def test_fallback_error_names_node():
+    # Reshape to an impossible shape fails inside the fallback at run time.
+    shape = helper.make_tensor("shape", TensorProto.INT64, [1], [7])
+    model = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")],
+                       [tensor("x", shape=[4])], [tensor("y", shape=None)], initializers=[shape])
+    s = olc_core.Session(model)
+    with pytest.raises(olc_core.OlcError, match=r"node 'r' \(Reshape\)"):
+        s.run(None, {"x": np.ones(4, np.float32)})
+
+
+# ------------------------------------------------------------ run loop
+
+
+def test_model_from_path_bytes_and_external_data(tmp_path, scale_plugin):
+    weights = np.arange(1024, dtype=np.float32)
+    init = onnx.numpy_helper.from_array(weights, "w")
+    model = make_model([helper.make_node("Add", ["x", "w"], ["y"])],
+                       [tensor("x", shape=[1024])], [tensor("y", shape=[1024])], initializers=[init])
+    path = tmp_path / "m.onnx"
+    in_memory = model.SerializeToString()
+    external = onnx.ModelProto()
+    external.CopyFrom(model)
+    onnx.save_model(external, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="weights.bin", size_threshold=0)
+    assert (tmp_path / "weights.bin").exists()
+    x = np.ones(1024, np.float32)
+    for source in (str(path), path, in_memory, model):
+        (y,) = olc_core.Session(source).run(None, {"x": x})
+        np.testing.assert_array_equal(y, weights + 1)
+    # Once rewritten to reference weights.bin, the proto alone cannot be run.
+    with pytest.raises(olc_core.InvalidModelError, match="external data"):
+        olc_core.Session(external)
+
+
+def test_initializer_inputs_can_be_overridden_and_outputs_are_copies():
+    init = onnx.numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "b")
+    graph = helper.make_graph([helper.make_node("Identity", ["b"], ["y"])], "g", [tensor("b", shape=[2])],
+                              [tensor("y", shape=[2])], initializer=[init])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    s = olc_core.Session(model)
+    (y,) = s.run(None, {})
+    np.testing.assert_array_equal(y, [1, 2])
+    y[:] = 99  # must not alter the session's initializer
+    np.testing.assert_array_equal(s.run(None, {})[0], [1, 2])
+    np.testing.assert_array_equal(s.run(None, {"b": np.array([5, 6], np.float32)})[0], [5, 6])
+
+
+def test_zero_size_and_selected_outputs(scale_plugin):
+    model = scale_model(2, shape=(0, 3))
+    s = olc_core.Session(model)
+    (y,) = s.run(["y1"], {"x": np.zeros((0, 3), np.float32)})
+    assert y.shape == (0, 3) and y.dtype == np.float32
+
+
+def test_threads_split_large_inputs_identically(scale_plugin):
+    n = 1 << 20
+    x = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    model = scale_model(4, shape=(n,), factor=1.5)
+    y1 = olc_core.Session(model, threads=1).run(None, {"x": x})[0]
+    s2 = olc_core.Session(model, threads=2)
+    assert s2.threads == 2
+    y2 = s2.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_allclose(y1, x * np.float32(1.5) ** 4, rtol=1e-6)
+
+
+def test_executor_covers_every_index_once_and_nests_inline():
+    for threads, n, grain in [(1, 1000, 10), (2, 100000, 64), (4, 12345, 1), (3, 5, 100), (2, 0, 1)]:
+        probe = _native.executor_probe(threads, n, grain)
+        assert probe["min_hits"] == (1 if n else 0) and probe["max_hits"] == (1 if n else 0)
+    nested = _native.executor_probe(2, 50000, 16, 0, True)
+    assert nested["min_hits"] == 1 and nested["max_hits"] == 1 and not nested["nested_escaped"]
+    limited = _native.executor_probe(4, 100000, 1, 1)
+    assert limited["threads_used"] == 1
+
+
+def test_concurrent_runs_match_serial(scale_plugin):
+    # Native nodes around a fallback node: exercises GIL hand-offs too.
+    nodes = [
+        helper.make_node("Scale", ["x"], ["a"], domain="test.olc", factor=2.0),
+        helper.make_node("Relu", ["a"], ["b"]),
+        helper.make_node("Scale", ["b"], ["y"], domain="test.olc", factor=-1.0),
+    ]
+    model = make_model(nodes, [tensor("x", shape=["n"])], [tensor("y", shape=["n"])])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    s = olc_core.Session(model, threads=2)
+    rng = np.random.default_rng(2)
+    feeds = [rng.standard_normal(int(rng.integers(1, 20000))).astype(np.float32) for _ in range(8)]
+    expected = [s.run(None, {"x": f})[0] for f in feeds]
+    errors: list[str] = []
+
+    def worker(tid: int) -> None:
+        for i in range(1000):
+            k = (tid + i) % len(feeds)
+            (y,) = s.run(None, {"x": feeds[k]})
+            if not np.array_equal(y, expected[k]):
+                errors.append(f"thread {tid} run {i}")
+                return
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+def test_runs_do_not_grow_memory(scale_plugin):
+    model = scale_model(5, shape=(4096,))
+    s = olc_core.Session(model, threads=2, record_usage=True)
+    x = np.ones(4096, np.float32)
+    for _ in range(2000):  # warm allocator and caches
+        s.run(None, {"x": x})
+    gc.collect()
+    before = _rss_bytes()
+    for _ in range(10000):
+        s.run(None, {"x": x})
+    gc.collect()
+    grown = _rss_bytes() - before
+    assert grown < 1 << 20, f"resident memory grew by {grown} bytes over 10,000 runs"
+
+
+def test_hookspecs_are_documented():
+    from olc_core import hookspecs
+
+    specs = [name for name in dir(hookspecs) if name.startswith("olc_")]
+    assert specs == ["olc_register_kernels"]
+    for name in specs:
+        assert getattr(hookspecs, name).__doc__, name
