@@ -192,10 +192,10 @@ def case_from_family(obj: Any, suite: str) -> Case:
 
 def _call_case_function(fn: Callable[..., Any], sizes: Sequence[int]) -> list[Any]:
     try:
-        params = inspect.signature(fn).parameters
+        takes_sizes = "sizes" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        params = {}
-    return list(fn(sizes=list(sizes)) if "sizes" in params else fn())
+        takes_sizes = False
+    return list(fn(sizes=list(sizes)) if takes_sizes else fn())
 
 
 def load_case_function(spec: str) -> Callable[..., Any]:
@@ -204,32 +204,47 @@ def load_case_function(spec: str) -> Callable[..., Any]:
     return getattr(module, func or "benchmark_cases")
 
 
-def _elementwise_unary_ops() -> tuple[list[tuple[str, dict[str, Any], str]], str]:
-    """The float32 unary ops the elementwise family declares, else the built-in list."""
+def _special(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    # Normal values with about 1% each of NaN, +inf and -inf: IsNaN / IsInf have work to do.
+    x = rng.standard_normal(shape)
+    u = rng.random(shape)
+    x = np.where(u < 0.01, np.nan, np.where(u < 0.02, np.inf, np.where(u < 0.03, -np.inf, x)))
+    return x.astype(dtype)
+
+
+GENERATORS["special"] = _special
+_UNARY_GENERATOR.update(IsNaN="special", IsInf="special")
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    op: str
+    attributes: dict[str, Any]
+    generator: str
+    output: str = "float32"
+    kernel: str | None = None
+
+
+def unary_ops(opset: int = DEFAULT_OPSET) -> tuple[list[UnaryOp], str]:
+    """The float32 unary ops of the elementwise family's manifest at ``opset``,
+    else the built-in list."""
+    builtin = [UnaryOp(op, dict(attrs), gen, kernel=f"olc_elementwise::{op}") for op, attrs, gen in BUILTIN_UNARY]
     try:
         manifest = importlib.import_module("olc_elementwise.manifest")
-    except ImportError:
-        return list(BUILTIN_UNARY), "built-in list"
-    entries = None
-    for name in ("UNARY", "UNARY_OPS", "unary_ops", "OPS", "MANIFEST", "ENTRIES", "entries"):
-        entries = getattr(manifest, name, None)
-        if entries is not None:
-            break
-    if callable(entries):
-        entries = entries()
+        rows = manifest.UNARY_OPS
+    except (ImportError, AttributeError):
+        return builtin, "built-in list"
     ops = []
-    for e in entries or ():
-        op = e if isinstance(e, str) else (_field(e, "op") or _field(e, "op_type") or _field(e, "name"))
-        kind = None if isinstance(e, str) else (_field(e, "kind") or _field(e, "category") or _field(e, "arity"))
-        types = () if isinstance(e, str) else (_field(e, "types") or _field(e, "dtypes") or ())
-        if isinstance(types, dict):
-            types = [t for ts in types.values() for t in ts]
-        if kind not in (None, "unary", 1) or (types and "float32" not in types):
+    for row in rows:
+        if "float32" not in row.types_at(opset):
             continue
-        if isinstance(op, str):
-            ops.append((op, dict(_UNARY_ATTRS.get(op, {})), _UNARY_GENERATOR.get(op, "normal")))
+        kernel = manifest.kernel_name(row.op) if hasattr(manifest, "kernel_name") else f"olc_elementwise::{row.op}"
+        # The manifest's attributes carry ONNX defaults; the built-in list may set
+        # a non-default value (e.g. LeakyRelu alpha) to exercise the attribute path.
+        ops.append(UnaryOp(row.op, dict(_UNARY_ATTRS.get(row.op, {})), _UNARY_GENERATOR.get(row.op, "normal"),
+                           output="bool" if getattr(row, "out_bool", False) else "float32", kernel=kernel))
     if not ops:
-        return list(BUILTIN_UNARY), "built-in list (olc_elementwise.manifest not understood)"
+        return builtin, "built-in list (olc_elementwise.manifest has no float32 unary op)"
     return ops, "olc_elementwise.manifest"
 
 
@@ -245,13 +260,13 @@ def unary_cases(sizes: Sequence[int]) -> tuple[list[Case], str]:
         cases = [c for c in cases if c.suite == "unary"]
         if cases:
             return cases, "olc_elementwise.benchmark_cases()"
-    ops, source = _elementwise_unary_ops()
+    ops, source = unary_ops()
     cases = []
-    for op, attrs, gen in ops:
+    for u in ops:
         for n in sizes:
-            cases.append(Case(suite="unary", op=op, attributes=attrs, size=n,
-                              inputs=[{"shape": [n], "dtype": "float32", "generator": gen}],
-                              expected_kernel=f"olc_elementwise::{op}"))
+            cases.append(Case(suite="unary", op=u.op, attributes=u.attributes, size=n,
+                              inputs=[{"shape": [n], "dtype": "float32", "generator": u.generator}],
+                              outputs=[u.output], expected_kernel=u.kernel))
     return cases, source
 
 
@@ -534,9 +549,10 @@ def environment(threads: Sequence[int]) -> dict[str, Any]:
         dist = getattr(ep, "dist", None)
         families[ep.name] = {"module": ep.value, "distribution": dist.metadata["Name"] if dist else None,
                              "version": dist.version if dist else None}
+    affinity: int | None
     try:
         affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
+    except AttributeError:  # not on Linux
         affinity = os.cpu_count()
     return {
         "cpu": cpu, "cpu_count": os.cpu_count(), "cpu_affinity": affinity, "machine": platform.machine(),

@@ -640,11 +640,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _describe(exc: BaseException) -> str:
     if isinstance(exc, CliError):
         return str(exc)
-    try:
-        from olc_core import OlcError
-    except Exception:  # olc_core itself failed to import
-        OlcError = ()  # type: ignore[assignment]  # noqa: N806
-    if OlcError and isinstance(exc, OlcError):
+    from olc_core import OlcError  # the package is loaded: this module lives in it
+
+    if isinstance(exc, OlcError):
         return str(exc)
     return f"{type(exc).__name__}: {exc} (run with --debug for the traceback)"
 
