@@ -18,8 +18,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import olc_core
-from olc_core import KernelRegistration, hookimpl
-from olc_core import _native
+from olc_core import KernelRegistration, _native, hookimpl
 
 OPSET = 17
 

@@ -8,6 +8,7 @@ import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import pluggy
 
@@ -110,7 +111,7 @@ class DispatchTable:
                 continue
             seen.add(id(r))
             by_key[(r.domain, r.op_type, r.device)].append(r)
-        for key, regs in by_key.items():
+        for regs in by_key.values():
             regs.sort(key=lambda r: (-r.priority, r.kernel_name, r.since_version))
             _check_conflicts(regs)
         self._by_key = dict(by_key)
@@ -159,10 +160,6 @@ def _check_conflicts(regs: list[KernelRegistration]) -> None:
                 continue
             if a.until_version < b.since_version or b.until_version < a.since_version:
                 continue
-            if a.kernel_name == b.kernel_name and a.family == b.family:
-                # One kernel split over disjoint types per schema version is fine.
-                if not _types_overlap(a, b):
-                    continue
             if _types_overlap(a, b):
                 raise DispatchConflictError(
                     f"{a.domain}::{a.op_type}: kernels {a.kernel_name} ({a.family or 'unknown family'}, "
@@ -180,7 +177,8 @@ def dispatch_table() -> DispatchTable:
             records: list[KernelRegistration] = []
             # Each implementation is called on its own so a bad record names its plugin.
             for impl in plugin_manager().hook.olc_register_kernels.get_hookimpls():
-                for r in impl.function() or ():
+                returned = cast(Iterable[object], impl.function() or ())
+                for r in returned:
                     if not isinstance(r, KernelRegistration):
                         raise TypeError(
                             f"plugin {impl.plugin_name!r} returned {type(r).__name__}, expected KernelRegistration"

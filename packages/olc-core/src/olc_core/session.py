@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 
 from . import _native
 from .errors import InvalidModelError, NoKernelError, OlcError
-from .registration import normalize_domain
+from .registration import KernelRegistration, normalize_domain
 from .registry import dispatch_table
 from .threads import default_thread_count
 
@@ -304,7 +304,7 @@ class Session:
             tp = vi.type
             elem = _tensor_elem(tp)
             dims = _shape_of(tp)
-            spec_dims = None if dims is None else [d if isinstance(d, int) else -1 for d in dims]
+            spec_dims: list[int] | None = None if dims is None else [d if isinstance(d, int) else -1 for d in dims]
             is_tensor = tp.WhichOneof("value") == "tensor_type" or tp.WhichOneof("value") is None
             consumer = first_consumer.get(vi.name, "no node")
             inputs.append((slot_of(vi.name), vi.name, elem, is_tensor, spec_dims, vi.name in initializers, consumer))
@@ -339,22 +339,9 @@ class Session:
             available.update(n for n in node.output if n)
 
             self._infer_missing_output_types(node, domain, opset or 1)
-            input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n)), None) if n else None
+            input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else None
                                 for n in node.input)
-            selection = table.select(domain, node.op_type, opset or 1, input_types)
-            reg = selection.registration
-            if reg is not None and reg.supports is not None:
-                refusal = reg.supports(node)
-                if refusal:
-                    reg, selection_reason = None, f"{reg.kernel_name}: {refusal}"
-                else:
-                    selection_reason = selection.reason
-            else:
-                selection_reason = selection.reason
-            if reg is not None and any(a.type not in _NATIVE_ATTRIBUTE_TYPES for a in node.attribute) \
-                    and isinstance(reg.factory, _CAPSULE_TYPE):
-                reg, selection_reason = None, f"{reg.kernel_name}: node has attributes a native kernel cannot take"
-
+            reg, selection_reason = self._choose(table, node, domain, opset or 1, input_types)
             if reg is not None:
                 # Type outputs that inference left unknown (ops of custom domains).
                 for name, t in zip(node.output, reg.output_types(input_types)):
@@ -366,7 +353,7 @@ class Session:
                 else:
                     info = NodeInfo(
                         node_name, domain, node.op_type, opset or 1, input_types,
-                        tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n)), None) for n in node.output),
+                        tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) for n in node.output),
                         {a.name: helper.get_attribute_value(a) for a in node.attribute}, node,
                     )
                     try:
@@ -427,8 +414,8 @@ class Session:
         plan = _native.Plan(len(slots), threads, participant_limit, bool(record_usage))
         for s, value in constants:
             plan.add_constant(s, value)
-        for slot, name, elem, is_tensor, dims, has_default, consumer in inputs:
-            plan.add_input(slot, name, elem, is_tensor, dims, has_default, consumer)
+        for input_spec in inputs:
+            plan.add_input(*input_spec)
         for vi in graph.output:
             plan.add_output(slots[vi.name], vi.name)
         for (kind, obj, ins, outs, label, kname), rel in zip(steps, release):
@@ -437,6 +424,25 @@ class Session:
             else:
                 plan.add_python_step(obj, ins, outs, rel, label, kname)
         self._plan = plan
+
+    @staticmethod
+    def _choose(
+        table: Any, node: onnx.NodeProto, domain: str, opset: int, input_types: tuple[str | None, ...]
+    ) -> tuple[KernelRegistration | None, str]:
+        """The registration that runs this node, or None, and why."""
+        selection = table.select(domain, node.op_type, opset, input_types)
+        reg = selection.registration
+        if reg is None:
+            return None, selection.reason
+        if reg.supports is not None:
+            refusal = reg.supports(node)
+            if refusal:
+                return None, f"{reg.kernel_name}: {refusal}"
+        if isinstance(reg.factory, _CAPSULE_TYPE) and any(
+            a.type not in _NATIVE_ATTRIBUTE_TYPES for a in node.attribute
+        ):
+            return None, f"{reg.kernel_name}: node has attributes a native kernel cannot take"
+        return reg, selection.reason
 
     def _infer_missing_output_types(self, node: onnx.NodeProto, domain: str, opset: int) -> None:
         """Per-node inference for outputs whole-model inference left untyped.
