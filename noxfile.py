@@ -1,0 +1,268 @@
+"""Build, test and lint sessions for the olc monorepo.
+
+    nox -s tests          everything CI runs, in one venv (each wheel built once)
+    nox -s demo           olc run on the built-in demo model, compared with onnxruntime
+    nox -s core | elementwise | example_plugin | conformance
+    nox -s bench -- --enforce
+    nox -s lint
+    nox -s sanitize       core + elementwise built with ASan/UBSan, their tests under it
+
+Wheels are built into ``wheelhouse/``: olc-core first (``pip wheel --no-deps``),
+then every family and the example plugin, which build-require olc-core and
+find it there (``--find-links wheelhouse``). A wheel is built at most once
+per nox invocation; ``OLC_REUSE_WHEELS=1`` also reuses wheels a previous
+invocation left in ``wheelhouse/`` (fast local iteration; stale if the C++
+changed since).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import nox
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: nox itself depends on tomli there
+    import tomli as tomllib
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["tests"]
+nox.options.error_on_external_run = True
+
+ROOT = Path(__file__).resolve().parent
+WHEELHOUSE = ROOT / "wheelhouse"
+# Sanitizer builds must never be picked up by --find-links wheelhouse
+# (pip does not look into subfolders).
+SANITIZE_WHEELHOUSE = WHEELHOUSE / "sanitize"
+
+CORE = "olc-core"
+# The conformance suite's expected failures were measured with this onnx.
+ONNX_PIN = "onnx>=1.23,<1.24"
+TEST_DEPS = ["pytest>=7", "onnxruntime>=1.17", "psutil", ONNX_PIN]
+
+# pytest exit code 5: no tests collected (a package whose tests are not written yet).
+PYTEST_OK = [0, 5]
+
+_built: dict[tuple[str, bool], Path] = {}
+
+
+def _project_dir(dist: str) -> Path:
+    for base in (ROOT / "packages", ROOT / "examples"):
+        if (base / dist / "pyproject.toml").is_file():
+            return base / dist
+    raise FileNotFoundError(f"no project {dist!r} under packages/ or examples/")
+
+
+def _families() -> list[str]:
+    """Kernel-family distributions present in the tree (olc-core excluded)."""
+    return sorted(
+        p.parent.name
+        for p in (ROOT / "packages").glob("*/pyproject.toml")
+        if p.parent.name != CORE
+    )
+
+
+def _examples() -> list[str]:
+    return sorted(p.parent.name for p in (ROOT / "examples").glob("*/pyproject.toml"))
+
+
+def _wheel_glob(dist: str) -> str:
+    return dist.replace("-", "_") + "-*.whl"
+
+
+def _build_env(session: nox.Session) -> dict[str, str]:
+    env = {"CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
+    # A developer's CMake or prefix settings must not leak into these builds.
+    for var in ("CMAKE_ARGS", "CMAKE_PREFIX_PATH", "SKBUILD_CMAKE_DEFINE"):
+        env[var] = ""
+    return env
+
+
+def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> Path:
+    """Builds ``dist`` into the wheelhouse once per nox invocation; returns the wheel."""
+    key = (dist, sanitize)
+    if key in _built:
+        return _built[key]
+    outdir = SANITIZE_WHEELHOUSE if sanitize else WHEELHOUSE
+    outdir.mkdir(parents=True, exist_ok=True)
+    existing = sorted(outdir.glob(_wheel_glob(dist)))
+    if existing and os.environ.get("OLC_REUSE_WHEELS") == "1":
+        session.log(f"reusing {existing[-1].name} (OLC_REUSE_WHEELS=1)")
+        _built[key] = existing[-1]
+        return existing[-1]
+    if dist != CORE:
+        _build_wheel(session, CORE, sanitize=sanitize)  # the family build-requires it
+    for old in existing:
+        old.unlink()
+
+    env = _build_env(session)
+    args = ["python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(outdir)]
+    if sanitize:
+        # Both read by scikit-build-core; the config setting is the documented
+        # route, the environment variable reaches the hatchling build hook too.
+        args.append("--config-settings=cmake.define.OLC_SANITIZE=ON")
+        env["SKBUILD_CMAKE_DEFINE"] = "OLC_SANITIZE=ON"
+    if dist != CORE:
+        args += ["--find-links", str(outdir)]
+    session.run(*args, str(_project_dir(dist)), env=env)
+
+    wheels = sorted(outdir.glob(_wheel_glob(dist)))
+    if not wheels:
+        session.error(f"building {dist} produced no wheel in {outdir}")
+    _built[key] = wheels[-1]
+    return wheels[-1]
+
+
+def _has_test_extra(dist: str) -> bool:
+    with open(_project_dir(dist) / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f).get("project", {})
+    return "test" in project.get("optional-dependencies", {})
+
+
+def _install(session: nox.Session, dists: list[str], *extra: str, sanitize: bool = False) -> None:
+    """Builds (once) and installs the given olc wheels, with their ``test``
+    extras, plus ``extra`` requirements, in one resolve."""
+    session.install("--upgrade", "pip")
+    wheels = []
+    for dist in dists:
+        wheel = str(_build_wheel(session, dist, sanitize=sanitize))
+        wheels.append(f"{wheel}[test]" if _has_test_extra(dist) else wheel)
+    # The wheels are named by path, so pip cannot take olc-* from anywhere else.
+    session.install(*wheels, *extra)
+
+
+def _pytest(session: nox.Session, *paths: str, env: dict[str, str] | None = None) -> None:
+    """One pytest run per test folder: folders of different packages may hold
+    test modules of the same name, which one run cannot import side by side."""
+    for path in paths:
+        if not (ROOT / path).exists():
+            session.log(f"no tests at {path}: skipped")
+            continue
+        # Run from the repository root with no source folder on sys.path (plain
+        # `pytest`, not `python -m pytest`): `import olc_*` finds the installed
+        # wheels, never a source tree.
+        session.run(
+            "pytest", "-ra", "-p", "no:cacheprovider", path, *session.posargs,
+            success_codes=PYTEST_OK, env=env or {},
+        )
+
+
+def _tests_of(dist: str) -> str:
+    return str(_project_dir(dist).relative_to(ROOT) / "tests")
+
+
+@nox.session
+def wheels(session: nox.Session) -> None:
+    """Build every wheel (olc-core, the families, the examples) into wheelhouse/."""
+    session.install("--upgrade", "pip")
+    for dist in [CORE, *_families(), *_examples()]:
+        session.log(f"built {_build_wheel(session, dist).name}")
+
+
+@nox.session
+def core(session: nox.Session) -> None:
+    """olc-core and its tests."""
+    _install(session, [CORE], *TEST_DEPS)
+    _pytest(session, _tests_of(CORE))
+
+
+@nox.session
+def elementwise(session: nox.Session) -> None:
+    """olc-core + olc-elementwise and the elementwise tests (they cover every SIMD level themselves)."""
+    _install(session, [CORE, "olc-elementwise"], *TEST_DEPS)
+    _pytest(session, _tests_of("olc-elementwise"))
+
+
+@nox.session
+def example_plugin(session: nox.Session) -> None:
+    """The third-party plugin example, built against the olc-core wheel."""
+    _install(session, [CORE, "olc-example-plugin"], *TEST_DEPS)
+    _pytest(session, _tests_of("olc-example-plugin"))
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """The ONNX backend node suite on olc (core + elementwise)."""
+    _install(session, [CORE, "olc-elementwise"], *TEST_DEPS)
+    _pytest(session, "tests/conformance")
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Run the built-in demo model through olc and compare with onnxruntime."""
+    _install(session, [CORE, "olc-elementwise"], "onnxruntime>=1.17")
+    session.run("olc", "info")
+    session.run("olc", "run", "--compare", "onnxruntime", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """tools/benchmark_parity.py against onnxruntime; arguments pass through (e.g. -- --enforce)."""
+    _install(session, [CORE, *_families()], "onnxruntime>=1.17", "psutil")
+    session.run("python", str(ROOT / "tools" / "benchmark_parity.py"), *(session.posargs or ["--quick"]))
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff over the repository, mypy over packages/*/src and tools/."""
+    session.install("ruff", "mypy", "numpy", ONNX_PIN, "pluggy", "ml_dtypes", "pytest", "nox")
+    session.run("ruff", "check", ".")
+    sources = [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("packages/*/src"))]
+    sources += [str(p.relative_to(ROOT)) for p in sorted(ROOT.glob("examples/*/src"))]
+    session.run("mypy", "--config-file", "mypy.ini", *sources, "tools")
+
+
+def _sanitizer_runtime(session: nox.Session) -> str:
+    libs = []
+    for name in ("libasan.so", "libubsan.so"):
+        path = subprocess.run(
+            ["g++", f"-print-file-name={name}"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        if not os.path.isabs(path):
+            session.error(f"g++ does not know {name}: install the sanitizer runtimes")
+        libs.append(path)
+    return " ".join(libs)
+
+
+def _check_instrumented(session: nox.Session, module: str) -> None:
+    """Fails when the sanitize option did not reach CMake (an uninstrumented build proves nothing)."""
+    code = (
+        "import importlib, pathlib, sys\n"
+        f"m = importlib.import_module({module!r})\n"
+        "data = pathlib.Path(m.__file__).read_bytes()\n"
+        "sys.exit(0 if b'__asan_' in data else 1)\n"
+    )
+    session.run("python", "-c", code, env={"LD_PRELOAD": _sanitizer_runtime(session)})
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """Core and elementwise built with -DOLC_SANITIZE=ON (ASan + UBSan), their tests under it."""
+    _install(session, [CORE, "olc-elementwise"], *TEST_DEPS, sanitize=True)
+    env = {
+        "LD_PRELOAD": _sanitizer_runtime(session),
+        # Python's own allocations are not instrumented and never freed at exit.
+        "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=1:strict_init_order=1:detect_stack_use_after_return=1",
+        "UBSAN_OPTIONS": "halt_on_error=1:print_stacktrace=1",
+        "PYTHONMALLOC": "malloc",
+    }
+    _check_instrumented(session, "olc_core._native")
+    _pytest(session, _tests_of(CORE), _tests_of("olc-elementwise"), env=env)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Everything CI runs, in one venv: every package's tests, the example plugin,
+    the conformance suite, the end-to-end tests, the demo and a benchmark smoke."""
+    dists = [CORE, *_families(), *_examples()]
+    _install(session, dists, *TEST_DEPS)
+    for dist in dists:
+        _pytest(session, _tests_of(dist))
+    _pytest(session, "tests")  # conformance + end to end
+    session.run("olc", "run", "--compare", "onnxruntime", "--repeat", "3")
+    bench_tool = ROOT / "tools" / "benchmark_parity.py"
+    if bench_tool.is_file():
+        session.run("python", str(bench_tool), "--quick")
