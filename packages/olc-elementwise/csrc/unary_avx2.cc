@@ -25,7 +25,9 @@ using olc_ew_vm::vm_erf;
 using olc_ew_vm::vm_exp;
 using olc_ew_vm::vm_expm1;
 using olc_ew_vm::vm_log;
-using olc_ew_vm::vm_log1p;
+using olc_ew_vm::vm_gelu;
+using olc_ew_vm::vm_gelu_tanh;
+using olc_ew_vm::vm_softplus;
 using olc_ew_vm::vm_sigmoid;
 using olc_ew_vm::vm_sin;
 using olc_ew_vm::vm_tanh;
@@ -130,21 +132,11 @@ struct VSelu {
     return _mm256_mul_ps(_mm256_blendv_ps(_mm256_mul_ps(a, vm_expm1(x)), x, vgt0(x)), g);
   } };
 struct VSoftplus { explicit VSoftplus(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const {
-    const __m256 m = _mm256_max_ps(x, _mm256_setzero_ps());  // NaN -> 0, NaN comes back below
-    return _mm256_add_ps(m, vm_log1p(vm_exp(_mm256_or_ps(x, vsignmask()))));
-  } };
+  __m256 operator()(__m256 x) const { return vm_softplus(x); } };
 struct VGelu { explicit VGelu(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const {
-    const __m256 e = vm_erf(_mm256_mul_ps(x, vset(0.70710678118654752440f)));
-    return _mm256_mul_ps(_mm256_mul_ps(vset(0.5f), x), _mm256_add_ps(vset(1.f), e));
-  } };
+  __m256 operator()(__m256 x) const { return vm_gelu(x); } };
 struct VGeluTanh { explicit VGeluTanh(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const {
-    const __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-    const __m256 in = _mm256_mul_ps(vset(0.79788456080286535588f), _mm256_add_ps(x, _mm256_mul_ps(vset(0.044715f), x3)));
-    return _mm256_mul_ps(_mm256_mul_ps(vset(0.5f), x), _mm256_add_ps(vset(1.f), vm_tanh(in)));
-  } };
+  __m256 operator()(__m256 x) const { return vm_gelu_tanh(x); } };
 struct VSign { explicit VSign(const UnaryParams*) {}
   __m256 operator()(__m256 x) const {
     const __m256 z = _mm256_setzero_ps();

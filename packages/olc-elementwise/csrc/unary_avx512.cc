@@ -24,7 +24,9 @@ using olc_ew_vm::vm_erf;
 using olc_ew_vm::vm_exp;
 using olc_ew_vm::vm_expm1;
 using olc_ew_vm::vm_log;
-using olc_ew_vm::vm_log1p;
+using olc_ew_vm::vm_gelu;
+using olc_ew_vm::vm_gelu_tanh;
+using olc_ew_vm::vm_softplus;
 using olc_ew_vm::vm_sigmoid;
 using olc_ew_vm::vm_sin;
 using olc_ew_vm::vm_tanh;
@@ -138,22 +140,11 @@ struct VSelu {
     return _mm512_mul_ps(_mm512_mask_blend_ps(pos, _mm512_mul_ps(a, vm_expm1(x)), x), g);
   } };
 struct VSoftplus { explicit VSoftplus(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const {
-    const __m512 m = _mm512_max_ps(x, _mm512_setzero_ps());  // NaN -> 0, NaN comes back below
-    const __m512 neg_abs = _mm512_or_ps(x, vsignmask());
-    return _mm512_add_ps(m, vm_log1p(vm_exp(neg_abs)));
-  } };
+  __m512 operator()(__m512 x) const { return vm_softplus(x); } };
 struct VGelu { explicit VGelu(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const {
-    const __m512 e = vm_erf(_mm512_mul_ps(x, vset(0.70710678118654752440f)));
-    return _mm512_mul_ps(_mm512_mul_ps(vset(0.5f), x), _mm512_add_ps(vset(1.f), e));
-  } };
+  __m512 operator()(__m512 x) const { return vm_gelu(x); } };
 struct VGeluTanh { explicit VGeluTanh(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const {
-    const __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
-    const __m512 in = _mm512_mul_ps(vset(0.79788456080286535588f), _mm512_add_ps(x, _mm512_mul_ps(vset(0.044715f), x3)));
-    return _mm512_mul_ps(_mm512_mul_ps(vset(0.5f), x), _mm512_add_ps(vset(1.f), vm_tanh(in)));
-  } };
+  __m512 operator()(__m512 x) const { return vm_gelu_tanh(x); } };
 struct VSign { explicit VSign(const UnaryParams*) {}
   __m512 operator()(__m512 x) const {
     const __m512 z = _mm512_setzero_ps();

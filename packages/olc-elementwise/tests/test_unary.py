@@ -191,9 +191,11 @@ def oracle(op, t, attrs, x):
         if op == "Softplus": return np.logaddexp(0.0, v)
         if op == "Gelu":
             if a["approximate"] == "tanh":
-                return 0.5 * v * (1 + np.tanh(math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)))
-            r = 0.5 * v * _erfc(-v / math.sqrt(2))
-            return np.where(v == -np.inf, np.nan, r)  # the spec's formula: -inf * 0
+                u = math.sqrt(2 / math.pi) * (v + 0.044715 * v ** 3)
+                r = v / (1 + np.exp(-2 * u))  # = 0.5 v (1 + tanh(u)), no cancellation
+            else:
+                r = 0.5 * v * _erfc(-v / math.sqrt(2))
+            return np.where(v == -np.inf, 0.0, r)  # the limit, where the formula gives -inf * 0
         if op == "IsNaN": return np.isnan(v)
         if op == "IsInf":
             return (np.isposinf(v) & bool(a["detect_positive"])) | (np.isneginf(v) & bool(a["detect_negative"]))
