@@ -99,7 +99,62 @@ class Shape {
   std::vector<int64_t> heap_;
 };
 
-void aligned_free(void* p) { std::free(p); }
+// Large output buffers are recycled: a fresh multi-megabyte block costs a
+// page fault per 4 KiB on first touch, often more than the kernel that fills
+// it. Freed blocks of at least kMinCachedBytes wait here (up to
+// kMaxCachedBytes in all) for the next allocation of the same size class.
+class BufferCache {
+ public:
+  static constexpr size_t kMinCachedBytes = size_t(256) << 10;
+  static constexpr size_t kMaxCachedBytes = size_t(256) << 20;
+
+  static size_t size_class(size_t nbytes) {
+    return nbytes < kMinCachedBytes ? (nbytes + 63) & ~size_t(63) : (nbytes + 4095) & ~size_t(4095);
+  }
+
+  void* take(size_t cls) {
+    if (cls < kMinCachedBytes) return nullptr;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = free_.find(cls);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= cls;
+    return p;
+  }
+
+  void give(void* p, size_t cls) {
+    if (cls >= kMinCachedBytes) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (cached_ + cls <= kMaxCachedBytes) {
+        free_[cls].push_back(p);
+        cached_ += cls;
+        return;
+      }
+    }
+    std::free(p);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> free_;
+  size_t cached_ = 0;
+};
+
+// Leaked on purpose: buffers may be released by numpy arrays that outlive
+// static destruction at interpreter exit.
+BufferCache& buffer_cache() {
+  static BufferCache* cache = new BufferCache();
+  return *cache;
+}
+
+std::shared_ptr<void> allocate_buffer(size_t nbytes) {
+  const size_t cls = BufferCache::size_class(nbytes);
+  void* p = buffer_cache().take(cls);
+  if (!p) p = std::aligned_alloc(64, cls);
+  if (!p) return nullptr;
+  return std::shared_ptr<void>(p, [cls](void* q) { buffer_cache().give(q, cls); });
+}
 
 struct Value {
   enum Kind : uint8_t { kEmpty = 0, kTensor, kObject };
@@ -657,15 +712,14 @@ void* api_allocate_output(olc_context* ctx, int32_t index, int32_t dtype, int32_
     out.buffer = std::shared_ptr<void>(static_cast<void*>(g_empty_tensor_storage), [](void*) {});
     return out.data;
   }
-  void* p = std::aligned_alloc(64, (nbytes + 63) & ~size_t(63));
-  if (!p) {
+  out.buffer = allocate_buffer(nbytes);
+  if (!out.buffer) {
     out.kind = Value::kEmpty;
     api_set_error(ctx, "allocate_output: out of memory");
     return nullptr;
   }
-  out.data = p;
-  out.buffer = std::shared_ptr<void>(p, aligned_free);
-  return p;
+  out.data = out.buffer.get();
+  return out.data;
 }
 
 void api_record_usage_detail(olc_context* ctx, const char* detail) {
