@@ -45,10 +45,10 @@ ULP_BOUNDS = {
     "sin": 2.0,
     "cos": 2.0,
     "softplus": 3.0,
-    "gelu_erf": 300.0,
-    "gelu_tanh": 250.0,
+    "gelu_erf": 20.0,
+    "gelu_tanh": 64.0,
 }
-CORE_ULP_BOUNDS = {"gelu_erf": 48.0, "gelu_tanh": 40.0}
+CORE_ULP_BOUNDS = {"gelu_erf": 10.0, "gelu_tanh": 6.0}
 # GELU: absolute error over all inputs (the large-ulp cases are tiny values).
 ABS_BOUNDS = {"gelu_erf": 6e-7, "gelu_tanh": 6e-7}
 

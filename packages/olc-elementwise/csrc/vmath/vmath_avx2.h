@@ -66,6 +66,9 @@ struct OpsV256 {
   static OLC_VM_INLINE I seli(M m, I t, I f) {
     return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(f), _mm256_castsi256_ps(t), m));
   }
+  // Materializes a so the compiler cannot contract the multiply that made
+  // it into a later add (error-free transforms need the rounded product).
+  static OLC_VM_INLINE V opaque(V a) { __asm__("" : "+x"(a)); return a; }
   static OLC_VM_INLINE V load(const float* p) { return _mm256_loadu_ps(p); }
   static OLC_VM_INLINE void store(float* p, V v) { _mm256_storeu_ps(p, v); }
 };

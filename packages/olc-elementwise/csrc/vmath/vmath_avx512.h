@@ -61,6 +61,9 @@ struct OpsV512 {
   static OLC_VM_INLINE unsigned bits(M a) { return a; }
   static OLC_VM_INLINE V sel(M m, V t, V f) { return _mm512_mask_blend_ps(m, f, t); }
   static OLC_VM_INLINE I seli(M m, I t, I f) { return _mm512_mask_blend_epi32(m, f, t); }
+  // Materializes a so the compiler cannot contract the multiply that made
+  // it into a later add (error-free transforms need the rounded product).
+  static OLC_VM_INLINE V opaque(V a) { __asm__("" : "+v"(a)); return a; }
   static OLC_VM_INLINE V load(const float* p) { return _mm512_loadu_ps(p); }
   static OLC_VM_INLINE void store(float* p, V v) { _mm512_storeu_ps(p, v); }
 };

@@ -66,12 +66,13 @@ constexpr float kErfc0 = 0x1.5f1292p-12f, kErfc1 = -0x1.215c52p+0f, kErfc2 = 0x1
                 kErfc3 = -0x1.c3dadap-4f, kErfc4 = 0x1.b3dae0p-6f, kErfc5 = -0x1.3dbae0p-8f,
                 kErfc6 = 0x1.47650ap-11f, kErfc7 = -0x1.af2c7ep-15f, kErfc8 = 0x1.29d1f4p-19f,
                 kErfc9 = -0x1.d516a0p-26f;
-// log(erfc(x)) = -x^2 + P(x), x in [4, 10.5]: only the far negative tail of
-// GELU needs it (values below 1e-7), fitted to ~1e-6 relative.
+// log(erfc(x)) = -x^2 + P(x - 7), x in [4, 10.5]: only the far negative tail
+// of GELU needs it (values below 1e-7).
 constexpr float kErfcTailClamp = 10.5f;
-constexpr float kErfct0 = -0x1.621112p-3f, kErfct1 = -0x1.b7ff32p-1f, kErfct2 = 0x1.6755d4p-3f,
-                kErfct3 = -0x1.c43806p-6f, kErfct4 = 0x1.857ea8p-9f, kErfct5 = -0x1.ae451cp-13f,
-                kErfct6 = 0x1.11fe42p-17f, kErfct7 = -0x1.317fc8p-23f;
+constexpr float kErfct0 = -0x1.439d14p+1f, kErfct1 = -0x1.1ee25ap-3f, kErfct2 = 0x1.3b78bap-7f,
+                kErfct3 = -0x1.c6226ep-11f, kErfct4 = 0x1.696be6p-14f, kErfct5 = -0x1.2c1b0cp-17f,
+                kErfct6 = 0x1.f1b122p-21f, kErfct7 = -0x1.c1c556p-24f, kErfct8 = 0x1.f1d8cep-27f,
+                kErfct9 = -0x1.6132eep-30f;
 // sin(r) = r + r^3 * S(r^2), cos(r) = 1 - r^2/2 + r^4 * C(r^2), |r| <= pi/4
 constexpr float kSin0 = -0x1.555556p-3f, kSin1 = 0x1.111174p-7f, kSin2 = -0x1.a05968p-13f,
                 kSin3 = 0x1.7c367ap-19f;
@@ -353,6 +354,24 @@ OLC_VM_INLINE typename O::V erf(typename O::V x) {
   return vor<O>(y, vsign<O>(x));
 }
 
+// hi + lo = a + b exactly (Knuth's TwoSum; no ordering assumption).
+template <class O>
+OLC_VM_INLINE typename O::V two_sum(typename O::V a, typename O::V b, typename O::V* lo) {
+  typedef typename O::V V;
+  const V s = O::add(a, b);
+  const V bb = O::sub(s, a);
+  *lo = O::add(O::sub(a, O::sub(s, bb)), O::sub(b, bb));
+  return s;
+}
+
+// e^(hi + lo) for small lo: e^hi * (1 + lo). Carrying lo matters where
+// hi is large: e^t turns a relative error d of t into an error t*d.
+template <class O>
+OLC_VM_INLINE typename O::V exp_hilo(typename O::V hi, typename O::V lo) {
+  const typename O::V e = exp<O>(hi);
+  return O::fma(e, lo, e);
+}
+
 template <class O>
 OLC_VM_INLINE typename O::V gelu_erf(typename O::V x) {
   typedef typename O::V V;
@@ -365,26 +384,52 @@ OLC_VM_INLINE typename O::V gelu_erf(typename O::V x) {
   V cdf = O::fma(O::f(0.5f), vor<O>(es, vsign<O>(z)), O::f(0.5f));
   const M big = O::mnot(O::lt(a, O::f(kErfSmall)));
   if (O::any(big)) {
-    const V ec = erfc_mid<O>(O::min_(O::f(kErfcClamp), a));
+    // erfc(a) = exp(-x^2/2 + P(a)); -x^2/2 carried as hi + lo (from x, not
+    // the rounded z) so the exponent is exact to ~2^-40 relative.
+    const V x2 = O::mul(x, x);
+    const V x2lo = O::fma(x, x, O::sub(O::f(0.0f), x2));
+    const V nh = O::mul(x2, O::f(-0.5f));
+    // |x| >= 16: x*x may overflow and the lo terms are irrelevant anyway
+    const M small_x = O::lt(vabs<O>(x), O::f(16.0f));
+    const V ac = O::min_(O::f(kErfcClamp), a);
+    V p = O::fma(ac, O::f(kErfc9), O::f(kErfc8));
+    p = O::fma(ac, p, O::f(kErfc7));
+    p = O::fma(ac, p, O::f(kErfc6));
+    p = O::fma(ac, p, O::f(kErfc5));
+    p = O::fma(ac, p, O::f(kErfc4));
+    p = O::fma(ac, p, O::f(kErfc3));
+    p = O::fma(ac, p, O::f(kErfc2));
+    p = O::fma(ac, p, O::f(kErfc1));
+    p = O::fma(ac, p, O::f(kErfc0));
+    V lo;
+    // clamp: lanes past a = 4 are either 1 - tiny or replaced by the tail
+    const V hi = vclamp<O>(two_sum<O>(nh, p, &lo), -20.0f, 0.0f);
+    lo = O::sel(small_x, O::fma(x2lo, O::f(-0.5f), lo), O::f(0.0f));
+    const V ec = exp_hilo<O>(hi, lo);
     const V cb = O::sel(O::lt(z, O::f(0.0f)), O::mul(ec, O::f(0.5f)),
                         O::fma(ec, O::f(-0.5f), O::f(1.0f)));
     cdf = O::sel(big, cb, cdf);
     const M tail = O::lt(z, O::f(-kErfcClamp));
     if (O::any(tail)) {
-      const V at = O::min_(O::f(kErfcTailClamp), a);
-      V p = O::fma(at, O::f(kErfct7), O::f(kErfct6));
-      p = O::fma(at, p, O::f(kErfct5));
-      p = O::fma(at, p, O::f(kErfct4));
-      p = O::fma(at, p, O::f(kErfct3));
-      p = O::fma(at, p, O::f(kErfct2));
-      p = O::fma(at, p, O::f(kErfct1));
-      p = O::fma(at, p, O::f(kErfct0));
-      V ct = O::mul(exp<O>(O::fma(O::sub(O::f(0.0f), at), at, p)), O::f(0.5f));
+      const V t = O::sub(O::min_(O::f(kErfcTailClamp), a), O::f(7.0f));
+      V q = O::fma(t, O::f(kErfct9), O::f(kErfct8));
+      q = O::fma(t, q, O::f(kErfct7));
+      q = O::fma(t, q, O::f(kErfct6));
+      q = O::fma(t, q, O::f(kErfct5));
+      q = O::fma(t, q, O::f(kErfct4));
+      q = O::fma(t, q, O::f(kErfct3));
+      q = O::fma(t, q, O::f(kErfct2));
+      q = O::fma(t, q, O::f(kErfct1));
+      q = O::fma(t, q, O::f(kErfct0));
+      V lot;
+      const V hit = two_sum<O>(nh, q, &lot);
+      lot = O::sel(small_x, O::fma(x2lo, O::f(-0.5f), lot), O::f(0.0f));
+      V ct = O::mul(exp_hilo<O>(hit, lot), O::f(0.5f));
       ct = O::sel(O::gt(a, O::f(kErfcTailClamp)), O::f(0.0f), ct);
       cdf = O::sel(tail, ct, cdf);
     }
   }
-  V y = O::mul(x, cdf);
+  const V y = O::mul(x, cdf);
   return O::sel(O::eq(x, O::f(-INFINITY)), O::f(-0.0f), y);  // -inf * 0
 }
 
@@ -392,9 +437,23 @@ template <class O>
 OLC_VM_INLINE typename O::V gelu_tanh(typename O::V x) {
   typedef typename O::V V;
   // 0.5x(1 + tanh(u)) = x * sigmoid(2u) = x / (1 + e^-2u): no cancellation
-  // on the negative side.
-  const V v = O::mul(O::mul(x, O::fma(O::mul(x, x), O::f(kGeluK), O::f(kGeluC))), O::f(2.0f));
-  const V e = exp<O>(O::sub(O::f(0.0f), vabs<O>(v)));
+  // on the negative side. v = 2u = 2x(C + K x^2) is carried as hi + lo
+  // because e^-|v| multiplies v's rounding error by |v|.
+  const V x2 = O::mul(x, x);
+  const V x2lo = O::fma(x, x, O::sub(O::f(0.0f), x2));
+  const V pk = O::opaque(O::mul(x2, O::f(kGeluK)));
+  const V pklo = O::fma(x2, O::f(kGeluK), O::sub(O::f(0.0f), pk));
+  V wlo;
+  const V w = two_sum<O>(pk, O::f(kGeluC), &wlo);
+  wlo = O::add(wlo, O::fma(x2lo, O::f(kGeluK), pklo));
+  const V vh = O::mul(x, w);
+  const V vlo = O::fma(x, wlo, O::fma(x, w, O::sub(O::f(0.0f), vh)));
+  const V v = O::mul(vh, O::f(2.0f));
+  // e^-|v + l| = e^-|v| (1 - sign(v) l); |x| >= 16 needs no correction
+  // (and x*x may overflow there).
+  V l = vxor<O>(O::mul(vlo, O::f(-2.0f)), vsign<O>(v));
+  l = O::sel(O::lt(vabs<O>(x), O::f(16.0f)), l, O::f(0.0f));
+  const V e = exp_hilo<O>(O::sub(O::f(0.0f), vabs<O>(v)), l);
   const V num = O::sel(O::lt(v, O::f(0.0f)), O::mul(x, e), x);
   const V y = O::div(num, O::add(O::f(1.0f), e));
   return O::sel(O::eq(x, O::f(-INFINITY)), O::f(-0.0f), y);

@@ -55,6 +55,17 @@ struct OpsScalar {
   static OLC_VM_INLINE unsigned bits(M a) { return a ? 1u : 0u; }
   static OLC_VM_INLINE V sel(M m, V t, V f) { return m ? t : f; }
   static OLC_VM_INLINE I seli(M m, I t, I f) { return m ? t : f; }
+  // Materializes a so the compiler cannot contract the multiply that made
+  // it into a later add (error-free transforms need the rounded product).
+  static OLC_VM_INLINE V opaque(V a) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__("" : "+x"(a));
+#else
+    volatile V v = a;
+    a = v;
+#endif
+    return a;
+  }
   static OLC_VM_INLINE V load(const float* p) { return *p; }
   static OLC_VM_INLINE void store(float* p, V v) { *p = v; }
 };
