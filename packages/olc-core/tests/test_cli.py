@@ -156,6 +156,16 @@ def test_malformed_model_is_a_clear_error(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+def test_structurally_invalid_model_is_a_clear_error(tmp_path):
+    # Parses, but a node reads a value nothing defines.
+    path = _model(tmp_path / "dangling.onnx", [helper.make_node("Abs", ["nowhere"], ["y"], name="dangling")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    p = run_cli("run", path, "--compare", "none")
+    assert p.returncode == 1
+    assert "olc: error:" in p.stderr and "Traceback" not in p.stderr
+
+
 def test_session_error_without_and_with_debug(tmp_path):
     # A node with no implementation anywhere: olc cannot prepare it.
     path = _model(tmp_path / "unknown.onnx",
