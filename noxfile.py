@@ -101,9 +101,9 @@ def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> 
     env = _build_env(session)
     args = ["python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(outdir)]
     if sanitize:
-        # Both read by scikit-build-core; the config setting is the documented
-        # route, the environment variable reaches the hatchling build hook too.
-        args.append("--config-settings=cmake.define.OLC_SANITIZE=ON")
+        # scikit-build-core's hatchling hook does not see PEP 517 config
+        # settings (--config-settings=cmake.define...); it does read SKBUILD_*
+        # from the environment, which pip passes into the isolated build.
         env["SKBUILD_CMAKE_DEFINE"] = "OLC_SANITIZE=ON"
     if dist != CORE:
         args += ["--find-links", str(outdir)]
@@ -250,6 +250,7 @@ def sanitize(session: nox.Session) -> None:
         "PYTHONMALLOC": "malloc",
     }
     _check_instrumented(session, "olc_core._native")
+    _check_instrumented(session, "olc_elementwise._ext")
     _pytest(session, _tests_of(CORE), _tests_of("olc-elementwise"), env=env)
 
 
