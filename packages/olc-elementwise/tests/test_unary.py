@@ -359,10 +359,10 @@ def test_threads_identical(op, t):
 # ---------------------------------------------------------------- errors
 
 def test_unsupported_type_is_an_error():
-    with pytest.raises(olc_core.OlcError, match="node0"):
+    with pytest.raises(olc_core.OlcError, match=r"node0.*Exp"):
         olc_core.Session(make_model("Exp", "int32", {}, opset=13), strict=True)
     # bfloat16 is not in HardSigmoid's schema before opset 22
-    with pytest.raises(olc_core.OlcError, match="node0"):
+    with pytest.raises(olc_core.OlcError, match=r"node0.*HardSigmoid"):
         olc_core.Session(make_model("HardSigmoid", "bfloat16", {}, opset=21), strict=True)
 
 
