@@ -39,6 +39,16 @@ def _feed_names(model: onnx.ModelProto) -> list[str]:
     return [i.name for i in model.graph.input if i.name not in initializers]
 
 
+def _latest_opset(op_type: str, domain: str) -> int:
+    if domain in ("", "ai.onnx"):
+        return onnx.defs.onnx_opset_version()
+    try:
+        # Other domains (ai.onnx.ml, ...) version separately: the op's newest schema.
+        return int(onnx.defs.get_schema(op_type, domain=domain).since_version)
+    except onnx.defs.SchemaError:
+        return 1  # a domain onnx does not know (com.microsoft, a plugin's own)
+
+
 class OlcBackendRep(BackendRep):
     """A prepared model: positional or named inputs in, a namedtupledict out."""
 
@@ -150,7 +160,7 @@ class OlcBackend(Backend):
                 graph_outputs.append(onnx.ValueInfoProto(name=name))
         graph = onnx.helper.make_graph([node], "olc_run_node", graph_inputs, graph_outputs)
         domain = node.domain or ""
-        opset = kwargs.pop("opset_version", None) or onnx.defs.onnx_opset_version()
+        opset = kwargs.pop("opset_version", None) or _latest_opset(node.op_type, domain)
         imports = [onnx.helper.make_opsetid(domain, opset)]
         if domain not in ("", "ai.onnx"):
             imports.append(onnx.helper.make_opsetid("", onnx.defs.onnx_opset_version()))
