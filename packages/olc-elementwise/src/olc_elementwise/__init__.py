@@ -2,5 +2,5 @@
 
 from .manifest import BY_NAME, UNARY_OPS
 
-__all__ = ["UNARY_OPS", "BY_NAME"]
+__all__ = ["BY_NAME", "UNARY_OPS"]
 __version__ = "0.1.0"

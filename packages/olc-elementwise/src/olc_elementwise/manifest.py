@@ -85,7 +85,7 @@ def _split(since: int, changes: dict[int, tuple[str, ...]]) -> tuple[Segment, ..
 
 EXACT = ("exact",)
 # Cheap ops are exact (bit-identical to the float64 result rounded once).
-_CHEAP_TOL = {t: EXACT for t in F4}
+_CHEAP_TOL = dict.fromkeys(F4, EXACT)
 
 
 def _tol(f32: tuple, f64: tuple = ("abs_rel", 1e-15, 1e-14)) -> dict[str, tuple]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 import olc_core
 
 from . import manifest
@@ -9,16 +12,15 @@ from . import manifest
 FAMILY = "olc-elementwise"
 
 
-def _load_ext():
+def _load_ext() -> ModuleType:
     try:
-        from . import _ext
+        return importlib.import_module("olc_elementwise._ext")
     except ImportError as e:
         # pybind11 reports a failed module init as "initialization failed";
         # the reason is in __cause__.
         cause = e.__cause__ or e.__context__
         detail = f"{e}: {cause}" if cause is not None else str(e)
         raise ImportError(f"olc_elementwise: cannot load the native extension ({detail})") from e
-    return _ext
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
@@ -48,5 +50,5 @@ def registrations() -> list[olc_core.KernelRegistration]:
 
 
 @olc_core.hookimpl
-def olc_register_kernels():
+def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
