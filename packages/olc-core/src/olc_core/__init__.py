@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from . import _native
+from . import _native, tuning
 from .errors import DispatchConflictError, InvalidModelError, NoKernelError, OlcError
 from .hookspecs import ENTRY_POINT_GROUP, hookimpl
 from .registration import KernelRegistration
@@ -17,7 +17,6 @@ from .registry import plugin_load_errors, plugins, register_plugin, registered_k
 from .session import NodeArg, NodeInfo, PlanEntry, Session
 from .simd import SIMD_LEVELS, cpu_features, detected_simd_level, simd_cap, simd_level
 from .threads import default_thread_count
-from . import tuning
 
 _native._set_error_type(OlcError)
 
@@ -32,8 +31,9 @@ def get_include() -> str:
 
 __all__ = [
     "ABI_VERSION",
-    "DispatchConflictError",
     "ENTRY_POINT_GROUP",
+    "SIMD_LEVELS",
+    "DispatchConflictError",
     "InvalidModelError",
     "KernelRegistration",
     "NoKernelError",
@@ -41,7 +41,6 @@ __all__ = [
     "NodeInfo",
     "OlcError",
     "PlanEntry",
-    "SIMD_LEVELS",
     "Session",
     "cpu_features",
     "default_thread_count",
