@@ -370,6 +370,7 @@ def _rss_bytes() -> int:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc")
+@pytest.mark.skipif(bool(os.environ.get("OLC_SANITIZER")), reason="AddressSanitizer quarantines freed memory")
 def test_runs_do_not_grow_memory(scale_plugin):
     model = scale_model(5, shape=(4096,))
     s = olc_core.Session(model, threads=2, record_usage=True)
