@@ -231,6 +231,16 @@ def test_kernels_empty_registry(monkeypatch, capsys):
     assert cli.NO_KERNELS_MESSAGE in capsys.readouterr().out
 
 
+def test_core_alone_lists_no_kernel_and_still_runs_the_demo():
+    env = {"OLC_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    p = run_cli("kernels", env=env)
+    assert p.returncode == 0, p.stderr
+    assert cli.NO_KERNELS_MESSAGE in p.stdout
+    p = run_cli("run", "--compare", "none", "--repeat", "1", env=env)
+    assert p.returncode == 0, p.stderr
+    assert "0 of 14 nodes on native kernels, 14 on fallbacks" in p.stdout
+
+
 def test_info_text_and_json():
     p = run_cli("info")
     assert p.returncode == 0, p.stderr
