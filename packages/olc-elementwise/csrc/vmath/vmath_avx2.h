@@ -29,6 +29,7 @@ struct OpsV256 {
   typedef __m256i I;
   typedef __m256 M;  // all-ones / all-zeros lanes
   enum { N = 8 };
+  static constexpr bool kScalef = false;
   static OLC_VM_INLINE V f(float a) { return _mm256_set1_ps(a); }
   static OLC_VM_INLINE I i(int32_t a) { return _mm256_set1_epi32(a); }
   static OLC_VM_INLINE V add(V a, V b) { return _mm256_add_ps(a, b); }
@@ -49,6 +50,7 @@ struct OpsV256 {
   template <int S> static OLC_VM_INLINE I sll(I a) { return _mm256_slli_epi32(a, S); }
   template <int S> static OLC_VM_INLINE I sra(I a) { return _mm256_srai_epi32(a, S); }
   static OLC_VM_INLINE V cvt(I a) { return _mm256_cvtepi32_ps(a); }
+  static OLC_VM_INLINE I cvti(V a) { return _mm256_cvtps_epi32(a); }
   static OLC_VM_INLINE M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static OLC_VM_INLINE M le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   static OLC_VM_INLINE M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }

@@ -28,6 +28,7 @@ struct OpsV512 {
   typedef __m512i I;
   typedef __mmask16 M;
   enum { N = 16 };
+  static constexpr bool kScalef = true;
   static OLC_VM_INLINE V f(float a) { return _mm512_set1_ps(a); }
   static OLC_VM_INLINE I i(int32_t a) { return _mm512_set1_epi32(a); }
   static OLC_VM_INLINE V add(V a, V b) { return _mm512_add_ps(a, b); }
@@ -48,6 +49,9 @@ struct OpsV512 {
   template <int S> static OLC_VM_INLINE I sll(I a) { return _mm512_slli_epi32(a, S); }
   template <int S> static OLC_VM_INLINE I sra(I a) { return _mm512_srai_epi32(a, S); }
   static OLC_VM_INLINE V cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static OLC_VM_INLINE I cvti(V a) { return _mm512_cvtps_epi32(a); }
+  // a * 2^floor(b), rounded once
+  static OLC_VM_INLINE V scalef(V a, V b) { return _mm512_scalef_ps(a, b); }
   static OLC_VM_INLINE M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static OLC_VM_INLINE M le(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LE_OQ); }
   static OLC_VM_INLINE M gt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }

@@ -116,62 +116,81 @@ OLC_VM_INLINE typename O::V pow2i(typename O::I n) {
   return O::cf(O::template sll<23>(O::iadd(n, O::i(127))));
 }
 
-// Reduce x = n*ln2 + r and return e^r (in [0.7, 1.42]); n as float and int.
+// p * 2^n for integer-valued n in [-151, 129], rounded once: subnormal
+// results and overflow to inf come out as a single correctly rounded
+// multiply. AVX-512 has this as one instruction (vscalefps); the other
+// levels build 2^n in the exponent field and take two normal steps when n
+// is outside the normal range, which gives the same bits.
+template <class O>
+OLC_VM_INLINE typename O::V scale2(typename O::V p, typename O::V n) {
+  typedef typename O::V V;
+  typedef typename O::I I;
+  if constexpr (O::kScalef) {
+    return O::scalef(p, n);
+  } else {
+    const I ni = O::cvti(n);
+    V y = O::mul(p, pow2i<O>(ni));
+    const typename O::M wide = O::gt(vabs<O>(n), O::f(126.0f));
+    if (O::any(wide)) {
+      const I n1 = O::template sra<1>(ni);
+      const I n2 = O::isub(ni, n1);
+      y = O::sel(wide, O::mul(O::mul(p, pow2i<O>(n1)), pow2i<O>(n2)), y);
+    }
+    return y;
+  }
+}
+
+// p * 2^n where the caller guarantees |n| <= 126 and a normal result.
+template <class O>
+OLC_VM_INLINE typename O::V scale2_normal(typename O::V p, typename O::V n) {
+  if constexpr (O::kScalef) {
+    return O::scalef(p, n);
+  } else {
+    return O::mul(p, pow2i<O>(O::cvti(n)));
+  }
+}
+
+// Reduce x = n*ln2 + r and return e^r (in [0.7, 1.42]) and n (as a float).
 // Needs |x| small enough that n fits comfortably (callers clamp to ~[-104, 89]).
 template <class O>
-OLC_VM_INLINE typename O::V exp_reduced(typename O::V x, typename O::I* ni) {
+OLC_VM_INLINE typename O::V exp_reduced(typename O::V x, typename O::V* n_out) {
   typedef typename O::V V;
-  const V t = O::fma(x, O::f(kLog2e), O::f(kRound));
-  const V n = O::sub(t, O::f(kRound));
-  *ni = O::isub(O::ci(t), O::i(kRoundBits));
+  const V n = O::sub(O::fma(x, O::f(kLog2e), O::f(kRound)), O::f(kRound));
   V r = O::fma(n, O::f(-kLn2Hi), x);
   r = O::fma(n, O::f(-kLn2Lo), r);
-  const V r2 = O::mul(r, r);
+  // Plain Horner, 1 + r(1 + r(c0 + r(c1 + ...))): one FMA per term; the
+  // dependency chain is hidden by the drivers' independent vectors.
   V q = O::fma(r, O::f(kExp4), O::f(kExp3));
   q = O::fma(r, q, O::f(kExp2));
   q = O::fma(r, q, O::f(kExp1));
   q = O::fma(r, q, O::f(kExp0));
-  return O::add(O::fma(r2, q, r), O::f(1.0f));
+  q = O::fma(r, q, O::f(1.0f));
+  *n_out = n;
+  return O::fma(r, q, O::f(1.0f));
 }
 
 // exp for arguments whose result is a normal float (about [-87.3, 88.3]).
 template <class O>
 OLC_VM_INLINE typename O::V exp_normal(typename O::V x) {
-  typename O::I ni;
-  const typename O::V p = exp_reduced<O>(x, &ni);
-  return O::mul(p, pow2i<O>(ni));
+  typename O::V n;
+  const typename O::V p = exp_reduced<O>(x, &n);
+  return scale2_normal<O>(p, n);
 }
 
 template <class O>
 OLC_VM_INLINE typename O::V exp(typename O::V x) {
-  typedef typename O::V V;
-  typedef typename O::I I;
   // Past these bounds the result is 0 / +inf anyway; NaN passes the clamp.
-  const V xc = vclamp<O>(x, -104.0f, 89.0f);
-  I ni;
-  const V p = exp_reduced<O>(xc, &ni);
-  V y = O::mul(p, pow2i<O>(ni));
-  // Subnormal results and 2^128: scale in two normal steps so the only
-  // rounding is the last multiply. Both x > 88.38 and x < -87.0 land here.
-  const typename O::M wide = O::gt(vabs<O>(xc), O::f(87.0f));
-  if (O::any(wide)) {
-    const I n1 = O::template sra<1>(ni);
-    const I n2 = O::isub(ni, n1);
-    const V ys = O::mul(O::mul(p, pow2i<O>(n1)), pow2i<O>(n2));
-    y = O::sel(wide, ys, y);
-  }
-  return y;
+  typename O::V n;
+  const typename O::V p = exp_reduced<O>(vclamp<O>(x, -104.0f, 89.0f), &n);
+  return scale2<O>(p, n);
 }
 
 template <class O>
 OLC_VM_INLINE typename O::V expm1(typename O::V x) {
   typedef typename O::V V;
-  typedef typename O::I I;
   // Below -25 the result is -1 after rounding; above 88 it equals exp(x).
   const V xc = vclamp<O>(x, -25.0f, 88.0f);
-  const V t = O::fma(xc, O::f(kLog2e), O::f(kRound));
-  const V n = O::sub(t, O::f(kRound));
-  const I ni = O::isub(O::ci(t), O::i(kRoundBits));
+  const V n = O::sub(O::fma(xc, O::f(kLog2e), O::f(kRound)), O::f(kRound));
   V r = O::fma(n, O::f(-kLn2Hi), xc);
   r = O::fma(n, O::f(-kLn2Lo), r);
   const V r2 = O::mul(r, r);
@@ -182,7 +201,7 @@ OLC_VM_INLINE typename O::V expm1(typename O::V x) {
   const V p = O::fma(r2, O::fma(r, q, O::f(0.5f)), r);  // expm1(r)
   // expm1(x) = 2^n * p + (2^n - 1); 2^n - 1 is exact for |n| <= 24 and the
   // FMA rounds once.
-  const V s = pow2i<O>(ni);
+  const V s = scale2_normal<O>(O::f(1.0f), n);
   V y = O::fma(p, s, O::sub(s, O::f(1.0f)));
   y = vor<O>(y, vsign<O>(x));  // expm1 has the sign of x: keeps -0
   const typename O::M big = O::gt(x, O::f(88.0f));
@@ -466,7 +485,9 @@ OLC_VM_INLINE typename O::V softplus(typename O::V x) {
   // overflow and the subnormal tail of e^x is kept for large negative x.
   const V e = exp<O>(O::sub(O::f(0.0f), vabs<O>(x)));
   const V l = log1p_core<O>(e, O::add(e, O::f(1.0f)));
-  return O::add(O::max_(O::f(0.0f), x), l);
+  // max_(x, 0) gives 0 for NaN x, so a NaN comes only from l: the result
+  // bits then do not depend on which operand order the compiler picks.
+  return O::add(O::max_(x, O::f(0.0f)), l);
 }
 
 // Shared by sin and cos: q_add = 0 gives sin, 1 gives cos.

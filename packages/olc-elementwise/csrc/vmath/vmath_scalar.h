@@ -20,6 +20,7 @@ struct OpsScalar {
   typedef int32_t I;
   typedef bool M;
   enum { N = 1 };
+  static constexpr bool kScalef = false;
   static OLC_VM_INLINE V f(float a) { return a; }
   static OLC_VM_INLINE I i(int32_t a) { return a; }
   static OLC_VM_INLINE V add(V a, V b) { return a + b; }
@@ -42,6 +43,8 @@ struct OpsScalar {
   template <int S> static OLC_VM_INLINE I sll(I a) { return static_cast<I>(static_cast<uint32_t>(a) << S); }
   template <int S> static OLC_VM_INLINE I sra(I a) { return a >> S; }
   static OLC_VM_INLINE V cvt(I a) { return static_cast<float>(a); }
+  // Only called on integer-valued floats in int range (NaN lanes carry garbage).
+  static OLC_VM_INLINE I cvti(V a) { return (a == a && std::fabs(a) < 0x1p31f) ? static_cast<I>(a) : INT32_MIN; }
   static OLC_VM_INLINE M lt(V a, V b) { return a < b; }
   static OLC_VM_INLINE M le(V a, V b) { return a <= b; }
   static OLC_VM_INLINE M gt(V a, V b) { return a > b; }
