@@ -66,13 +66,13 @@ constexpr float kErfc0 = 0x1.5f1292p-12f, kErfc1 = -0x1.215c52p+0f, kErfc2 = 0x1
                 kErfc3 = -0x1.c3dadap-4f, kErfc4 = 0x1.b3dae0p-6f, kErfc5 = -0x1.3dbae0p-8f,
                 kErfc6 = 0x1.47650ap-11f, kErfc7 = -0x1.af2c7ep-15f, kErfc8 = 0x1.29d1f4p-19f,
                 kErfc9 = -0x1.d516a0p-26f;
-// log(erfc(x)) = -x^2 + P(x - 7), x in [4, 10.5]: only the far negative tail
-// of GELU needs it (values below 1e-7).
-constexpr float kErfcTailClamp = 10.5f;
-constexpr float kErfct0 = -0x1.439d14p+1f, kErfct1 = -0x1.1ee25ap-3f, kErfct2 = 0x1.3b78bap-7f,
-                kErfct3 = -0x1.c6226ep-11f, kErfct4 = 0x1.696be6p-14f, kErfct5 = -0x1.2c1b0cp-17f,
-                kErfct6 = 0x1.f1b122p-21f, kErfct7 = -0x1.c1c556p-24f, kErfct8 = 0x1.f1d8cep-27f,
-                kErfct9 = -0x1.6132eep-30f;
+// log(erfc(x)) = -x^2 + P(x - kErfcgMid), x in [0.921875, 5], for GELU
+// (Phi(x) for x >= -7.07; below, Phi < 8e-13 and GELU is flushed to -0).
+constexpr float kErfcgClamp = 5.0f, kErfcgMid = 2.9609375f;
+constexpr float kErfcg0 = -0x1.b55bd0p+0f, kErfcg1 = -0x1.3a7cbcp-2f, kErfcg2 = 0x1.643e94p-5f,
+                kErfcg3 = -0x1.f3e03cp-8f, kErfcg4 = 0x1.6f9e5cp-10f, kErfcg5 = -0x1.0bffc6p-12f,
+                kErfcg6 = 0x1.797e52p-15f, kErfcg7 = -0x1.0126e0p-17f, kErfcg8 = 0x1.3823e0p-20f,
+                kErfcg9 = -0x1.bb27b2p-24f;
 // sin(r) = r + r^3 * S(r^2), cos(r) = 1 - r^2/2 + r^4 * C(r^2), |r| <= pi/4
 constexpr float kSin0 = -0x1.555556p-3f, kSin1 = 0x1.111174p-7f, kSin2 = -0x1.a05968p-13f,
                 kSin3 = 0x1.7c367ap-19f;
@@ -408,48 +408,28 @@ OLC_VM_INLINE typename O::V gelu_erf(typename O::V x) {
     const V x2 = O::mul(x, x);
     const V x2lo = O::fma(x, x, O::sub(O::f(0.0f), x2));
     const V nh = O::mul(x2, O::f(-0.5f));
-    // |x| >= 16: x*x may overflow and the lo terms are irrelevant anyway
-    const M small_x = O::lt(vabs<O>(x), O::f(16.0f));
-    const V ac = O::min_(O::f(kErfcClamp), a);
-    V p = O::fma(ac, O::f(kErfc9), O::f(kErfc8));
-    p = O::fma(ac, p, O::f(kErfc7));
-    p = O::fma(ac, p, O::f(kErfc6));
-    p = O::fma(ac, p, O::f(kErfc5));
-    p = O::fma(ac, p, O::f(kErfc4));
-    p = O::fma(ac, p, O::f(kErfc3));
-    p = O::fma(ac, p, O::f(kErfc2));
-    p = O::fma(ac, p, O::f(kErfc1));
-    p = O::fma(ac, p, O::f(kErfc0));
+    const V t = O::sub(O::min_(O::f(kErfcgClamp), a), O::f(kErfcgMid));
+    V p = O::fma(t, O::f(kErfcg9), O::f(kErfcg8));
+    p = O::fma(t, p, O::f(kErfcg7));
+    p = O::fma(t, p, O::f(kErfcg6));
+    p = O::fma(t, p, O::f(kErfcg5));
+    p = O::fma(t, p, O::f(kErfcg4));
+    p = O::fma(t, p, O::f(kErfcg3));
+    p = O::fma(t, p, O::f(kErfcg2));
+    p = O::fma(t, p, O::f(kErfcg1));
+    p = O::fma(t, p, O::f(kErfcg0));
     V lo;
-    // clamp: lanes past a = 4 are either 1 - tiny or replaced by the tail
-    const V hi = vclamp<O>(two_sum<O>(nh, p, &lo), -20.0f, 0.0f);
-    lo = O::sel(small_x, O::fma(x2lo, O::f(-0.5f), lo), O::f(0.0f));
+    // clamp: lanes past a = 5 are 1 - tiny or flushed below; |x| >= 16
+    // would overflow x*x and needs no lo term.
+    const V hi = vclamp<O>(two_sum<O>(nh, p, &lo), -30.0f, 0.0f);
+    lo = O::sel(O::lt(vabs<O>(x), O::f(16.0f)), O::fma(x2lo, O::f(-0.5f), lo), O::f(0.0f));
     const V ec = exp_hilo<O>(hi, lo);
-    const V cb = O::sel(O::lt(z, O::f(0.0f)), O::mul(ec, O::f(0.5f)),
-                        O::fma(ec, O::f(-0.5f), O::f(1.0f)));
+    V cb = O::sel(O::lt(z, O::f(0.0f)), O::mul(ec, O::f(0.5f)),
+                  O::fma(ec, O::f(-0.5f), O::f(1.0f)));
     cdf = O::sel(big, cb, cdf);
-    const M tail = O::lt(z, O::f(-kErfcClamp));
-    if (O::any(tail)) {
-      const V t = O::sub(O::min_(O::f(kErfcTailClamp), a), O::f(7.0f));
-      V q = O::fma(t, O::f(kErfct9), O::f(kErfct8));
-      q = O::fma(t, q, O::f(kErfct7));
-      q = O::fma(t, q, O::f(kErfct6));
-      q = O::fma(t, q, O::f(kErfct5));
-      q = O::fma(t, q, O::f(kErfct4));
-      q = O::fma(t, q, O::f(kErfct3));
-      q = O::fma(t, q, O::f(kErfct2));
-      q = O::fma(t, q, O::f(kErfct1));
-      q = O::fma(t, q, O::f(kErfct0));
-      V lot;
-      const V hit = two_sum<O>(nh, q, &lot);
-      lot = O::sel(small_x, O::fma(x2lo, O::f(-0.5f), lot), O::f(0.0f));
-      V ct = O::mul(exp_hilo<O>(hit, lot), O::f(0.5f));
-      ct = O::sel(O::gt(a, O::f(kErfcTailClamp)), O::f(0.0f), ct);
-      cdf = O::sel(tail, ct, cdf);
-    }
   }
-  const V y = O::mul(x, cdf);
-  return O::sel(O::eq(x, O::f(-INFINITY)), O::f(-0.0f), y);  // -inf * 0
+  // Flush the far tail (|result| < 5.5e-12) to -0; also gives Gelu(-inf) = -0.
+  return O::sel(O::lt(z, O::f(-kErfcgClamp)), O::f(-0.0f), O::mul(x, cdf));
 }
 
 template <class O>

@@ -88,10 +88,10 @@ fit("erf", x, verf(x), 0 * x, [mono(k, pre=lambda x: x, arg=lambda x: x * x) for
 x = cheb(0.921875, 4.0)
 fit("erfc", x, np.log(verfc(x)), -x * x, [mono(k) for k in range(10)], np.ones_like(x))
 
-# the same on [4, 10.5] for the far negative tail of gelu, in t = x - 7 to
-# keep the monomial basis well conditioned
-x = cheb(3.95, 10.55)
-fit("erfct", x, np.log(verfc(x)), -x * x, [mono(k, arg=lambda x: x - 7) for k in range(10)],
+# the same on [0.921875, 5] for gelu (its negative side needs erfc past 4),
+# in t = x - 2.9609375 to keep the monomial basis well conditioned
+x = cheb(0.921875, 5.0)
+fit("erfcg", x, np.log(verfc(x)), -x * x, [mono(k, arg=lambda x: x - 2.9609375) for k in range(10)],
     np.ones_like(x))
 
 # sin(r) = r + r^3 * P(r^2), cos(r) = 1 - r^2/2 + r^4 * Q(r^2), |r| <= pi/4
