@@ -49,10 +49,6 @@ constexpr float kEm0 = 0x1.555554p-3f, kEm1 = 0x1.5554f4p-5f, kEm2 = 0x1.1112cep
 constexpr float kLog0 = 0x1.555554p-2f, kLog1 = -0x1.000228p-2f, kLog2 = 0x1.99a026p-3f,
                 kLog3 = -0x1.54720ap-3f, kLog4 = 0x1.22d7bep-3f, kLog5 = -0x1.0d858ap-3f,
                 kLog6 = 0x1.056b30p-3f, kLog7 = -0x1.38d8f4p-4f;
-// tanh(x) = x + x^3 * P(x^2), |x| < 0.625
-constexpr float kTanhSmall = 0.625f;
-constexpr float kTanh0 = -0x1.555532p-2f, kTanh1 = 0x1.1106fap-3f, kTanh2 = -0x1.b8367cp-5f,
-                kTanh3 = 0x1.51ffcep-6f, kTanh4 = -0x1.753152p-8f;
 // Beyond this tanh rounds to +-1 and exp(-2|x|) stays normal.
 constexpr float kTanhClamp = 9.1f;
 // erf(x) = x * P(x^2), |x| < 0.921875
@@ -298,24 +294,32 @@ OLC_VM_INLINE typename O::V log1p(typename O::V x) {
   return vor<O>(y, vsign<O>(x));  // log1p has the sign of x: keeps -0
 }
 
+// expm1 for x in [-25, 0] (no clamp, no overflow case, -0 not kept).
+template <class O>
+OLC_VM_INLINE typename O::V expm1_neg(typename O::V x) {
+  typedef typename O::V V;
+  const V n = O::sub(O::fma(x, O::f(kLog2e), O::f(kRound)), O::f(kRound));
+  V r = O::fma(n, O::f(-kLn2Hi), x);
+  r = O::fma(n, O::f(-kLn2Lo), r);
+  const V r2 = O::mul(r, r);
+  V q = O::fma(r, O::f(kEm4), O::f(kEm3));
+  q = O::fma(r, q, O::f(kEm2));
+  q = O::fma(r, q, O::f(kEm1));
+  q = O::fma(r, q, O::f(kEm0));
+  const V p = O::fma(r2, O::fma(r, q, O::f(0.5f)), r);
+  const V s = scale2_normal<O>(O::f(1.0f), n);
+  return O::fma(p, s, O::sub(s, O::f(1.0f)));
+}
+
 template <class O>
 OLC_VM_INLINE typename O::V tanh(typename O::V x) {
   typedef typename O::V V;
-  typedef typename O::M M;
-  const V a = vabs<O>(x);
-  const V a2 = O::mul(a, a);
-  V p = O::fma(a2, O::f(kTanh4), O::f(kTanh3));
-  p = O::fma(a2, p, O::f(kTanh2));
-  p = O::fma(a2, p, O::f(kTanh1));
-  p = O::fma(a2, p, O::f(kTanh0));
-  V y = O::fma(O::mul(a2, a), p, a);
-  const M big = O::mnot(O::lt(a, O::f(kTanhSmall)));  // includes NaN
-  if (O::any(big)) {
-    // tanh(a) = (1 - e^-2a) / (1 + e^-2a); no cancellation for a >= 0.625.
-    const V e = exp_normal<O>(O::mul(O::min_(O::f(kTanhClamp), a), O::f(-2.0f)));
-    const V yb = O::div(O::sub(O::f(1.0f), e), O::add(O::f(1.0f), e));
-    y = O::sel(big, yb, y);
-  }
+  // tanh(a) = -e / (2 + e), e = expm1(-2a) in (-1, 0]: one path for every
+  // a, no cancellation (expm1 keeps relative accuracy near 0), one division.
+  // Past 9.1 tanh rounds to 1; NaN passes the min.
+  const V a = O::min_(O::f(kTanhClamp), vabs<O>(x));
+  const V e = expm1_neg<O>(O::mul(a, O::f(-2.0f)));
+  const V y = O::div(vabs<O>(e), O::add(O::f(2.0f), e));
   return vor<O>(y, vsign<O>(x));
 }
 
