@@ -351,17 +351,6 @@ def make_feeds(case_inputs: Sequence[dict[str, Any]], seed: int) -> dict[str, np
 # ------------------------------------------------------------------- timing
 
 
-def ort_session(model: Any, threads: int) -> Any:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
-
-
 @dataclass
 class Runner:
     """The two runtimes prepared for one model and thread count."""
@@ -381,11 +370,12 @@ class Runner:
 def prepare(model: Any, threads: int, feeds: dict[str, np.ndarray]) -> tuple[Runner, Any]:
     """Returns the timing runner and a usage-recording olc session for checks."""
     import olc_core
+    from olc_core.compare import onnxruntime_session
 
     data = model.SerializeToString()
     out_names = [o.name for o in model.graph.output]
     checker = olc_core.Session(data, threads=threads, record_usage=True)
-    runner = Runner(olc_core.Session(data, threads=threads), ort_session(model, threads), feeds, out_names)
+    runner = Runner(olc_core.Session(data, threads=threads), onnxruntime_session(model, threads), feeds, out_names)
     return runner, checker
 
 

@@ -50,26 +50,6 @@ int32_t onnx_code_of(const py::dtype& dt) {
   return OLC_DTYPE_UNDEFINED;
 }
 
-const char* dtype_name(int32_t code) {
-  switch (code) {
-    case OLC_DTYPE_FLOAT: return "float32";
-    case OLC_DTYPE_UINT8: return "uint8";
-    case OLC_DTYPE_INT8: return "int8";
-    case OLC_DTYPE_UINT16: return "uint16";
-    case OLC_DTYPE_INT16: return "int16";
-    case OLC_DTYPE_INT32: return "int32";
-    case OLC_DTYPE_INT64: return "int64";
-    case OLC_DTYPE_STRING: return "string";
-    case OLC_DTYPE_BOOL: return "bool";
-    case OLC_DTYPE_FLOAT16: return "float16";
-    case OLC_DTYPE_DOUBLE: return "float64";
-    case OLC_DTYPE_UINT32: return "uint32";
-    case OLC_DTYPE_UINT64: return "uint64";
-    case OLC_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "unsupported";
-  }
-}
-
 [[noreturn]] void raise_olc_error(const std::string& message) {
   PyErr_SetString(g_error_type ? g_error_type : PyExc_RuntimeError, message.c_str());
   throw py::error_already_set();
@@ -377,7 +357,7 @@ struct RunState {
 
 py::object numpy_dtype(int32_t code) {
   if (code <= 0 || code >= kMaxDtype || !g_dtypes || !g_dtypes->numpy[code])
-    throw std::runtime_error(std::string("no numpy dtype for ") + dtype_name(code));
+    throw std::runtime_error(std::string("no numpy dtype for ") + olc_dtype_name(code));
   return g_dtypes->numpy[code];
 }
 
@@ -558,12 +538,12 @@ py::list Plan::run(py::object output_names, py::object feeds) {
     }
     Value& v = rs.values[spec.slot];
     if (spec.is_tensor && spec.dtype != 0) {
-      const bool native_expected = dtype_size(spec.dtype) != 0;
+      const bool native_expected = olc_dtype_size(spec.dtype) != 0;
       if (native_expected && (v.kind != Value::kTensor || v.dtype != spec.dtype)) {
-        std::string got = v.kind == Value::kTensor ? dtype_name(v.dtype)
+        std::string got = v.kind == Value::kTensor ? olc_dtype_name(v.dtype)
                                                    : py::str(obj.attr("dtype")).cast<std::string>();
         raise_olc_error("feed '" + spec.name + "' (consumed by " + spec.consumer + ") has dtype " +
-                        got + ", the model declares " + dtype_name(spec.dtype));
+                        got + ", the model declares " + olc_dtype_name(spec.dtype));
       }
       if (spec.has_shape && v.kind == Value::kTensor) {
         bool ok = static_cast<size_t>(v.shape.ndim()) == spec.dims.size();
@@ -662,7 +642,7 @@ void* api_allocate_output(olc_context* ctx, int32_t index, int32_t dtype, int32_
                         " out of range").c_str());
     return nullptr;
   }
-  const size_t elem = dtype_size(dtype);
+  const size_t elem = olc_dtype_size(dtype);
   if (elem == 0) {
     api_set_error(ctx, (std::string("allocate_output: dtype ") + std::to_string(dtype) +
                         " cannot be a native tensor").c_str());
@@ -728,25 +708,6 @@ void api_record_usage_detail(olc_context* ctx, const char* detail) {
 }
 
 }  // namespace
-
-size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case OLC_DTYPE_BOOL:
-    case OLC_DTYPE_INT8:
-    case OLC_DTYPE_UINT8: return 1;
-    case OLC_DTYPE_INT16:
-    case OLC_DTYPE_UINT16:
-    case OLC_DTYPE_FLOAT16:
-    case OLC_DTYPE_BFLOAT16: return 2;
-    case OLC_DTYPE_FLOAT:
-    case OLC_DTYPE_INT32:
-    case OLC_DTYPE_UINT32: return 4;
-    case OLC_DTYPE_DOUBLE:
-    case OLC_DTYPE_INT64:
-    case OLC_DTYPE_UINT64: return 8;
-    default: return 0;
-  }
-}
 
 const olc_core_api* core_api() {
   static const olc_core_api api = [] {

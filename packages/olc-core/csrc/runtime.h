@@ -26,9 +26,6 @@ namespace py = pybind11;
 
 const olc_core_api* core_api();
 
-// Element size of a dtype code that native kernels can see; 0 otherwise.
-size_t dtype_size(int32_t dtype);
-
 // A kernel created from a vtable for one node; immutable after creation.
 class NativeKernel {
  public:

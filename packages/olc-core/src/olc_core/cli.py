@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -232,17 +231,6 @@ def _fmt_ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
-def _ort_session(model: Any, threads: int) -> Any:
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
-
-
 def _onnxruntime_available() -> bool:
     import importlib.util
 
@@ -307,8 +295,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     status = EXIT_OK
     if compare == "onnxruntime":
+        from .compare import onnxruntime_session
+
         _progress("preparing an onnxruntime session (CPUExecutionProvider)")
-        ort_sess = _ort_session(model, threads)
+        ort_sess = onnxruntime_session(model, threads)
         theirs = ort_sess.run(output_names, feeds)
         rows = compare_outputs(output_names, ours, theirs, args.rtol, args.atol)
         print()
@@ -419,43 +409,6 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return getattr(obj, name, default)
 
 
-def _detected_simd_level(current: str) -> str:
-    """The level the CPU supports before any OLC_SIMD cap."""
-    import olc_core
-
-    detected = getattr(olc_core, "detected_simd_level", None)
-    if callable(detected):
-        return str(detected())
-    if not os.environ.get("OLC_SIMD"):
-        return current
-    env = {k: v for k, v in os.environ.items() if k != "OLC_SIMD"}
-    try:
-        out = subprocess.run([sys.executable, "-c", "import olc_core; print(olc_core.simd_level())"],
-                             env=env, capture_output=True, text=True, timeout=60, check=True)
-        return out.stdout.strip() or "unknown"
-    except Exception:
-        return "unknown"
-
-
-def _default_threads() -> int | None:
-    import olc_core
-
-    for name in ("default_threads", "default_thread_count"):
-        fn = getattr(olc_core, name, None)
-        if callable(fn):
-            return int(fn())
-    try:  # the thread count a Session picks when not told
-        from onnx import TensorProto, helper
-
-        g = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
-        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-        return int(olc_core.Session(m).threads)
-    except Exception:
-        return None
-
-
 def _plugins() -> list[dict[str, Any]]:
     from importlib.metadata import entry_points
 
@@ -502,10 +455,10 @@ def collect_info() -> dict[str, Any]:
         "platform": platform.platform(),
         "cpu": _cpu_model(),
         "simd_level": simd,
-        "detected_simd_level": _detected_simd_level(simd),
+        "detected_simd_level": olc_core.detected_simd_level(),
         "olc_simd_cap": os.environ.get("OLC_SIMD") or None,
         "cpu_features": features,
-        "default_threads": _default_threads(),
+        "default_threads": olc_core.default_thread_count(),
         "plugins": _plugins(),
         "plugin_load_errors": [str(e) for e in getattr(olc_core, "plugin_load_errors", list)()],
         "kernels_per_family": per_family,

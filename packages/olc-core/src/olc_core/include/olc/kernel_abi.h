@@ -80,6 +80,49 @@ enum olc_cpu_feature {
   OLC_CPU_AMX_BF16 = 1ull << 18
 };
 
+/* Header-only helpers (not part of the binary interface). */
+
+/* Element size in bytes of a dtype a native kernel can see; 0 otherwise. */
+static inline size_t olc_dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case OLC_DTYPE_BOOL:
+    case OLC_DTYPE_INT8:
+    case OLC_DTYPE_UINT8: return 1;
+    case OLC_DTYPE_INT16:
+    case OLC_DTYPE_UINT16:
+    case OLC_DTYPE_FLOAT16:
+    case OLC_DTYPE_BFLOAT16: return 2;
+    case OLC_DTYPE_FLOAT:
+    case OLC_DTYPE_INT32:
+    case OLC_DTYPE_UINT32: return 4;
+    case OLC_DTYPE_DOUBLE:
+    case OLC_DTYPE_INT64:
+    case OLC_DTYPE_UINT64: return 8;
+    default: return 0;
+  }
+}
+
+/* The name olc uses for a dtype in messages and registrations. */
+static inline const char* olc_dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case OLC_DTYPE_FLOAT: return "float32";
+    case OLC_DTYPE_UINT8: return "uint8";
+    case OLC_DTYPE_INT8: return "int8";
+    case OLC_DTYPE_UINT16: return "uint16";
+    case OLC_DTYPE_INT16: return "int16";
+    case OLC_DTYPE_INT32: return "int32";
+    case OLC_DTYPE_INT64: return "int64";
+    case OLC_DTYPE_STRING: return "string";
+    case OLC_DTYPE_BOOL: return "bool";
+    case OLC_DTYPE_FLOAT16: return "float16";
+    case OLC_DTYPE_DOUBLE: return "float64";
+    case OLC_DTYPE_UINT32: return "uint32";
+    case OLC_DTYPE_UINT64: return "uint64";
+    case OLC_DTYPE_BFLOAT16: return "bfloat16";
+    default: return "undefined";
+  }
+}
+
 /* Return codes of olc_kernel_vtable.run. */
 #define OLC_OK 0
 #define OLC_ERROR 1

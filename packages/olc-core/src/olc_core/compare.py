@@ -1,0 +1,25 @@
+"""Building the onnxruntime counterpart of an olc session, for comparisons.
+
+The CLI's ``--compare onnxruntime`` and ``tools/benchmark_parity.py`` both use
+this, so that olc is always compared with onnxruntime configured the same way:
+the CPU execution provider, the same number of intra-op threads, one
+inter-op thread and sequential execution.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import onnx
+
+
+def onnxruntime_session(model: onnx.ModelProto, threads: int) -> Any:
+    """An onnxruntime InferenceSession on the CPU with ``threads`` intra-op threads."""
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
