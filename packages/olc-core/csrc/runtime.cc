@@ -781,7 +781,22 @@ std::shared_ptr<NativeKernel> create_native_kernel(py::capsule capsule, py::dict
     cattrs[i].count = cattrs[i].type == OLC_ATTR_INTS ? int64_t(store[i].ints.size())
                                                       : int64_t(store[i].floats.size());
   }
+  // Constant inputs: views into arrays the session keeps for its lifetime.
+  std::vector<olc_tensor> constants(in_dtypes.size(), olc_tensor{OLC_DTYPE_UNDEFINED, 0, nullptr, nullptr});
+  std::vector<std::vector<int64_t>> constant_shapes(in_dtypes.size());
+  py::list constant_values = node["input_constants"];
+  for (size_t i = 0; i < in_dtypes.size() && i < constant_values.size(); ++i) {
+    py::handle obj = constant_values[i];
+    if (obj.is_none() || !py::isinstance<py::array>(obj)) continue;
+    auto arr = py::reinterpret_borrow<py::array>(obj);
+    const int32_t code = onnx_code_of(arr.dtype());
+    if (code == OLC_DTYPE_UNDEFINED || !(arr.flags() & py::array::c_style)) continue;
+    constant_shapes[i].assign(arr.shape(), arr.shape() + arr.ndim());
+    constants[i] = olc_tensor{code, static_cast<int32_t>(arr.ndim()), constant_shapes[i].data(),
+                              const_cast<void*>(arr.data())};
+  }
   olc_node_info info;
+  info.input_constants = constants.data();
   info.name = name.c_str();
   info.domain = domain.c_str();
   info.op_type = op_type.c_str();

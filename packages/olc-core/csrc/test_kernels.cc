@@ -79,6 +79,44 @@ const olc_kernel_vtable kFailVtable = {OLC_ABI_VERSION, 0, "olc_core_test::Fail"
 const olc_kernel_vtable kWrongAbiVtable = {OLC_ABI_VERSION + 100, 0, "olc_core_test::WrongAbi", scale_create,
                                            scale_run, scale_destroy};
 
+// y = x + sum(constant input 1), the sum taken once in create(): checks that
+// constant inputs reach create() and that dynamic ones are reported absent.
+void* addsum_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+  if (node->n_inputs != 2 || node->n_outputs != 1) {
+    std::snprintf(error, size, "expects 2 inputs and 1 output");
+    return nullptr;
+  }
+  const olc_tensor& c = node->input_constants[1];
+  if (!c.data || c.dtype != OLC_DTYPE_FLOAT) {
+    std::snprintf(error, size, "input 1 must be a float32 initializer");
+    return nullptr;
+  }
+  if (node->input_constants[0].data) {
+    std::snprintf(error, size, "input 0 is reported constant but is a graph input");
+    return nullptr;
+  }
+  int64_t n = 1;
+  for (int32_t d = 0; d < c.ndim; ++d) n *= c.shape[d];
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<const float*>(c.data)[i];
+  return new ScaleState{api, sum, 4096};
+}
+
+int32_t addsum_run(const void* state, olc_context* ctx, int32_t, const olc_tensor* inputs, int32_t) {
+  auto* s = static_cast<const ScaleState*>(state);
+  const olc_tensor& x = inputs[0];
+  if (x.dtype != OLC_DTYPE_FLOAT) return s->api->set_error(ctx, "input 0 must be float32");
+  int64_t n = 1;
+  for (int32_t d = 0; d < x.ndim; ++d) n *= x.shape[d];
+  auto* y = static_cast<float*>(s->api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, x.ndim, x.shape));
+  if (!y) return OLC_ERROR;
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<const float*>(x.data)[i] + s->factor;
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kAddSumVtable = {OLC_ABI_VERSION, 0, "olc_core_test::AddSum", addsum_create, addsum_run,
+                                         scale_destroy};
+
 }  // namespace
 
 namespace olc {
@@ -87,6 +125,7 @@ void bind_test_kernels(py::module_& m) {
     const olc_kernel_vtable* vt = which == "scale"  ? &kScaleVtable
                                   : which == "fail" ? &kFailVtable
                                   : which == "wrong_abi" ? &kWrongAbiVtable
+                                  : which == "add_sum"   ? &kAddSumVtable
                                                          : nullptr;
     if (!vt) throw std::invalid_argument("unknown test kernel " + which);
     return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));

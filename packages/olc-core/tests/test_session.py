@@ -48,6 +48,8 @@ class ScalePlugin:
                                _native._test_vtable("fail"), family="olc-core-tests"),
             KernelRegistration("test.olc", "WrongAbi", "olc_core_test::WrongAbi", {"T": ("float32",)}, ("T",),
                                _native._test_vtable("wrong_abi"), family="olc-core-tests"),
+            KernelRegistration("test.olc", "AddSum", "olc_core_test::AddSum", {"T": ("float32",)}, ("T", "T"),
+                               _native._test_vtable("add_sum"), outputs=("T",), family="olc-core-tests"),
             KernelRegistration("test.olc", "PyDouble", "olc_core_test::PyDouble", {"T": ("float32", "float64")},
                                ("T",), lambda node: (lambda x: [x * 2]), family="olc-core-tests"),
         ]
@@ -87,6 +89,19 @@ def test_native_kernel_is_dispatched_and_recorded(scale_plugin):
     assert s.kernel_usage_details() == ["olc_core_test::Scale[scalar]"] * 3
     # The feed is untouched although intermediates are reused in place.
     np.testing.assert_array_equal(x, [1, -2, 3.5, 0])
+
+
+def test_constant_inputs_reach_create(scale_plugin):
+    weights = onnx.numpy_helper.from_array(np.array([1.0, 2.0, 3.5], np.float32), "w")
+    node = helper.make_node("AddSum", ["x", "w"], ["y"], domain="test.olc", name="as")
+    model = make_model([node], [tensor("x", shape=[2])], [tensor("y", shape=[2])], initializers=[weights])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    (y,) = olc_core.Session(model).run(None, {"x": np.array([0.0, 1.0], np.float32)})
+    np.testing.assert_array_equal(y, [6.5, 7.5])
+    # An initializer that is also a graph input can be fed: it is not constant.
+    model.graph.input.append(tensor("w", shape=[3]))
+    with pytest.raises(olc_core.OlcError, match=r"node 'as' \(AddSum\): input 1 must be a float32 initializer"):
+        olc_core.Session(model)
 
 
 def test_usage_recording_is_off_by_default(scale_plugin):

@@ -301,8 +301,14 @@ class Session:
 
         initializers = {init.name: init for init in graph.initializer}
         constants: list[tuple[int, Any]] = []
+        graph_inputs = {vi.name for vi in graph.input}
+        # Initializers no feed can replace: kernels may pre-pack them.
+        self._constants: dict[str, np.ndarray] = {}
         for name, init in initializers.items():
-            constants.append((slot_of(name), numpy_helper.to_array(init)))
+            value = np.ascontiguousarray(numpy_helper.to_array(init))
+            constants.append((slot_of(name), value))
+            if name not in graph_inputs:
+                self._constants[name] = value
 
         first_consumer: dict[str, str] = {}
         for index, node in enumerate(graph.node):
@@ -495,6 +501,7 @@ class Session:
             "input_ranks": [rank(n) for n in node.input],
             "output_dtypes": [_tensor_elem(self._types.get(n)) if n else 0 for n in node.output],
             "attributes": attributes,
+            "input_constants": [self._constants.get(n) for n in node.input],
         }
 
     # ------------------------------------------------------------- running

@@ -170,6 +170,11 @@ typedef struct olc_node_info {
   const int32_t* output_dtypes; /* OLC_DTYPE_UNDEFINED when not inferred */
   int32_t n_attributes;
   const olc_attribute* attributes; /* only those set on the node */
+  /* Per input: the value when it is a constant of the model (an initializer
+   * that no feed can replace), else a view with data == NULL. Constant data
+   * stays valid and unchanged for the life of the kernel, so create() may
+   * pre-pack it or keep pointers into it. */
+  const olc_tensor* input_constants;
 } olc_node_info;
 
 /* Opaque per-call state given to run(): executor, output slots, errors. */
