@@ -37,6 +37,7 @@ struct OpsV256 {
   static OLC_VM_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static OLC_VM_INLINE V div(V a, V b) { return _mm256_div_ps(a, b); }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static OLC_VM_INLINE V fms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
   static OLC_VM_INLINE V min_(V a, V b) { return _mm256_min_ps(a, b); }
   static OLC_VM_INLINE V max_(V a, V b) { return _mm256_max_ps(a, b); }
   static OLC_VM_INLINE I ci(V a) { return _mm256_castps_si256(a); }
@@ -51,6 +52,13 @@ struct OpsV256 {
   template <int S> static OLC_VM_INLINE I sra(I a) { return _mm256_srai_epi32(a, S); }
   static OLC_VM_INLINE V cvt(I a) { return _mm256_cvtepi32_ps(a); }
   static OLC_VM_INLINE I cvti(V a) { return _mm256_cvtps_epi32(a); }
+  static OLC_VM_INLINE I cvtti(V a) { return _mm256_cvttps_epi32(a); }
+  // tab[idx & 15] per lane: two 8-entry permutes, bit 3 picks the half
+  static OLC_VM_INLINE V lut16(const float* tab, I idx) {
+    const V lo = _mm256_permutevar8x32_ps(_mm256_load_ps(tab), idx);
+    const V hi = _mm256_permutevar8x32_ps(_mm256_load_ps(tab + 8), idx);
+    return _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+  }
   static OLC_VM_INLINE M lt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static OLC_VM_INLINE M le(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_LE_OQ); }
   static OLC_VM_INLINE M gt(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GT_OQ); }

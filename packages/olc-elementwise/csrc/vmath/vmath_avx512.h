@@ -36,6 +36,7 @@ struct OpsV512 {
   static OLC_VM_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static OLC_VM_INLINE V div(V a, V b) { return _mm512_div_ps(a, b); }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static OLC_VM_INLINE V fms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
   static OLC_VM_INLINE V min_(V a, V b) { return _mm512_min_ps(a, b); }
   static OLC_VM_INLINE V max_(V a, V b) { return _mm512_max_ps(a, b); }
   static OLC_VM_INLINE I ci(V a) { return _mm512_castps_si512(a); }
@@ -50,6 +51,11 @@ struct OpsV512 {
   template <int S> static OLC_VM_INLINE I sra(I a) { return _mm512_srai_epi32(a, S); }
   static OLC_VM_INLINE V cvt(I a) { return _mm512_cvtepi32_ps(a); }
   static OLC_VM_INLINE I cvti(V a) { return _mm512_cvtps_epi32(a); }
+  static OLC_VM_INLINE I cvtti(V a) { return _mm512_cvttps_epi32(a); }
+  // tab[idx & 15] per lane; the table load is loop-invariant once inlined
+  static OLC_VM_INLINE V lut16(const float* tab, I idx) {
+    return _mm512_permutexvar_ps(idx, _mm512_load_ps(tab));
+  }
   // a * 2^floor(b), rounded once
   static OLC_VM_INLINE V scalef(V a, V b) { return _mm512_scalef_ps(a, b); }
   static OLC_VM_INLINE M lt(V a, V b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }

@@ -29,6 +29,7 @@ struct OpsScalar {
   static OLC_VM_INLINE V div(V a, V b) { return a / b; }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return std::fma(a, b, c); }
   // x86 minps/maxps semantics: the second operand when unordered or equal.
+  static OLC_VM_INLINE V fms(V a, V b, V c) { return std::fma(a, b, -c); }
   static OLC_VM_INLINE V min_(V a, V b) { return a < b ? a : b; }
   static OLC_VM_INLINE V max_(V a, V b) { return a > b ? a : b; }
   static OLC_VM_INLINE I ci(V a) { I r; std::memcpy(&r, &a, 4); return r; }
@@ -44,6 +45,8 @@ struct OpsScalar {
   template <int S> static OLC_VM_INLINE I sra(I a) { return a >> S; }
   static OLC_VM_INLINE V cvt(I a) { return static_cast<float>(a); }
   // Only called on integer-valued floats in int range (NaN lanes carry garbage).
+  static OLC_VM_INLINE I cvtti(V a) { return (a == a && std::fabs(a) < 0x1p31f) ? static_cast<I>(a) : INT32_MIN; }
+  static OLC_VM_INLINE V lut16(const float* tab, I idx) { return tab[idx & 15]; }
   static OLC_VM_INLINE I cvti(V a) { return (a == a && std::fabs(a) < 0x1p31f) ? static_cast<I>(a) : INT32_MIN; }
   static OLC_VM_INLINE M lt(V a, V b) { return a < b; }
   static OLC_VM_INLINE M le(V a, V b) { return a <= b; }

@@ -72,28 +72,6 @@ x = x[np.abs(x) > 1e-6]
 fit("log", x, np.log1p(x), x - x * x / 2, [mono(k, pre=lambda x: x**3) for k in range(8)],
     1 / np.abs(np.log1p(x)))
 
-# tanh(x) = x + x^3 * P(x^2) on [0, 0.625], relative
-x = cheb(1e-4, 0.625)
-fit("tanh", x, np.tanh(x), x, [mono(k, pre=lambda x: x**3, arg=lambda x: x * x) for k in range(5)],
-    1 / np.tanh(x))
-
-# erf(x) = x * P(x^2) on [0, 0.921875], relative
-verf = np.vectorize(math.erf)
-verfc = np.vectorize(math.erfc)
-x = cheb(1e-4, 0.921875)
-fit("erf", x, verf(x), 0 * x, [mono(k, pre=lambda x: x, arg=lambda x: x * x) for k in range(7)],
-    1 / verf(x))
-
-# log(erfc(x)) = -x^2 + P(x) on [0.921875, 4]: absolute error in the exponent
-x = cheb(0.921875, 4.0)
-fit("erfc", x, np.log(verfc(x)), -x * x, [mono(k) for k in range(10)], np.ones_like(x))
-
-# the same on [0.921875, 5] for gelu (its negative side needs erfc past 4),
-# in t = x - 2.9609375 to keep the monomial basis well conditioned
-x = cheb(0.921875, 5.0)
-fit("erfcg", x, np.log(verfc(x)), -x * x, [mono(k, arg=lambda x: x - 2.9609375) for k in range(10)],
-    np.ones_like(x))
-
 # sin(r) = r + r^3 * P(r^2), cos(r) = 1 - r^2/2 + r^4 * Q(r^2), |r| <= pi/4
 x = cheb(1e-4, math.pi / 4 * 1.001)
 fit("sin", x, np.sin(x), x, [mono(k, pre=lambda x: x**3, arg=lambda x: x * x) for k in range(4)],
@@ -101,3 +79,45 @@ fit("sin", x, np.sin(x), x, [mono(k, pre=lambda x: x**3, arg=lambda x: x * x) fo
 x = cheb(0, math.pi / 4 * 1.001)
 fit("cos", x, np.cos(x), 1 - x * x / 2, [mono(k, pre=lambda x: x**4, arg=lambda x: x * x) for k in range(4)],
     1 / np.cos(x))
+
+
+def f32hex(v):
+    if v == 0:
+        return "0.0f"
+    m, e = float(np.float32(v)).hex().split("p")
+    m = m.rstrip("0").rstrip(".")
+    return f"{m}p{e}f"
+
+
+def pieces(name, func, width, deg, first_at_zero=False):
+    """16 pieces of `width` from 0, each func(a) ~ sum_j C_j (a - ctr)^j with
+    relative weight; first_at_zero: piece 0 centred at 0 with C0 = 0."""
+    tabs, worst = [], 0.0
+    for k in range(16):
+        lo, hi = k * width, (k + 1) * width
+        zero = first_at_zero and k == 0
+        c = 0.0 if zero else float(np.float32(lo + width / 2))
+        x = cheb(max(lo, 1e-6), hi * 1.0005 + 1e-4)
+        A = np.stack([(x - np.float32(c)) ** j for j in range(1 if zero else 0, deg + 1)], axis=1)
+        y = func(x)
+        w = 1 / y
+        cs = []
+        for j in range(A.shape[1]):
+            cj = float(np.float32(lawson(A[:, j:], y, w)[0]))
+            cs.append(cj)
+            y = y - cj * A[:, j]
+        worst = max(worst, float(np.max(np.abs(y * w))))
+        tabs.append((c, ([0.0] if zero else []) + cs))
+    print(f"// {name}: max relative error {worst:.3e} ({worst / 2**-24:.3f} x 2^-24)")
+    print(f"  ctr = {{{', '.join(f32hex(c) for c, _ in tabs)}}}")
+    for j in range(deg + 1):
+        print(f"  C{j} = {{{', '.join(f32hex(cs[j]) for _, cs in tabs)}}}")
+
+
+# erf(a) on [0, 4): 16 pieces of 1/4, degree 5 (kErfPw)
+verf = np.vectorize(math.erf)
+pieces("erf_pw", verf, 0.25, 5, first_at_zero=True)
+
+# GELU: R(a) = Phi(-a) exp(a^2/2) on [0, 8): 16 pieces of 1/2, degree 5 (kGeluPw)
+pieces("gelu_r", np.vectorize(lambda a: 0.5 * math.erfc(a / math.sqrt(2)) * math.exp(a * a / 2)),
+       0.5, 5)
