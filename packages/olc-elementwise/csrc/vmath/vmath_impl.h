@@ -398,7 +398,9 @@ OLC_VM_INLINE typename O::V gelu_erf(typename O::V x) {
   // x * Phi(x) with E = Phi(-|x|) = exp(-a^2/2) R(a): Phi(x) = E for x < 0
   // and 1 - E for x >= 0, so the negative side keeps relative accuracy.
   // a is clamped to 8 (Phi(-8) = 6e-16, so 1 - E = 1 there; inf stays out).
-  const V a = O::min_(O::f(8.0f), vabs<O>(x));  // NaN passes
+  // NaN x gives a = 8: the NaN then reaches the result only through x, so
+  // its bits do not depend on the operand order the compiler picks.
+  const V a = O::min_(vabs<O>(x), O::f(8.0f));
   const I k = O::cvtti(O::min_(O::f(15.5f), O::mul(a, O::f(2.0f))));
   const V t = O::sub(a, O::lut16(kGeluPwCtr, k));
   V r = O::fma(t, O::lut16(kGeluPw[5], k), O::lut16(kGeluPw[4], k));
