@@ -39,7 +39,7 @@ ULP_BOUNDS = {
     "log": 2.0,
     "expm1": 2.0,
     "log1p": 2.0,
-    "tanh": 3.0,
+    "tanh": 2.0,
     "sigmoid": 3.0,
     "erf": 3.0,
     "sin": 2.0,

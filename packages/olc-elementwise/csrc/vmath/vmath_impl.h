@@ -49,6 +49,28 @@ constexpr float kEm0 = 0x1.555554p-3f, kEm1 = 0x1.5554f4p-5f, kEm2 = 0x1.1112cep
 constexpr float kLog0 = 0x1.555554p-2f, kLog1 = -0x1.000228p-2f, kLog2 = 0x1.99a026p-3f,
                 kLog3 = -0x1.54720ap-3f, kLog4 = 0x1.22d7bep-3f, kLog5 = -0x1.0d858ap-3f,
                 kLog6 = 0x1.056b30p-3f, kLog7 = -0x1.38d8f4p-4f;
+// tanh(a) on [0, 9.1) in 16 pieces of width 1/2 (the last one 7.5..9.1):
+// C0 + t(C1 + ... t C7), t = a - kTanhPwCtr[k], piece 0 centred at 0 with
+// C0 = 0; looked up per lane like the erf pieces. tanh rounds to 1 past 9.1.
+alignas(64) constexpr float kTanhPwCtr[16] = {0.0f, 0x1.8p-1f, 0x1.4p+0f, 0x1.cp+0f, 0x1.2p+1f, 0x1.6p+1f, 0x1.ap+1f, 0x1.ep+1f,
+     0x1.1p+2f, 0x1.3p+2f, 0x1.5p+2f, 0x1.7p+2f, 0x1.9p+2f, 0x1.bp+2f, 0x1.dp+2f, 0x1.09999ap+3f};
+alignas(64) constexpr float kTanhPw[8][16] = {
+    {0.0f, 0x1.45323ep-1f, 0x1.b2523cp-1f, 0x1.e1fbfap-1f, 0x1.f4bfd6p-1f, 0x1.fbd50ap-1f, 0x1.fe767ap-1f, 0x1.ff6f18p-1f,
+     0x1.ffcaacp-1f, 0x1.ffec62p-1f, 0x1.fff8c8p-1f, 0x1.fffd58p-1f, 0x1.ffff06p-1f, 0x1.ffffa4p-1f, 0x1.ffffdep-1f, 0x1.fffffcp-1f},
+    {0x1p+0f, 0x1.3173b2p-1f, 0x1.1f2514p-2f, 0x1.d22ca2p-4f, 0x1.64108ap-5f, 0x1.09a7a6p-6f, 0x1.88ef68p-8f, 0x1.21a7aep-9f,
+     0x1.aa87dp-11f, 0x1.39e784p-12f, 0x1.cdf5a2p-14f, 0x1.53e714p-15f, 0x1.f42dep-17f, 0x1.700356p-18f, 0x1.0ec4f2p-19f, 0x1.09427ap-22f},
+    {-0x1.ea9e9p-19f, -0x1.84033ap-2f, -0x1.e72a62p-3f, -0x1.b6dccap-4f, -0x1.5c3016p-5f, -0x1.07895p-6f, -0x1.881b48p-8f, -0x1.21b78ap-9f,
+     -0x1.a9451p-11f, -0x1.414dfp-12f, -0x1.ca0644p-14f, -0x1.46af0cp-15f, -0x1.06d00cp-16f, -0x1.71e93ep-18f, -0x1.887d2cp-21f, -0x1.8954f6p-22f},
+    {-0x1.5530f6p-2f, 0x1.568384p-5f, 0x1.bba238p-4f, 0x1.01b9a2p-4f, 0x1.bbcd8cp-6f, 0x1.5997b2p-7f, 0x1.039bc4p-8f, 0x1.80f398p-10f,
+     0x1.1bf742p-11f, 0x1.a2f4e2p-13f, 0x1.33bf64p-14f, 0x1.c3e226p-16f, 0x1.4eca18p-17f, 0x1.eae496p-19f, 0x1.5419fap-20f, 0x1.638bdcp-23f},
+    {-0x1.c8cb54p-10f, 0x1.984c3ap-4f, -0x1.98f8d4p-7f, -0x1.7e7268p-6f, -0x1.9cb44ap-7f, -0x1.46c9b8p-8f, -0x1.c59564p-10f, -0x1.3eac06p-11f,
+     -0x1.7740f2p-12f, 0x1.a29b76p-13f, -0x1.3e85b8p-14f, -0x1.4e80b6p-14f, 0x1.c362a6p-16f, -0x1.577742p-21f, -0x1.ca416ep-15f, 0x1.b933b4p-22f},
+    {0x1.2558acp-3f, -0x1.069914p-4f, -0x1.399fbep-6f, 0x1.e64fp-9f, 0x1.05524ep-8f, 0x1.f1e5f8p-10f, 0x1.8a44b2p-11f, 0x1.2766ep-12f,
+     0x1.df77cp-14f, 0x1.0114dp-16f, 0x1.314cb2p-16f, 0x1.8ec5dap-17f, -0x1.7287e4p-20f, 0x1.407056p-21f, 0x1.c8d4eep-18f, 0x1.ba27dcp-26f},
+    {-0x1.bed7b4p-6f, -0x1.0ca164p-10f, 0x1.ca532ap-7f, 0x1.673496p-13f, 0x1.1b52eep-9f, -0x1.ca5408p-10f, -0x1.59d4e6p-9f, -0x1.6e1d8cp-10f,
+     0x1.d1638p-11f, -0x1.9f9932p-9f, 0x1.ac8f2cp-12f, 0x1.6cccdap-11f, -0x1.605272p-12f, -0x1.ab4998p-17f, 0x1.2909aep-11f, -0x1.183caep-21f},
+    {-0x1.6c3b1ap-6f, 0x1.6e0f6ep-6f, -0x1.48666ep-8f, -0x1.104c34p-9f, -0x1.4c2d1ep-13f, 0x1.747fa8p-13f, 0x1.0d274cp-12f, 0x1.43bfp-13f,
+     -0x1.85218cp-14f, 0x1.9b4a34p-12f, -0x1.c845dp-15f, -0x1.ab56d2p-14f, 0x1.bf5866p-15f, 0x1.25fe52p-19f, -0x1.afc212p-14f, 0x1.ef174p-27f}};
 // Beyond this tanh rounds to +-1 and exp(-2|x|) stays normal.
 constexpr float kTanhClamp = 9.1f;
 // erf(a) on [0, 4) in 16 pieces of width 1/4: piece k = floor(4a) holds
@@ -316,32 +338,22 @@ OLC_VM_INLINE typename O::V log1p(typename O::V x) {
   return vor<O>(y, vsign<O>(x));  // log1p has the sign of x: keeps -0
 }
 
-// expm1 for x in [-25, 0] (no clamp, no overflow case, -0 not kept).
-template <class O>
-OLC_VM_INLINE typename O::V expm1_neg(typename O::V x) {
-  typedef typename O::V V;
-  const V n = O::sub(O::fma(x, O::f(kLog2e), O::f(kRound)), O::f(kRound));
-  V r = O::fma(n, O::f(-kLn2Hi), x);
-  r = O::fma(n, O::f(-kLn2Lo), r);
-  const V r2 = O::mul(r, r);
-  V q = O::fma(r, O::f(kEm4), O::f(kEm3));
-  q = O::fma(r, q, O::f(kEm2));
-  q = O::fma(r, q, O::f(kEm1));
-  q = O::fma(r, q, O::f(kEm0));
-  const V p = O::fma(r2, O::fma(r, q, O::f(0.5f)), r);
-  const V s = scale2_normal<O>(O::f(1.0f), n);
-  return O::fma(p, s, O::sub(s, O::f(1.0f)));
-}
-
 template <class O>
 OLC_VM_INLINE typename O::V tanh(typename O::V x) {
   typedef typename O::V V;
-  // tanh(a) = -e / (2 + e), e = expm1(-2a) in (-1, 0]: one path for every
-  // a, no cancellation (expm1 keeps relative accuracy near 0), one division.
-  // Past 9.1 tanh rounds to 1; NaN passes the min.
-  const V a = O::min_(O::f(kTanhClamp), vabs<O>(x));
-  const V e = expm1_neg<O>(O::mul(a, O::f(-2.0f)));
-  const V y = O::div(vabs<O>(e), O::add(O::f(2.0f), e));
+  typedef typename O::I I;
+  const V a = vabs<O>(x);
+  // piece index 0..15 (NaN: any index, the result stays NaN)
+  const I k = O::cvtti(O::min_(O::f(15.5f), O::mul(a, O::f(2.0f))));
+  const V t = O::sub(a, O::lut16(kTanhPwCtr, k));
+  V y = O::fma(t, O::lut16(kTanhPw[7], k), O::lut16(kTanhPw[6], k));
+  y = O::fma(t, y, O::lut16(kTanhPw[5], k));
+  y = O::fma(t, y, O::lut16(kTanhPw[4], k));
+  y = O::fma(t, y, O::lut16(kTanhPw[3], k));
+  y = O::fma(t, y, O::lut16(kTanhPw[2], k));
+  y = O::fma(t, y, O::lut16(kTanhPw[1], k));
+  y = O::fma(t, y, O::lut16(kTanhPw[0], k));
+  y = O::sel(O::ge(a, O::f(kTanhClamp)), O::f(1.0f), y);
   return vor<O>(y, vsign<O>(x));
 }
 

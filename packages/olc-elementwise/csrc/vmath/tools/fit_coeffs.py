@@ -89,14 +89,17 @@ def f32hex(v):
     return f"{m}p{e}f"
 
 
-def pieces(name, func, width, deg, first_at_zero=False):
+def pieces(name, func, width, deg, first_at_zero=False, last_hi=None):
     """16 pieces of `width` from 0, each func(a) ~ sum_j C_j (a - ctr)^j with
-    relative weight; first_at_zero: piece 0 centred at 0 with C0 = 0."""
+    relative weight; first_at_zero: piece 0 centred at 0 with C0 = 0;
+    last_hi: the last piece extends to there."""
     tabs, worst = [], 0.0
     for k in range(16):
         lo, hi = k * width, (k + 1) * width
+        if k == 15 and last_hi is not None:
+            hi = last_hi
         zero = first_at_zero and k == 0
-        c = 0.0 if zero else float(np.float32(lo + width / 2))
+        c = 0.0 if zero else float(np.float32((lo + hi) / 2))
         x = cheb(max(lo, 1e-6), hi * 1.0005 + 1e-4)
         A = np.stack([(x - np.float32(c)) ** j for j in range(1 if zero else 0, deg + 1)], axis=1)
         y = func(x)
@@ -121,3 +124,6 @@ pieces("erf_pw", verf, 0.25, 5, first_at_zero=True)
 # GELU: R(a) = Phi(-a) exp(a^2/2) on [0, 8): 16 pieces of 1/2, degree 5 (kGeluPw)
 pieces("gelu_r", np.vectorize(lambda a: 0.5 * math.erfc(a / math.sqrt(2)) * math.exp(a * a / 2)),
        0.5, 5)
+
+# tanh(a) on [0, 9.1): 16 pieces of 1/2 (the last one 7.5..9.1), degree 7 (kTanhPw)
+pieces("tanh_pw", np.tanh, 0.5, 7, first_at_zero=True, last_hi=9.1)
