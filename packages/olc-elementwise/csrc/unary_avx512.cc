@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "olc/kernel_abi.h"
 #include "unary_common.h"
@@ -21,15 +22,19 @@ namespace avx512 {
 
 using olc_ew_vm::vm_cos;
 using olc_ew_vm::vm_erf;
+using olc_ew_vm::vm_erf2;
 using olc_ew_vm::vm_exp;
+using olc_ew_vm::vm_exp2;
 using olc_ew_vm::vm_expm1;
 using olc_ew_vm::vm_log;
 using olc_ew_vm::vm_gelu;
 using olc_ew_vm::vm_gelu_tanh;
 using olc_ew_vm::vm_softplus;
 using olc_ew_vm::vm_sigmoid;
+using olc_ew_vm::vm_sigmoid2;
 using olc_ew_vm::vm_sin;
 using olc_ew_vm::vm_tanh;
+using olc_ew_vm::vm_tanh2;
 
 // ---- loads and stores: 16 elements as one __m512 of f32 ----
 
@@ -82,7 +87,8 @@ struct VAbs { explicit VAbs(const UnaryParams*) {}
 struct VNeg { explicit VNeg(const UnaryParams*) {}
   __m512 operator()(__m512 x) const { return _mm512_xor_ps(x, vsignmask()); } };
 struct VExp { explicit VExp(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const { return vm_exp(x); } };
+  __m512 operator()(__m512 x) const { return vm_exp(x); }
+  void pair(__m512& a, __m512& b) const { vm_exp2(a, b); } };
 struct VLog { explicit VLog(const UnaryParams*) {}
   __m512 operator()(__m512 x) const { return vm_log(x); } };
 struct VSqrt { explicit VSqrt(const UnaryParams*) {}
@@ -90,11 +96,14 @@ struct VSqrt { explicit VSqrt(const UnaryParams*) {}
 struct VReciprocal { explicit VReciprocal(const UnaryParams*) {}
   __m512 operator()(__m512 x) const { return _mm512_div_ps(vset(1.f), x); } };
 struct VSigmoid { explicit VSigmoid(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const { return vm_sigmoid(x); } };
+  __m512 operator()(__m512 x) const { return vm_sigmoid(x); }
+  void pair(__m512& a, __m512& b) const { vm_sigmoid2(a, b); } };
 struct VTanh { explicit VTanh(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const { return vm_tanh(x); } };
+  __m512 operator()(__m512 x) const { return vm_tanh(x); }
+  void pair(__m512& a, __m512& b) const { vm_tanh2(a, b); } };
 struct VErf { explicit VErf(const UnaryParams*) {}
-  __m512 operator()(__m512 x) const { return vm_erf(x); } };
+  __m512 operator()(__m512 x) const { return vm_erf(x); }
+  void pair(__m512& a, __m512& b) const { vm_erf2(a, b); } };
 struct VSin { explicit VSin(const UnaryParams*) {}
   __m512 operator()(__m512 x) const { return vm_sin(x); } };
 struct VCos { explicit VCos(const UnaryParams*) {}
@@ -155,6 +164,28 @@ struct VSign { explicit VSign(const UnaryParams*) {}
 
 // ---- driver ----
 
+// Ops with a pair(a, b) form get two vectors per call (interleaved
+// dependency chains); the others one at a time. Same results either way.
+template <class V, class = void>
+struct HasPair : std::false_type {};
+template <class V>
+struct HasPair<V, std::void_t<decltype(std::declval<const V&>().pair(std::declval<__m512&>(),
+                                                                     std::declval<__m512&>()))>>
+    : std::true_type {};
+
+template <class V>
+static inline void apply4(const V& op, __m512& a0, __m512& a1, __m512& a2, __m512& a3) {
+  if constexpr (HasPair<V>::value) {
+    op.pair(a0, a1);
+    op.pair(a2, a3);
+  } else {
+    a0 = op(a0);
+    a1 = op(a1);
+    a2 = op(a2);
+    a3 = op(a3);
+  }
+}
+
 template <class L, class V>
 static void vrun(const void* xv, void* yv, int64_t n, const UnaryParams* p) {
   const V op(p);
@@ -163,22 +194,24 @@ static void vrun(const void* xv, void* yv, int64_t n, const UnaryParams* p) {
   int64_t i = 0;
   if (p->stream && (reinterpret_cast<uintptr_t>(y) & 63) == 0) {
     for (; i + 64 <= n; i += 64) {
-      const __m512 a0 = L::load(x + i), a1 = L::load(x + i + 16);
-      const __m512 a2 = L::load(x + i + 32), a3 = L::load(x + i + 48);
-      L::stream(y + i, op(a0));
-      L::stream(y + i + 16, op(a1));
-      L::stream(y + i + 32, op(a2));
-      L::stream(y + i + 48, op(a3));
+      __m512 a0 = L::load(x + i), a1 = L::load(x + i + 16);
+      __m512 a2 = L::load(x + i + 32), a3 = L::load(x + i + 48);
+      apply4(op, a0, a1, a2, a3);
+      L::stream(y + i, a0);
+      L::stream(y + i + 16, a1);
+      L::stream(y + i + 32, a2);
+      L::stream(y + i + 48, a3);
     }
     _mm_sfence();
   }
   for (; i + 64 <= n; i += 64) {
-    const __m512 a0 = L::load(x + i), a1 = L::load(x + i + 16);
-    const __m512 a2 = L::load(x + i + 32), a3 = L::load(x + i + 48);
-    L::store(y + i, op(a0));
-    L::store(y + i + 16, op(a1));
-    L::store(y + i + 32, op(a2));
-    L::store(y + i + 48, op(a3));
+    __m512 a0 = L::load(x + i), a1 = L::load(x + i + 16);
+    __m512 a2 = L::load(x + i + 32), a3 = L::load(x + i + 48);
+    apply4(op, a0, a1, a2, a3);
+    L::store(y + i, a0);
+    L::store(y + i + 16, a1);
+    L::store(y + i + 32, a2);
+    L::store(y + i + 48, a3);
   }
   for (; i + 16 <= n; i += 16) L::store(y + i, op(L::load(x + i)));
   if (i < n) {

@@ -19,6 +19,11 @@ static inline __m512 vm_cos(__m512 x) { return olc_v512_cos(x); }
 static inline __m512 vm_softplus(__m512 x) { return olc_v512_softplus(x); }
 static inline __m512 vm_gelu(__m512 x) { return olc_v512_gelu_erf(x); }
 static inline __m512 vm_gelu_tanh(__m512 x) { return olc_v512_gelu_tanh(x); }
+// two vectors at once, interleaved (same results as two single calls)
+static inline void vm_exp2(__m512& a, __m512& b) { olc_v512x2_exp(a, b); }
+static inline void vm_tanh2(__m512& a, __m512& b) { olc_v512x2_tanh(a, b); }
+static inline void vm_sigmoid2(__m512& a, __m512& b) { olc_v512x2_sigmoid(a, b); }
+static inline void vm_erf2(__m512& a, __m512& b) { olc_v512x2_erf(a, b); }
 
 }  // namespace olc_ew_vm
 

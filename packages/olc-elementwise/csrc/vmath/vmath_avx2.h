@@ -38,6 +38,7 @@ struct OpsV256 {
   static OLC_VM_INLINE V div(V a, V b) { return _mm256_div_ps(a, b); }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static OLC_VM_INLINE V fms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
+  static OLC_VM_INLINE V trunc(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
   static OLC_VM_INLINE V min_(V a, V b) { return _mm256_min_ps(a, b); }
   static OLC_VM_INLINE V max_(V a, V b) { return _mm256_max_ps(a, b); }
   static OLC_VM_INLINE I ci(V a) { return _mm256_castps_si256(a); }

@@ -50,68 +50,61 @@ constexpr float kLog0 = 0x1.555554p-2f, kLog1 = -0x1.000228p-2f, kLog2 = 0x1.99a
                 kLog3 = -0x1.54720ap-3f, kLog4 = 0x1.22d7bep-3f, kLog5 = -0x1.0d858ap-3f,
                 kLog6 = 0x1.056b30p-3f, kLog7 = -0x1.38d8f4p-4f;
 // tanh(a) on [0, 9.1) in 16 pieces of width 1/2 (the last one 7.5..9.1):
-// C0 + t(C1 + ... t C7), t = a - kTanhPwCtr[k], piece 0 centred at 0 with
-// C0 = 0; looked up per lane like the erf pieces. tanh rounds to 1 past 9.1.
-alignas(64) constexpr float kTanhPwCtr[16] = {0.0f, 0x1.8p-1f, 0x1.4p+0f, 0x1.cp+0f, 0x1.2p+1f, 0x1.6p+1f, 0x1.ap+1f, 0x1.ep+1f,
-     0x1.1p+2f, 0x1.3p+2f, 0x1.5p+2f, 0x1.7p+2f, 0x1.9p+2f, 0x1.bp+2f, 0x1.dp+2f, 0x1.09999ap+3f};
+// C0 + t(C1 + ... t C7), t = a - k/2, C0 = 0 in piece 0; looked up per lane
+// like the erf pieces. tanh rounds to 1 past 9.1.
 alignas(64) constexpr float kTanhPw[8][16] = {
-    {0.0f, 0x1.45323ep-1f, 0x1.b2523cp-1f, 0x1.e1fbfap-1f, 0x1.f4bfd6p-1f, 0x1.fbd50ap-1f, 0x1.fe767ap-1f, 0x1.ff6f18p-1f,
-     0x1.ffcaacp-1f, 0x1.ffec62p-1f, 0x1.fff8c8p-1f, 0x1.fffd58p-1f, 0x1.ffff06p-1f, 0x1.ffffa4p-1f, 0x1.ffffdep-1f, 0x1.fffffcp-1f},
-    {0x1p+0f, 0x1.3173b2p-1f, 0x1.1f2514p-2f, 0x1.d22ca2p-4f, 0x1.64108ap-5f, 0x1.09a7a6p-6f, 0x1.88ef68p-8f, 0x1.21a7aep-9f,
-     0x1.aa87dp-11f, 0x1.39e784p-12f, 0x1.cdf5a2p-14f, 0x1.53e714p-15f, 0x1.f42dep-17f, 0x1.700356p-18f, 0x1.0ec4f2p-19f, 0x1.09427ap-22f},
-    {-0x1.ea9e9p-19f, -0x1.84033ap-2f, -0x1.e72a62p-3f, -0x1.b6dccap-4f, -0x1.5c3016p-5f, -0x1.07895p-6f, -0x1.881b48p-8f, -0x1.21b78ap-9f,
-     -0x1.a9451p-11f, -0x1.414dfp-12f, -0x1.ca0644p-14f, -0x1.46af0cp-15f, -0x1.06d00cp-16f, -0x1.71e93ep-18f, -0x1.887d2cp-21f, -0x1.8954f6p-22f},
-    {-0x1.5530f6p-2f, 0x1.568384p-5f, 0x1.bba238p-4f, 0x1.01b9a2p-4f, 0x1.bbcd8cp-6f, 0x1.5997b2p-7f, 0x1.039bc4p-8f, 0x1.80f398p-10f,
-     0x1.1bf742p-11f, 0x1.a2f4e2p-13f, 0x1.33bf64p-14f, 0x1.c3e226p-16f, 0x1.4eca18p-17f, 0x1.eae496p-19f, 0x1.5419fap-20f, 0x1.638bdcp-23f},
-    {-0x1.c8cb54p-10f, 0x1.984c3ap-4f, -0x1.98f8d4p-7f, -0x1.7e7268p-6f, -0x1.9cb44ap-7f, -0x1.46c9b8p-8f, -0x1.c59564p-10f, -0x1.3eac06p-11f,
-     -0x1.7740f2p-12f, 0x1.a29b76p-13f, -0x1.3e85b8p-14f, -0x1.4e80b6p-14f, 0x1.c362a6p-16f, -0x1.577742p-21f, -0x1.ca416ep-15f, 0x1.b933b4p-22f},
-    {0x1.2558acp-3f, -0x1.069914p-4f, -0x1.399fbep-6f, 0x1.e64fp-9f, 0x1.05524ep-8f, 0x1.f1e5f8p-10f, 0x1.8a44b2p-11f, 0x1.2766ep-12f,
-     0x1.df77cp-14f, 0x1.0114dp-16f, 0x1.314cb2p-16f, 0x1.8ec5dap-17f, -0x1.7287e4p-20f, 0x1.407056p-21f, 0x1.c8d4eep-18f, 0x1.ba27dcp-26f},
-    {-0x1.bed7b4p-6f, -0x1.0ca164p-10f, 0x1.ca532ap-7f, 0x1.673496p-13f, 0x1.1b52eep-9f, -0x1.ca5408p-10f, -0x1.59d4e6p-9f, -0x1.6e1d8cp-10f,
-     0x1.d1638p-11f, -0x1.9f9932p-9f, 0x1.ac8f2cp-12f, 0x1.6cccdap-11f, -0x1.605272p-12f, -0x1.ab4998p-17f, 0x1.2909aep-11f, -0x1.183caep-21f},
-    {-0x1.6c3b1ap-6f, 0x1.6e0f6ep-6f, -0x1.48666ep-8f, -0x1.104c34p-9f, -0x1.4c2d1ep-13f, 0x1.747fa8p-13f, 0x1.0d274cp-12f, 0x1.43bfp-13f,
-     -0x1.85218cp-14f, 0x1.9b4a34p-12f, -0x1.c845dp-15f, -0x1.ab56d2p-14f, 0x1.bf5866p-15f, 0x1.25fe52p-19f, -0x1.afc212p-14f, 0x1.ef174p-27f}};
+    {0.0f, 0x1.d9353ep-2f, 0x1.85efacp-1f, 0x1.cf6f98p-1f, 0x1.ed9506p-1f, 0x1.f92582p-1f, 0x1.fd77d2p-1f, 0x1.ff112cp-1f,
+     0x1.ffa818p-1f, 0x1.ffdfa8p-1f, 0x1.fff41ap-1f, 0x1.fffbap-1f, 0x1.fffe64p-1f, 0x1.ffff68p-1f, 0x1.ffffc8p-1f, 0x1.ffffecp-1f},
+    {0x1p+0f, 0x1.92a90cp-1f, 0x1.ae0cbp-2f, 0x1.7214e2p-3f, 0x1.21620cp-4f, 0x1.b3b904p-6f, 0x1.431d52p-7f, 0x1.dd8302p-9f,
+     0x1.5e10a2p-10f, 0x1.001f9p-11f, 0x1.759586p-13f, 0x1.049a2ep-14f, 0x1.7cade8p-16f, 0x1.6b7cp-17f, 0x1.2b11dp-18f, 0x1.236a0cp-22f},
+    {-0x1.ea9e9p-19f, -0x1.7416ep-2f, -0x1.4763eap-2f, -0x1.4ecddep-3f, -0x1.16e32ep-4f, -0x1.aefdd6p-6f, -0x1.3c190cp-7f, -0x1.e5b018p-9f,
+     -0x1.30f984p-10f, -0x1.5ecb3p-12f, -0x1.2ee0acp-14f, 0x1.55a596p-14f, 0x1.27b2c8p-15f, -0x1.141c0cp-14f, -0x1.485866p-15f, 0x1.14d52ap-17f},
+    {-0x1.5530f6p-2f, -0x1.853d8ap-4f, 0x1.a1b4dep-4f, 0x1.63664cp-4f, 0x1.56d94cp-5f, 0x1.247674p-6f, 0x1.2302cp-8f, 0x1.abe846p-9f,
+     -0x1.3ebf08p-10f, -0x1.9a752cp-10f, -0x1.35fe2ep-10f, -0x1.c36026p-10f, -0x1.6ceebep-11f, 0x1.658a22p-11f, 0x1.c11bb6p-12f, -0x1.220b4cp-15f},
+    {-0x1.c8cb54p-10f, 0x1.5bf954p-3f, 0x1.309b7ap-5f, -0x1.3779cep-6f, -0x1.0d4076p-6f, -0x1.a2897ep-7f, 0x1.1451a2p-7f, -0x1.8b9638p-8f,
+     0x1.7a1a5p-7f, 0x1.5b5634p-7f, 0x1.e12ba6p-8f, 0x1.47ccacp-7f, 0x1.08578p-8f, -0x1.f6c09p-9f, -0x1.3ca93ap-9f, 0x1.067a88p-14f},
+    {0x1.2558acp-3f, -0x1.6ba74ep-5f, -0x1.328956p-4f, -0x1.4642b4p-6f, 0x1.296088p-11f, 0x1.1135fap-6f, -0x1.0be566p-5f, 0x1.de5cf4p-7f,
+     -0x1.1d13ccp-5f, -0x1.00b22ep-5f, -0x1.613a5ep-6f, -0x1.de8e58p-6f, -0x1.81a83ap-7f, 0x1.6dab54p-7f, 0x1.cc89e2p-8f, -0x1.e17d6p-15f},
+    {-0x1.bed7b4p-6f, -0x1.680924p-6f, 0x1.008d76p-4f, 0x1.0279f8p-5f, 0x1.7b9324p-8f, -0x1.542f7p-6f, 0x1.8fab58p-5f, -0x1.51988cp-6f,
+     0x1.9e41fcp-5f, 0x1.73f52ap-5f, 0x1.ff3112p-6f, 0x1.59e41p-5f, 0x1.1699ep-6f, -0x1.07f384p-6f, -0x1.4c4702p-7f, 0x1.b4db2cp-16f},
+    {-0x1.6c3b1ap-6f, 0x1.68f24ap-7f, -0x1.bf03bcp-6f, -0x1.13afcep-6f, -0x1.e65e98p-9f, 0x1.79698p-7f, -0x1.c950bp-6f, 0x1.7e5f6ep-7f,
+     -0x1.d779f2p-6f, -0x1.a6f14ap-6f, -0x1.227222p-6f, -0x1.88cfb8p-6f, -0x1.3c3c3cp-7f, 0x1.2b7102p-7f, 0x1.78c50ap-8f, -0x1.3738d6p-18f}};
 // Beyond this tanh rounds to +-1 and exp(-2|x|) stays normal.
 constexpr float kTanhClamp = 9.1f;
 // erf(a) on [0, 4) in 16 pieces of width 1/4: piece k = floor(4a) holds
-// erf(a) = C0 + t(C1 + t(C2 + t(C3 + t(C4 + t C5)))), t = a - kErfPwCtr[k]
-// (piece 0 is centred at 0 with C0 = 0, so it keeps relative accuracy near
-// 0). Coefficients are looked up per lane from one register each
-// (vpermps), so every lane takes the same short path: no branches.
-alignas(64) constexpr float kErfPwCtr[16] = {0.0f, 0x1.8p-2f, 0x1.4p-1f, 0x1.cp-1f, 0x1.2p+0f, 0x1.6p+0f, 0x1.ap+0f, 0x1.ep+0f,
-     0x1.1p+1f, 0x1.3p+1f, 0x1.5p+1f, 0x1.7p+1f, 0x1.9p+1f, 0x1.bp+1f, 0x1.dp+1f, 0x1.fp+1f};
+// erf(a) = C0 + t(C1 + t(C2 + t(C3 + t(C4 + t C5)))), t = a - k/4 (exact),
+// C0 = 0 in piece 0 (relative accuracy near 0). Coefficients are looked up
+// per lane from one register each (vpermps), so every lane takes the same
+// short path: no branches.
 alignas(64) constexpr float kErfPw[6][16] = {
-    {0.0f, 0x1.9dd0d2p-2f, 0x1.3f196ep-1f, 0x1.91724ap-1f, 0x1.c6dad2p-1f, 0x1.e5768cp-1f, 0x1.f4f694p-1f, 0x1.fbe61ep-1f,
-     0x1.fea422p-1f, 0x1.ff996p-1f, 0x1.ffe514p-1f, 0x1.fff9bap-1f, 0x1.fffeb4p-1f, 0x1.ffffc4p-1f, 0x1.fffff6p-1f, 0x1.fffffep-1f},
-    {0x1.20dd74p+0f, 0x1.f5f0ccp-1f, 0x1.86e96ap-1f, 0x1.0cab62p-1f, 0x1.45e99cp-2f, 0x1.5ce596p-3f, 0x1.499d48p-4f, 0x1.12ceb2p-5f,
-     0x1.94624ep-7f, 0x1.06918ap-8f, 0x1.2ce898p-10f, 0x1.30539p-12f, 0x1.0f9e1cp-14f, 0x1.abe0ap-17f, 0x1.296a7p-19f, 0x1.6ce1aap-22f},
-    {0x1.59f48cp-17f, -0x1.7872p-2f, -0x1.e8a31cp-2f, -0x1.d62e3ep-2f, -0x1.6ea556p-2f, -0x1.dfbb8ap-3f, -0x1.0bd2e2p-3f, -0x1.0193aap-4f,
-     -0x1.adc392p-6f, -0x1.37524p-7f, -0x1.89788ep-9f, -0x1.b360dcp-11f, -0x1.aac20cp-13f, -0x1.da862ep-15f, -0x1.ba3c98p-18f, 0x1.e32d8ap-18f},
-    {-0x1.8170b4p-2f, -0x1.e0fa8p-3f, -0x1.c824dep-5f, 0x1.7c9678p-4f, 0x1.4cb38p-3f, 0x1.4374c4p-3f, 0x1.d6634p-4f, 0x1.143d88p-4f,
-     0x1.0ea618p-5f, 0x1.c1e31cp-7f, 0x1.406e4cp-8f, 0x1.89c4fp-10f, 0x1.a39014p-12f, 0x1.8ae936p-14f, 0x1.363f78p-16f, 0x1.224eb2p-19f},
-    {0x1.4dd7dap-9f, 0x1.524cccp-3f, 0x1.67c1dp-3f, 0x1.ce0294p-4f, 0x1.c87426p-6f, -0x1.ee4c94p-6f, -0x1.926052p-5f, -0x1.60a452p-5f,
-     -0x1.a9a962p-6f, -0x1.ce36f6p-7f, -0x1.939c44p-8f, -0x1.19fbfcp-9f, -0x1.02fefp-11f, 0x1.72f862p-11f, -0x1.0101ccp-13f, -0x1.1bc49cp-11f},
-    {0x1.ad514ap-4f, 0x1.675698p-5f, -0x1.b4692cp-6f, -0x1.104e34p-4f, -0x1.f4e01cp-5f, -0x1.f586ep-6f, -0x1.274ef4p-9f, 0x1.769106p-7f,
-     0x1.95cedp-7f, 0x1.1699ep-7f, 0x1.1d8afap-8f, 0x1.d0864p-10f, 0x1.28bd5ep-11f, -0x1.1585b6p-15f, 0x1.070c3cp-14f, 0x1.39f496p-13f}};
+    {0.0f, 0x1.1af54ep-2f, 0x1.0a7ef6p-1f, 0x1.6c1c98p-1f, 0x1.af767ap-1f, 0x1.d8865ep-1f, 0x1.eea556p-1f, 0x1.f92d08p-1f,
+     0x1.fd9ae2p-1f, 0x1.ff4048p-1f, 0x1.ffcaa8p-1f, 0x1.fff2dp-1f, 0x1.fffd1ap-1f, 0x1.ffff7p-1f, 0x1.ffffe8p-1f, 0x1.fffffcp-1f},
+    {0x1.20dd74p+0f, 0x1.0f5d0ap+0f, 0x1.c1ef86p-1f, 0x1.492db6p-1f, 0x1.a912b6p-2f, 0x1.e46432p-3f, 0x1.e72054p-4f, 0x1.b04f32p-5f,
+     0x1.528944p-6f, 0x1.d3d5dp-8f, 0x1.1e3d98p-9f, 0x1.3268cep-11f, 0x1.2d6b28p-13f, 0x1.c49d38p-16f, -0x1.19c6cep-24f, 0x1.069aaap-19f},
+    {0x1.59f48cp-17f, -0x1.0f4f94p-2f, -0x1.c1d7f8p-2f, -0x1.ed9f3ap-2f, -0x1.a92d1ep-2f, -0x1.2eb394p-2f, -0x1.6d2e8ep-3f, -0x1.79eecap-4f,
+     -0x1.5175c8p-5f, -0x1.0552bap-6f, -0x1.7057fep-8f, -0x1.970db4p-10f, -0x1.253ap-11f, -0x1.9df29ap-16f, 0x1.437a38p-13f, -0x1.39344ep-15f},
+    {-0x1.8170b4p-2f, -0x1.3daa1p-2f, -0x1.2ef96cp-3f, 0x1.994da6p-6f, 0x1.1e0cf8p-3f, 0x1.5697aep-3f, 0x1.1a9936p-3f, 0x1.6d86fap-4f,
+     0x1.7e2414p-5f, 0x1.4d6f9p-6f, 0x1.50730ap-7f, 0x1.114da2p-9f, 0x1.34cdcap-9f, -0x1.331242p-11f, -0x1.ece9aap-10f, 0x1.942a0ep-12f},
+    {0x1.4dd7dap-9f, 0x1.163cacp-3f, 0x1.8d0f86p-3f, 0x1.48c496p-3f, 0x1.fd305p-5f, -0x1.cbe51ap-8f, -0x1.5d1d2p-5f, -0x1.6c4b4ep-5f,
+     -0x1.bd72eap-6f, -0x1.9b89eep-7f, -0x1.183eep-6f, -0x1.2533d2p-14f, -0x1.09852p-7f, 0x1.ad43fap-9f, 0x1.1b8532p-7f, -0x1.c3a78ap-10f},
+    {0x1.ad514ap-4f, 0x1.82e7d6p-5f, -0x1.e59794p-6f, -0x1.3d9886p-4f, -0x1.ba71cep-5f, -0x1.2bd258p-5f, -0x1.5ebf2ap-7f, 0x1.eb8972p-9f,
+     0x1.55186ap-10f, -0x1.06af2ap-10f, 0x1.2f5ea2p-6f, -0x1.7e7c1ep-9f, 0x1.883a3ep-7f, -0x1.63de8cp-8f, -0x1.c39446p-7f, 0x1.64e7e4p-9f}};
 // GELU: Phi(-a) = exp(-a^2/2) * R(a), R(a) = Phi(-a) e^(a^2/2) (slowly
 // varying, 0.5 at 0 to 0.05 at 8), on [0, 8) in 16 pieces of width 1/2:
-// R(a) = C0 + t(C1 + ... t C5), t = a - kGeluPwCtr[floor(2a)], looked up
-// per lane like the erf pieces.
-alignas(64) constexpr float kGeluPwCtr[16] = {0x1p-2f, 0x1.8p-1f, 0x1.4p+0f, 0x1.cp+0f, 0x1.2p+1f, 0x1.6p+1f, 0x1.ap+1f, 0x1.ep+1f,
-     0x1.1p+2f, 0x1.3p+2f, 0x1.5p+2f, 0x1.7p+2f, 0x1.9p+2f, 0x1.bp+2f, 0x1.dp+2f, 0x1.fp+2f};
+// R(a) = C0 + t(C1 + ... t C5), t = a - k/2, looked up per lane like erf.
 alignas(64) constexpr float kGeluPw[6][16] = {
-    {0x1.a7f80ap-2f, 0x1.337024p-2f, 0x1.d898dep-3f, 0x1.7b5abep-3f, 0x1.3aaddep-3f, 0x1.0bb968p-3f, 0x1.d0b31cp-4f, 0x1.99c2b6p-4f,
-     0x1.6e040ap-4f, 0x1.4a724ap-4f, 0x1.2d01fep-4f, 0x1.1445a6p-4f, 0x1.fe6e5ep-5f, 0x1.da2caep-5f, 0x1.baa644p-5f, 0x1.9eff96p-5f},
-    {-0x1.2e864cp-2f, -0x1.63e07p-3f, -0x1.c4932p-4f, -0x1.3253b8p-4f, -0x1.b405ccp-5f, -0x1.432b18p-5f, -0x1.ef2cc8p-6f, -0x1.85dc7cp-6f,
-     -0x1.3a0094p-6f, -0x1.01c9bep-6f, -0x1.ae369ap-7f, -0x1.6c06bap-7f, -0x1.37c334p-7f, -0x1.0dd422p-7f, -0x1.d76972p-8f, -0x1.9f2e78p-8f},
-    {0x1.5c5076p-3f, 0x1.5bf44ep-4f, 0x1.7b77b6p-5f, 0x1.bd411ap-6f, 0x1.15a9ap-6f, 0x1.6c63dcp-7f, 0x1.f2f57p-8f, 0x1.622674p-8f,
-     0x1.0316d8p-8f, 0x1.85247ap-9f, 0x1.2aee54p-9f, 0x1.d40002p-10f, 0x1.74d8a8p-10f, 0x1.2d6016p-10f, 0x1.edd0bcp-11f, 0x1.99539ep-11f},
-    {-0x1.59514p-4f, -0x1.2c8486p-5f, -0x1.1f34bep-6f, -0x1.295e6ap-7f, -0x1.49bb1cp-8f, -0x1.839466p-9f, -0x1.dec43ep-10f, -0x1.34a9f8p-10f,
-     -0x1.9cc568p-11f, -0x1.1cfb42p-11f, -0x1.94a6dep-12f, -0x1.26196cp-12f, -0x1.b512aap-13f, -0x1.4ab358p-13f, -0x1.fd39b4p-14f, -0x1.8deddep-14f},
-    {0x1.35650cp-5f, 0x1.dbc73p-7f, 0x1.9366aap-8f, 0x1.766e86p-9f, 0x1.730aeap-10f, 0x1.838494p-11f, 0x1.b979c2p-12f, 0x1.fadf04p-13f,
-     0x1.481f1cp-13f, 0x1.a481a4p-14f, 0x1.e89ea2p-15f, 0x1.9d99a4p-15f, 0x1.ebabp-16f, 0x1.91b5dcp-16f, 0x1.0e5b76p-16f, 0x1.784768p-17f},
-    {-0x1.eed9a6p-7f, -0x1.55f6dep-8f, -0x1.04b628p-9f, -0x1.b7c2bcp-11f, -0x1.88abd8p-12f, -0x1.72fd9p-13f, -0x1.8633acp-14f, -0x1.94e26ap-15f,
-     -0x1.f39388p-16f, -0x1.25a6d2p-16f, -0x1.21c3a6p-17f, -0x1.0a5264p-17f, -0x1.04752ep-18f, -0x1.e71ac8p-19f, -0x1.16b902p-19f, -0x1.5357ep-20f}};
+    {0x1.fffffcp-2f, 0x1.66027ap-2f, 0x1.0bdb2ep-2f, 0x1.a57056p-3f, 0x1.5845dcp-3f, 0x1.217252p-3f, 0x1.f1b89cp-4f, 0x1.b396fap-4f,
+     0x1.82b4bcp-4f, 0x1.5b5acep-4f, 0x1.3b0fbcp-4f, 0x1.201faap-4f, 0x1.095608p-4f, 0x1.eba5fep-5f, 0x1.c9e12p-5f, 0x1.ac6292p-5f},
+    {-0x1.988236p-2f, -0x1.cb0514p-3f, -0x1.195202p-3f, -0x1.71c04ap-4f, -0x1.00f94ap-4f, -0x1.75ab0cp-5f, -0x1.19cedp-5f, -0x1.b603ccp-6f,
+     -0x1.5cfa26p-6f, -0x1.1be3ecp-6f, -0x1.d612c6p-7f, -0x1.8b1be8p-7f, -0x1.506664p-7f, -0x1.21ae08p-7f, -0x1.f7d2e8p-8f, -0x1.b9f82cp-8f},
+    {0x1.ffa07ep-3f, 0x1.e64d7p-4f, 0x1.fca86cp-5f, 0x1.203996p-5f, 0x1.5d082ep-6f, 0x1.bf2004p-7f, 0x1.2bfec8p-7f, 0x1.a2acfap-8f,
+     0x1.2e02e2p-8f, 0x1.c04a06p-9f, 0x1.53a32p-9f, 0x1.08852ep-9f, 0x1.9fc4b6p-10f, 0x1.4e60c6p-10f, 0x1.0fb906p-10f, 0x1.bfdf5ap-11f},
+    {-0x1.0d3202p-3f, -0x1.be45d4p-5f, -0x1.98b324p-6f, -0x1.982daep-7f, -0x1.b354d6p-8f, -0x1.f369dcp-9f, -0x1.2dba74p-9f, -0x1.7f74bap-10f,
+     -0x1.fd6d9p-11f, -0x1.61ed06p-11f, -0x1.c71e46p-12f, -0x1.73b878p-12f, -0x1.c63cp-13f, -0x1.6f869cp-13f, -0x1.04340ap-13f, -0x1.90937cp-14f},
+    {0x1.ce77e2p-5f, 0x1.59099ep-6f, 0x1.1c23f6p-7f, 0x1.00c12ap-8f, 0x1.d6adcep-10f, 0x1.f3492ap-11f, 0x1.1526f2p-11f, 0x1.53dfa6p-12f,
+     0x1.ccf52cp-13f, 0x1.68bf08p-13f, 0x1.c28ce6p-16f, 0x1.d3e33ep-14f, -0x1.4e39fap-16f, 0x1.9be47ap-17f, -0x1.cc6bacp-17f, -0x1.b747ecp-17f},
+    {-0x1.e91352p-7f, -0x1.568834p-8f, -0x1.0720dep-9f, -0x1.c0b69p-11f, -0x1.3e496p-12f, -0x1.50fef4p-13f, -0x1.675fb2p-14f, -0x1.fc99fp-15f,
+     -0x1.c220e6p-15f, -0x1.f3104ep-15f, 0x1.e9ef26p-16f, -0x1.c61cd4p-15f, 0x1.4b2d84p-15f, 0x1.ddf9f8p-18f, 0x1.82a482p-16f, 0x1.44808cp-16f}};
 // Below this x, |gelu(x)| < 5.5e-12 and the result is flushed to -0.
 constexpr float kGeluFlush = -7.0710678f;
 // sin(r) = r + r^3 * S(r^2), cos(r) = 1 - r^2/2 + r^4 * C(r^2), |r| <= pi/4
@@ -188,6 +181,16 @@ OLC_VM_INLINE typename O::V scale2_normal(typename O::V p, typename O::V n) {
   } else {
     return O::mul(p, pow2i<O>(O::cvti(n)));
   }
+}
+
+// Piece index for the 16-piece tables: k = floor(min(a * scale, 15)) and
+// t = a - k / scale (exact: Sterbenz); scale is 2 or 4. A NaN a gives a NaN
+// t (and any index).
+template <class O>
+OLC_VM_INLINE typename O::I piece16(typename O::V a, float scale, typename O::V* t) {
+  const typename O::V kf = O::trunc(O::min_(O::f(15.0f), O::mul(a, O::f(scale))));
+  *t = O::fma(kf, O::f(-1.0f / scale), a);
+  return O::cvtti(kf);
 }
 
 // Reduce x = n*ln2 + r and return e^r (in [0.7, 1.42]) and n (as a float).
@@ -343,9 +346,8 @@ OLC_VM_INLINE typename O::V tanh(typename O::V x) {
   typedef typename O::V V;
   typedef typename O::I I;
   const V a = vabs<O>(x);
-  // piece index 0..15 (NaN: any index, the result stays NaN)
-  const I k = O::cvtti(O::min_(O::f(15.5f), O::mul(a, O::f(2.0f))));
-  const V t = O::sub(a, O::lut16(kTanhPwCtr, k));
+  V t;
+  const I k = piece16<O>(a, 2.0f, &t);
   V y = O::fma(t, O::lut16(kTanhPw[7], k), O::lut16(kTanhPw[6], k));
   y = O::fma(t, y, O::lut16(kTanhPw[5], k));
   y = O::fma(t, y, O::lut16(kTanhPw[4], k));
@@ -372,9 +374,8 @@ OLC_VM_INLINE typename O::V erf(typename O::V x) {
   typedef typename O::V V;
   typedef typename O::I I;
   const V a = vabs<O>(x);
-  // piece index 0..15 (NaN: any index, the result stays NaN)
-  const I k = O::cvtti(O::min_(O::f(15.5f), O::mul(a, O::f(4.0f))));
-  const V t = O::sub(a, O::lut16(kErfPwCtr, k));
+  V t;
+  const I k = piece16<O>(a, 4.0f, &t);
   V y = O::fma(t, O::lut16(kErfPw[5], k), O::lut16(kErfPw[4], k));
   y = O::fma(t, y, O::lut16(kErfPw[3], k));
   y = O::fma(t, y, O::lut16(kErfPw[2], k));
@@ -413,8 +414,8 @@ OLC_VM_INLINE typename O::V gelu_erf(typename O::V x) {
   // NaN x gives a = 8: the NaN then reaches the result only through x, so
   // its bits do not depend on the operand order the compiler picks.
   const V a = O::min_(vabs<O>(x), O::f(8.0f));
-  const I k = O::cvtti(O::min_(O::f(15.5f), O::mul(a, O::f(2.0f))));
-  const V t = O::sub(a, O::lut16(kGeluPwCtr, k));
+  V t;
+  const I k = piece16<O>(a, 2.0f, &t);
   V r = O::fma(t, O::lut16(kGeluPw[5], k), O::lut16(kGeluPw[4], k));
   r = O::fma(t, r, O::lut16(kGeluPw[3], k));
   r = O::fma(t, r, O::lut16(kGeluPw[2], k));

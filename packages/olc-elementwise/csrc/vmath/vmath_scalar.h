@@ -30,6 +30,7 @@ struct OpsScalar {
   static OLC_VM_INLINE V fma(V a, V b, V c) { return std::fma(a, b, c); }
   // x86 minps/maxps semantics: the second operand when unordered or equal.
   static OLC_VM_INLINE V fms(V a, V b, V c) { return std::fma(a, b, -c); }
+  static OLC_VM_INLINE V trunc(V a) { return std::trunc(a); }
   static OLC_VM_INLINE V min_(V a, V b) { return a < b ? a : b; }
   static OLC_VM_INLINE V max_(V a, V b) { return a > b ? a : b; }
   static OLC_VM_INLINE I ci(V a) { I r; std::memcpy(&r, &a, 4); return r; }

@@ -90,16 +90,17 @@ def f32hex(v):
 
 
 def pieces(name, func, width, deg, first_at_zero=False, last_hi=None):
-    """16 pieces of `width` from 0, each func(a) ~ sum_j C_j (a - ctr)^j with
-    relative weight; first_at_zero: piece 0 centred at 0 with C0 = 0;
-    last_hi: the last piece extends to there."""
+    """16 pieces of `width` from 0, each func(a) ~ sum_j C_j (a - k width)^j
+    (expanded at the piece's left end, so t = a - k width is exact) with
+    relative weight; first_at_zero: C0 = 0 in piece 0 (relative accuracy
+    near 0); last_hi: the last piece extends to there."""
     tabs, worst = [], 0.0
     for k in range(16):
         lo, hi = k * width, (k + 1) * width
         if k == 15 and last_hi is not None:
             hi = last_hi
         zero = first_at_zero and k == 0
-        c = 0.0 if zero else float(np.float32((lo + hi) / 2))
+        c = lo
         x = cheb(max(lo, 1e-6), hi * 1.0005 + 1e-4)
         A = np.stack([(x - np.float32(c)) ** j for j in range(1 if zero else 0, deg + 1)], axis=1)
         y = func(x)
@@ -112,7 +113,6 @@ def pieces(name, func, width, deg, first_at_zero=False, last_hi=None):
         worst = max(worst, float(np.max(np.abs(y * w))))
         tabs.append((c, ([0.0] if zero else []) + cs))
     print(f"// {name}: max relative error {worst:.3e} ({worst / 2**-24:.3f} x 2^-24)")
-    print(f"  ctr = {{{', '.join(f32hex(c) for c, _ in tabs)}}}")
     for j in range(deg + 1):
         print(f"  C{j} = {{{', '.join(f32hex(cs[j]) for _, cs in tabs)}}}")
 
