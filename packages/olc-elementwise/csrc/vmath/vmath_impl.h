@@ -1,5 +1,6 @@
 // Float32 vector math: one algorithm per function, written once against a
-// small "ops" interface (set1, fma, compare, select, integer bit tricks) and
+// small "ops" interface (set1, fma, compare, select, integer bit tricks,
+// scalef, a 16-entry per-lane table lookup) and
 // instantiated for __m512 (vmath_avx512.h), __m256 (vmath_avx2.h) and float
 // (vmath_scalar.h). Writing each algorithm once is what keeps the scalar
 // level and scalar tails bit-identical to the vector lanes.
