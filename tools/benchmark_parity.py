@@ -12,8 +12,10 @@ same input arrays, the same thread count (olc ``Session(threads=N)``; ORT
 execution) and run in this one process. Before timing, olc's
 ``kernel_usage()`` must show the expected native kernel and the outputs
 must agree with ORT; a case failing either is reported and not timed. After
-a warm-up, runs alternate in pairs whose order flips every pair (olc, ort,
-ort, olc, ...); the pair count comes from the per-case time budget
+a warm-up, runs alternate in blocks of about 5 ms (at most 64 runs) whose
+order flips every block pair (olc block, ort block, ort block, olc block,
+...), so a runtime's threads still spinning after its own runs do not land
+on the other's samples; the run count comes from the per-case time budget
 (``--min-time``). Every raw sample (``perf_counter_ns``) is kept in the JSON.
 The ratio is ort_median / olc_median: above 1 means olc is faster.
 
@@ -418,9 +420,17 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
     return result
 
 
+# Runs alternate in blocks of about this long rather than one by one: a
+# runtime's worker threads may keep spinning for a while after its run (ORT's
+# do by default) and would take the cores from whichever runtime ran next,
+# so single-run alternation measures the neighbour's spinning, not the kernel.
+BLOCK_NS = 5_000_000
+MAX_BLOCK_RUNS = 64
+
+
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
                 min_pairs: int = 5, max_pairs: int = 100_000, warmup: int = 3) -> tuple[list[int], list[int]]:
-    """Alternating samples of fa and fb; the order flips every pair."""
+    """Samples of fa and fb taken in alternating blocks; the order flips every block pair."""
     clock = time.perf_counter_ns
     for _ in range(warmup):
         fa()
@@ -434,17 +444,25 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
         probe += 1
     per_pair = (clock() - t0) / probe
     pairs = int(min(max_pairs, max(min_pairs, min_time_s * 1e9 / max(per_pair, 1))))
+    block = int(min(MAX_BLOCK_RUNS, max(1, BLOCK_NS * 2 // max(per_pair, 1)), max(1, pairs // 4)))
     a: list[int] = []
     b: list[int] = []
-    for i in range(pairs):
-        if i % 2 == 0:
-            s = clock(); fa(); m = clock(); fb(); e = clock()  # noqa: E702
-            a.append(m - s)
-            b.append(e - m)
-        else:
-            s = clock(); fb(); m = clock(); fa(); e = clock()  # noqa: E702
-            b.append(m - s)
-            a.append(e - m)
+
+    def run_block(f: Callable[[], Any], out: list[int], k: int) -> None:
+        for _ in range(k):
+            s = clock()
+            f()
+            out.append(clock() - s)
+
+    done = 0
+    flip = False
+    while done < pairs:
+        k = min(block, pairs - done)
+        first, second = ((fb, b), (fa, a)) if flip else ((fa, a), (fb, b))
+        run_block(first[0], first[1], k)
+        run_block(second[0], second[1], k)
+        done += k
+        flip = not flip
     return a, b
 
 
