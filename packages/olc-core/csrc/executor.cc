@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define OLC_CPU_RELAX() _mm_pause()
@@ -33,6 +37,7 @@ struct Executor::Job {
   int64_t n;
   int64_t chunk;
   int64_t chunks;
+  int submitter_cpu = -1;
   std::atomic<int64_t> next{0};
   std::atomic<int64_t> finished{0};
   std::mutex mutex;
@@ -40,6 +45,50 @@ struct Executor::Job {
 };
 
 bool Executor::in_parallel_region() { return tls_parallel_depth > 0; }
+
+namespace {
+int current_cpu() {
+#if defined(__linux__)
+  return sched_getcpu();
+#else
+  return -1;
+#endif
+}
+
+// A worker woken by the caller is often placed on the caller's own CPU
+// (wake-affine placement) and then shares it for milliseconds until the load
+// balancer moves one of them: a two-thread run is then as slow as a serial
+// one. A worker that finds itself there steps off that CPU for the job.
+class AvoidCpu {
+ public:
+  explicit AvoidCpu(int cpu) {
+#if defined(__linux__)
+    if (cpu < 0 || current_cpu() != cpu) return;
+    cpu_set_t others;
+    if (sched_getaffinity(0, sizeof(saved_), &saved_) != 0) return;
+    others = saved_;
+    CPU_CLR(cpu, &others);
+    if (CPU_COUNT(&others) == 0) return;
+    moved_ = sched_setaffinity(0, sizeof(others), &others) == 0;
+#else
+    (void)cpu;
+#endif
+  }
+  ~AvoidCpu() {
+#if defined(__linux__)
+    if (moved_) sched_setaffinity(0, sizeof(saved_), &saved_);
+#endif
+  }
+  AvoidCpu(const AvoidCpu&) = delete;
+  AvoidCpu& operator=(const AvoidCpu&) = delete;
+
+ private:
+#if defined(__linux__)
+  cpu_set_t saved_;
+#endif
+  bool moved_ = false;
+};
+}  // namespace
 
 Executor::Executor(int threads, int participant_limit)
     : threads_(std::max(1, threads)), participant_limit_(participant_limit) {
@@ -99,6 +148,7 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
   const int64_t target_chunks = std::min<int64_t>(max_useful, int64_t(participants) * 4);
   job->chunk = std::max(grain, (n + target_chunks - 1) / target_chunks);
   job->chunks = (n + job->chunk - 1) / job->chunk;
+  job->submitter_cpu = current_cpu();
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (int i = 1; i < participants; ++i) queue_.push_back(job);
@@ -132,6 +182,7 @@ void Executor::worker_loop() {
       queue_.pop_front();
       queued_.fetch_sub(1, std::memory_order_relaxed);
     }
+    AvoidCpu avoid(job->submitter_cpu);
     work_on(*job);
   }
 }
