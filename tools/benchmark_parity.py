@@ -424,8 +424,8 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
 # runtime's worker threads may keep spinning for a while after its run (ORT's
 # do by default) and would take the cores from whichever runtime ran next,
 # so single-run alternation measures the neighbour's spinning, not the kernel.
-BLOCK_NS = 5_000_000
-MAX_BLOCK_RUNS = 64
+BLOCK_NS = 50_000_000
+MAX_BLOCK_RUNS = 1000
 
 
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
