@@ -12,7 +12,7 @@ same input arrays, the same thread count (olc ``Session(threads=N)``; ORT
 execution) and run in this one process. Before timing, olc's
 ``kernel_usage()`` must show the expected native kernel and the outputs
 must agree with ORT; a case failing either is reported and not timed. After
-a warm-up, runs alternate in blocks of about 5 ms (at most 64 runs) whose
+a warm-up, runs alternate in blocks of about 50 ms (at most 1000 runs) whose
 order flips every block pair (olc block, ort block, ort block, olc block,
 ...), so a runtime's threads still spinning after its own runs do not land
 on the other's samples; the run count comes from the per-case time budget
