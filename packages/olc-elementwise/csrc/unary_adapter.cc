@@ -89,36 +89,6 @@ const OpSpec* find_spec(const char* op_type) {
   return nullptr;
 }
 
-const char* dtype_name(int32_t t) {
-  switch (t) {
-    case OLC_DTYPE_FLOAT: return "float32";
-    case OLC_DTYPE_UINT8: return "uint8";
-    case OLC_DTYPE_INT8: return "int8";
-    case OLC_DTYPE_UINT16: return "uint16";
-    case OLC_DTYPE_INT16: return "int16";
-    case OLC_DTYPE_INT32: return "int32";
-    case OLC_DTYPE_INT64: return "int64";
-    case OLC_DTYPE_STRING: return "string";
-    case OLC_DTYPE_BOOL: return "bool";
-    case OLC_DTYPE_FLOAT16: return "float16";
-    case OLC_DTYPE_DOUBLE: return "float64";
-    case OLC_DTYPE_UINT32: return "uint32";
-    case OLC_DTYPE_UINT64: return "uint64";
-    case OLC_DTYPE_BFLOAT16: return "bfloat16";
-    default: return "undefined";
-  }
-}
-
-size_t dtype_size(int32_t t) {
-  switch (t) {
-    case OLC_DTYPE_UINT8: case OLC_DTYPE_INT8: case OLC_DTYPE_BOOL: return 1;
-    case OLC_DTYPE_UINT16: case OLC_DTYPE_INT16: case OLC_DTYPE_FLOAT16: case OLC_DTYPE_BFLOAT16: return 2;
-    case OLC_DTYPE_FLOAT: case OLC_DTYPE_INT32: case OLC_DTYPE_UINT32: return 4;
-    case OLC_DTYPE_DOUBLE: case OLC_DTYPE_INT64: case OLC_DTYPE_UINT64: return 8;
-    default: return 0;
-  }
-}
-
 struct KernelState {
   Op op;
   int32_t in_dtype;
@@ -237,13 +207,13 @@ void* unary_create(const olc_core_api* api, const olc_node_info* node, char* err
   else if (level >= OLC_SIMD_AVX2 && (fn = avx2::select(op, in_dtype))) isa = "avx2";
   else fn = scalar::select(op, in_dtype);
   if (!fn) {
-    fail(error, error_size, "unsupported input type %s", dtype_name(in_dtype));
+    fail(error, error_size, "unsupported input type %s", olc_dtype_name(in_dtype));
     return nullptr;
   }
   const int32_t out_dtype = spec->bool_out ? OLC_DTYPE_BOOL : in_dtype;
   if (node->output_dtypes[0] != OLC_DTYPE_UNDEFINED && node->output_dtypes[0] != out_dtype) {
     fail(error, error_size, "output type %s does not match the op's output type %s",
-         dtype_name(node->output_dtypes[0]), dtype_name(out_dtype));
+         olc_dtype_name(node->output_dtypes[0]), olc_dtype_name(out_dtype));
     return nullptr;
   }
 
@@ -252,8 +222,8 @@ void* unary_create(const olc_core_api* api, const olc_node_info* node, char* err
   st->op = op;
   st->in_dtype = in_dtype;
   st->out_dtype = out_dtype;
-  st->in_size = dtype_size(in_dtype);
-  st->out_size = dtype_size(out_dtype);
+  st->in_size = olc_dtype_size(in_dtype);
+  st->out_size = olc_dtype_size(out_dtype);
   st->fn = fn;
   st->isa = isa;
   st->params = params;
@@ -326,7 +296,7 @@ int32_t unary_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const olc_tensor& in = inputs[0];
   if (in.dtype != st->in_dtype) {
     std::snprintf(msg, sizeof msg, "input 0 has type %s, the kernel was created for %s",
-                  dtype_name(in.dtype), dtype_name(st->in_dtype));
+                  olc_dtype_name(in.dtype), olc_dtype_name(st->in_dtype));
     return api->set_error(ctx, msg);
   }
   int64_t n = 1;
