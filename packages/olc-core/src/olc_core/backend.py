@@ -23,14 +23,6 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 __all__ = ["OlcBackend", "OlcBackendRep", "prepare", "run_model", "run_node", "supports_device"]
 
 
-def _load_model(model: onnx.ModelProto | bytes | str) -> onnx.ModelProto:
-    if isinstance(model, onnx.ModelProto):
-        return model
-    if isinstance(model, bytes):
-        return onnx.load_model_from_string(model)
-    return onnx.load(model)
-
-
 def _feed_names(model: onnx.ModelProto) -> list[str]:
     # Graph inputs that are also initializers have defaults: positional
     # inputs bind only to the others, in graph order.
@@ -97,11 +89,11 @@ class OlcBackend(Backend):
     ) -> OlcBackendRep:
         """Builds a session; ``threads`` and ``strict`` pass through, other
         keyword arguments (test tolerances and the like) are ignored."""
-        from . import Session  # late: keeps ``import olc_core.backend`` cheap and cycle-free
+        from .session import Session, load_model  # late: keeps ``import olc_core.backend`` cheap
 
         if not cls.supports_device(device):
             raise NotImplementedError(f"olc runs on CPU only, not {device!r}")
-        proto = _load_model(model)
+        proto = load_model(model)
         session = Session(
             proto,
             threads=kwargs.get("threads"),

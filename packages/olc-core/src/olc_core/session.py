@@ -100,7 +100,8 @@ def _check_no_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-def _load_model(model: Any) -> onnx.ModelProto:
+def load_model(model: Any) -> onnx.ModelProto:
+    """The ModelProto of a path (external data read beside it), serialized bytes or a proto."""
     if isinstance(model, onnx.ModelProto):
         return _check_no_external_data(model)
     if isinstance(model, (bytes, bytearray, memoryview)):
@@ -264,7 +265,7 @@ class Session:
         record_usage: bool = False,
         participant_limit: int | None = None,
     ):
-        proto = _load_model(model)
+        proto = load_model(model)
         if threads is None:
             threads = default_thread_count()
         if not isinstance(threads, int) or threads < 1:
