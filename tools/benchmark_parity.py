@@ -14,8 +14,8 @@ execution) and run in this one process. Before timing, olc's
 must agree with ORT; a case failing either is reported and not timed. After
 a warm-up, runs alternate in blocks of about 50 ms (at most 1000 runs) whose
 order flips every block pair (olc block, ort block, ort block, olc block,
-...), so a runtime's threads still spinning after its own runs do not land
-on the other's samples; the run count comes from the per-case time budget
+...), with 50 ms of idle time after each block, so a runtime's threads still
+spinning after its own runs do not land on the other's samples; the run count comes from the per-case time budget
 (``--min-time``). Every raw sample (``perf_counter_ns``) is kept in the JSON.
 The ratio is ort_median / olc_median: above 1 means olc is faster.
 
@@ -420,12 +420,15 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
     return result
 
 
-# Runs alternate in blocks of about this long rather than one by one: a
-# runtime's worker threads may keep spinning for a while after its run (ORT's
-# do by default) and would take the cores from whichever runtime ran next,
-# so single-run alternation measures the neighbour's spinning, not the kernel.
+# Runs alternate in blocks of about this long rather than one by one, with an
+# idle gap after each block: a runtime's worker threads may keep spinning for
+# a while after its run (ORT's do by default) and would take the cores from
+# whichever runtime ran next. Measured on 4M-element Abs, 2 threads: without
+# the gap olc's samples had 4-8 ms stalls (a worker time-sliced against ORT's
+# spinner), with it both runtimes start every block from idle.
 BLOCK_NS = 50_000_000
 MAX_BLOCK_RUNS = 1000
+SETTLE_S = 0.05
 
 
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
@@ -460,7 +463,9 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
         k = min(block, pairs - done)
         first, second = ((fb, b), (fa, a)) if flip else ((fa, a), (fb, b))
         run_block(first[0], first[1], k)
+        time.sleep(SETTLE_S)
         run_block(second[0], second[1], k)
+        time.sleep(SETTLE_S)
         done += k
         flip = not flip
     return a, b
