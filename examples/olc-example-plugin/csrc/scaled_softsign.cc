@@ -91,12 +91,8 @@ int32_t run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_ten
   if (n_inputs != 1 || n_outputs != 1) return g_api->set_error(ctx, "expected 1 input and 1 output");
   const olc_tensor& x = inputs[0];
   if (x.dtype != OLC_DTYPE_FLOAT) return g_api->set_error(ctx, "input must be float32");
-  int64_t n = 1;
-  for (int32_t d = 0; d < x.ndim; ++d) {
-    if (x.shape[d] < 0) return g_api->set_error(ctx, "negative dimension in input shape");
-    if (x.shape[d] != 0 && n > INT64_MAX / x.shape[d]) return g_api->set_error(ctx, "input too large");
-    n *= x.shape[d];
-  }
+  const int64_t n = olc_element_count(&x);
+  if (n < 0) return g_api->set_error(ctx, "negative dimension in input shape, or input too large");
   if (n > 0 && x.data == nullptr) return g_api->set_error(ctx, "input has no data");
 
   void* out = g_api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, x.ndim, x.shape);

@@ -50,8 +50,8 @@ int32_t scale_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   auto* s = static_cast<const ScaleState*>(state);
   const olc_tensor& x = inputs[0];
   if (x.dtype != OLC_DTYPE_FLOAT) return s->api->set_error(ctx, "input 0 must be float32");
-  int64_t n = 1;
-  for (int32_t d = 0; d < x.ndim; ++d) n *= x.shape[d];
+  const int64_t n = olc_element_count(&x);
+  if (n < 0) return s->api->set_error(ctx, "input 0 has an invalid shape");
   auto* y = static_cast<float*>(s->api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, x.ndim, x.shape));
   if (!y) return OLC_ERROR;
   ScaleJob job{static_cast<const float*>(x.data), y, s->factor};
@@ -95,8 +95,7 @@ void* addsum_create(const olc_core_api* api, const olc_node_info* node, char* er
     std::snprintf(error, size, "input 0 is reported constant but is a graph input");
     return nullptr;
   }
-  int64_t n = 1;
-  for (int32_t d = 0; d < c.ndim; ++d) n *= c.shape[d];
+  const int64_t n = olc_element_count(&c);
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<const float*>(c.data)[i];
   return new ScaleState{api, sum, 4096};
@@ -106,8 +105,8 @@ int32_t addsum_run(const void* state, olc_context* ctx, int32_t, const olc_tenso
   auto* s = static_cast<const ScaleState*>(state);
   const olc_tensor& x = inputs[0];
   if (x.dtype != OLC_DTYPE_FLOAT) return s->api->set_error(ctx, "input 0 must be float32");
-  int64_t n = 1;
-  for (int32_t d = 0; d < x.ndim; ++d) n *= x.shape[d];
+  const int64_t n = olc_element_count(&x);
+  if (n < 0) return s->api->set_error(ctx, "input 0 has an invalid shape");
   auto* y = static_cast<float*>(s->api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, x.ndim, x.shape));
   if (!y) return OLC_ERROR;
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<const float*>(x.data)[i] + s->factor;

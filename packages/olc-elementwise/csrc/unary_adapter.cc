@@ -299,11 +299,8 @@ int32_t unary_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
                   olc_dtype_name(in.dtype), olc_dtype_name(st->in_dtype));
     return api->set_error(ctx, msg);
   }
-  int64_t n = 1;
-  for (int32_t d = 0; d < in.ndim; ++d) {
-    if (in.shape[d] < 0) return api->set_error(ctx, "input 0 has a negative dimension");
-    n *= in.shape[d];
-  }
+  const int64_t n = olc_element_count(&in);
+  if (n < 0) return api->set_error(ctx, "input 0 has a negative dimension or too many elements");
   if (n > 0 && in.data == nullptr) return api->set_error(ctx, "input 0 has no data");
   void* y = api->allocate_output(ctx, 0, st->out_dtype, in.ndim, in.shape);
   if (!y && n > 0) return OLC_ERROR;

@@ -136,6 +136,18 @@ typedef struct olc_tensor {
   void* data;
 } olc_tensor;
 
+/* Header-only helper: the number of elements of a view, or -1 when a
+ * dimension is negative or the count overflows int64. */
+static inline int64_t olc_element_count(const olc_tensor* t) {
+  int64_t n = 1;
+  for (int32_t d = 0; d < t->ndim; ++d) {
+    const int64_t dim = t->shape[d];
+    if (dim < 0 || (dim != 0 && n > INT64_MAX / dim)) return -1;
+    n *= dim;
+  }
+  return n;
+}
+
 /* ONNX AttributeProto.AttributeType codes used in olc_attribute.type. */
 enum olc_attribute_type {
   OLC_ATTR_FLOAT = 1,
