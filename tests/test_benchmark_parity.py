@@ -33,7 +33,7 @@ def test_quick_unary_report_structure(tmp_path):
     cases = report["cases"]
     assert [(c["op"], c["size"], c["threads"]) for c in cases] == [("Abs", 4096, 1), ("Exp", 4096, 1)]
     for c in cases:
-        assert c["suite"] == "unary" and c["inputs"][0] == {"shape": [4096], "dtype": "float32",
+        assert c["suite"] == "unary" and c["inputs"][0] == {"shape": [4096], "dtype": "float32", "constant": False,
                                                               "generator": c["inputs"][0]["generator"]}
         assert c["status"] in ("ok", "fallback", "wrong-kernel", "mismatch", "error")
         if c["status"] == "ok":
@@ -80,3 +80,60 @@ def test_family_case_function(tmp_path, monkeypatch):
     assert [(c["name"], c["size"], c["opset"], c["suite"]) for c in report["cases"]] == [
         ("Neg 8", 8, 13, "my_cases"), ("Neg 16", 16, 13, "my_cases")]
     assert report["config"]["case_sources"] == {"my_cases:benchmark_cases": "my_cases:benchmark_cases"}
+
+
+FAMILY_MODULE = '''
+import numpy as np
+from onnx import helper, numpy_helper, TensorProto
+
+def _chain():
+    # Two nodes and an initializer: x -> Abs -> Neg -> y (the weight is unused by the chain).
+    g = helper.make_graph(
+        [helper.make_node("Abs", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])], "chain",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(2, np.float32), "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 9
+    return m
+
+def benchmark_cases(sizes):
+    return [
+        {"op": "Neg", "opset": 13, "inputs": [{"shape": [8], "dtype": "float32", "constant": True}],
+         "expected_kernel": "olc_elementwise::Neg", "name": "Neg const", "group": "a"},
+        {"op": "Abs/Neg", "model": _chain, "inputs": [{"shape": [4], "dtype": "float32"}],
+         "expected_kernel": "olc_elementwise::Neg", "name": "chain", "group": "b"},
+    ]
+
+def benchmark_gates():
+    return [{"name": "all at least zero", "group": None, "median_at_least": 0.0, "min_at_least": 0.0},
+            {"name": "group b impossibly fast", "group": "b", "median_at_least": None, "min_at_least": 1e9}]
+
+def benchmark_extras(threads):
+    return [{"name": "answer", "value": 42.0, "unit": "units", "at_least": 40, "detail": f"threads {threads}"},
+            {"name": "too small", "value": 1.0, "unit": "x", "at_least": 2.0}]
+'''
+
+
+def test_family_gates_extras_constants_and_models(tmp_path, monkeypatch):
+    (tmp_path / "fam_cases.py").write_text(FAMILY_MODULE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    out_json = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, str(TOOL), "--cases", "fam_cases", "--threads", "1", "--min-time", "0.005",
+                        "--json", str(out_json), "--enforce"], capture_output=True, text=True, timeout=600)
+    report = json.loads(out_json.read_text())
+    const, chain = report["cases"]
+    # The constant input is an initializer: the model has no graph input, and the case still ran natively.
+    assert const["inputs"][0]["constant"] is True and const["nodes"] == 1
+    assert const["status"] == "ok", const
+    assert chain["status"] == "ok" and chain["nodes"] == 2 and chain["group"] == "b"
+    gates = {g["name"]: g for g in report["gates"]}
+    assert gates["all at least zero"]["passed"]
+    assert not gates["group b impossibly fast"]["passed"]
+    assert "1 cases" in gates["group b impossibly fast"]["detail"]
+    assert gates["answer >= 40 units"]["passed"] and not gates["too small >= 2.0 x"]["passed"]
+    assert [x["name"] for x in report["extras"]] == ["answer", "too small"]
+    assert report["extras"][0]["detail"] == "threads [1]"
+    # Failed gates under --enforce: exit 1, each named on stderr.
+    assert p.returncode == 1
+    assert "gate failed: group b impossibly fast" in p.stderr and "gate failed: too small" in p.stderr

@@ -37,14 +37,29 @@ list of dicts (or anything with those attributes)::
      "outputs": ["float32"],               # optional: default one, the first input's type
      "expected_kernel": "olc_matmul::MatMul",  # optional: default every node native
      "name": "MatMul 512x512", "size": 262144,  # optional labels
+     "group": "gemm",                      # optional: what family gates select
      "rtol": 1e-4, "atol": 1e-5}           # optional tolerances
 
 ``generator`` is a name from GENERATORS or a callable ``(rng, shape, dtype)
--> ndarray``. The function may take a ``sizes`` keyword (the ``--sizes``).
+-> ndarray``. An input with ``"constant": True`` becomes an initializer of
+the model (a weight: olc may pre-pack it at session creation) instead of a
+feed. A case may give ``"model"``: a callable returning a whole ModelProto
+(several nodes, its own initializers); its graph inputs, in order, take the
+arrays generated from ``inputs`` and ``op`` only labels the case. The
+function may take a ``sizes`` keyword (the ``--sizes``).
+
+The module giving the cases may also define
+``benchmark_gates() -> [{"name", "group", "median_at_least", "min_at_least"}]``
+(``group`` None: every case of the suite; either bound may be None), checked
+over the timed cases of the suite (and group), and
+``benchmark_extras(threads) -> [{"name", "value", "unit", "at_least", "detail"}]``
+for figures that are not ratios against onnxruntime (a kernel's GFLOP/s
+against the machine's peak, say); ``at_least`` None reports without a gate.
 
 Gates (``--enforce``, exit 1 when any fails): unary median ratio >= 1.2 and
-every unary case >= 0.95; the two overhead gates above; any case that ran
-on a fallback or disagreed with ORT fails its suite's gate.
+every unary case >= 0.95; the two overhead gates above; the family gates and
+extras; any case that ran on a fallback or disagreed with ORT fails its
+suite's gate.
 """
 
 from __future__ import annotations
@@ -157,6 +172,8 @@ class Case:
     size: int | None = None
     rtol: float = 1e-4
     atol: float = 1e-5
+    group: str | None = None
+    model: Callable[[], Any] | None = None  # builds a multi-node model; inputs feed its graph inputs
 
     @property
     def label(self) -> str:
@@ -175,7 +192,7 @@ def case_from_family(obj: Any, suite: str) -> Case:
     for spec in _field(obj, "inputs"):
         if isinstance(spec, dict):
             inputs.append({"shape": list(spec["shape"]), "dtype": spec.get("dtype", "float32"),
-                           "generator": spec.get("generator", "normal")})
+                           "generator": spec.get("generator", "normal"), "constant": bool(spec.get("constant", False))})
         else:  # (shape, dtype[, generator])
             inputs.append({"shape": list(spec[0]), "dtype": spec[1] if len(spec) > 1 else "float32",
                            "generator": spec[2] if len(spec) > 2 else "normal"})
@@ -189,7 +206,8 @@ def case_from_family(obj: Any, suite: str) -> Case:
                 domain=_field(obj, "domain", "") or "", opset=int(_field(obj, "opset", DEFAULT_OPSET)),
                 attributes=dict(_field(obj, "attributes", {}) or {}), outputs=outputs,
                 expected_kernel=_field(obj, "expected_kernel"), name=_field(obj, "name"), size=size,
-                rtol=float(_field(obj, "rtol", 1e-4)), atol=float(_field(obj, "atol", 1e-5)))
+                rtol=float(_field(obj, "rtol", 1e-4)), atol=float(_field(obj, "atol", 1e-5)),
+                group=_field(obj, "group"), model=_field(obj, "model"))
 
 
 def _call_case_function(fn: Callable[..., Any], sizes: Sequence[int]) -> list[Any]:
@@ -272,15 +290,23 @@ def unary_cases(sizes: Sequence[int]) -> tuple[list[Case], str]:
     return cases, source
 
 
-def family_cases(suite: str, sizes: Sequence[int]) -> tuple[list[Case], str]:
+def family_module(suite: str) -> Any:
+    """The module whose benchmark_cases() gives a family suite."""
     for module_name in (f"olc_{suite}", f"olc_{suite}.benchmarks"):
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
-        fn = getattr(module, "benchmark_cases", None)
-        if fn is not None:
-            return [case_from_family(c, suite) for c in _call_case_function(fn, sizes)], f"{module_name}.benchmark_cases()"
+        if getattr(module, "benchmark_cases", None) is not None:
+            return module
+    return None
+
+
+def family_cases(suite: str, sizes: Sequence[int]) -> tuple[list[Case], str]:
+    module = family_module(suite)
+    if module is not None:
+        return ([case_from_family(c, suite) for c in _call_case_function(module.benchmark_cases, sizes)],
+                f"{module.__name__}.benchmark_cases()")
     raise SystemExit(f"benchmark_parity: unknown suite {suite!r}: not built in (unary, overhead) and no "
                      f"olc_{suite}.benchmark_cases() is installed")
 
@@ -315,17 +341,31 @@ def build_model(nodes: Sequence[Any], inputs: Sequence[tuple[str, str, Sequence[
     return model
 
 
-def case_model(case: Case) -> Any:
-    from onnx import helper
+def case_model(case: Case, arrays: Sequence[np.ndarray]) -> tuple[Any, dict[str, np.ndarray]]:
+    """The case's model and its feeds: a one-node model whose constant inputs
+    are initializers, or the case's own multi-node model fed in input order."""
+    from onnx import helper, numpy_helper
 
+    if case.model is not None:
+        model = case.model()
+        initialized = {t.name for t in model.graph.initializer}
+        names = [i.name for i in model.graph.input if i.name not in initialized]
+        if len(names) != len(arrays):
+            raise ValueError(f"case {case.label!r}: its model has {len(names)} graph inputs, the case gives {len(arrays)}")
+        return model, dict(zip(names, arrays))
     in_names = [f"x{i}" for i in range(len(case.inputs))]
     out_types = case.outputs or [case.inputs[0]["dtype"]]
     out_names = [f"y{i}" for i in range(len(out_types))]
     node = helper.make_node(case.op, in_names, out_names, domain=case.domain, name=case.op.lower(),
                             **case.attributes)
     opsets = {"": case.opset} if case.domain in ("", "ai.onnx") else {"": DEFAULT_OPSET, case.domain: case.opset}
-    return build_model([node], [(n, s["dtype"], s["shape"]) for n, s in zip(in_names, case.inputs)],
-                       list(zip(out_names, out_types)), opsets)
+    fed = [(n, s, a) for n, s, a in zip(in_names, case.inputs, arrays) if not s.get("constant")]
+    model = build_model([node], [(n, s["dtype"], s["shape"]) for n, s, _ in fed],
+                        list(zip(out_names, out_types)), opsets)
+    for n, s, a in zip(in_names, case.inputs, arrays):
+        if s.get("constant"):
+            model.graph.initializer.append(numpy_helper.from_array(a, n))
+    return model, {n: a for n, _, a in fed}
 
 
 def chain_model(length: int) -> Any:
@@ -340,14 +380,18 @@ def chain_model(length: int) -> Any:
     return build_model(nodes, [("x0", "float32", [1])], [("y0", "float32")], {"": DEFAULT_OPSET})
 
 
-def make_feeds(case_inputs: Sequence[dict[str, Any]], seed: int) -> dict[str, np.ndarray]:
+def make_arrays(case_inputs: Sequence[dict[str, Any]], seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
-    feeds = {}
-    for i, spec in enumerate(case_inputs):
+    arrays = []
+    for spec in case_inputs:
         gen = spec.get("generator", "normal")
         gen = GENERATORS[gen] if isinstance(gen, str) else gen
-        feeds[f"x{i}"] = np.ascontiguousarray(gen(rng, tuple(spec["shape"]), _np_dtype(spec["dtype"])))
-    return feeds
+        arrays.append(np.ascontiguousarray(gen(rng, tuple(spec["shape"]), _np_dtype(spec["dtype"]))))
+    return arrays
+
+
+def make_feeds(case_inputs: Sequence[dict[str, Any]], seed: int) -> dict[str, np.ndarray]:
+    return {f"x{i}": a for i, a in enumerate(make_arrays(case_inputs, seed))}
 
 
 # ------------------------------------------------------------------- timing
@@ -475,17 +519,19 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
 
 
 def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, Any]:
-    model = case_model(case)
-    feeds = make_feeds(case.inputs, args.seed)
     rec: dict[str, Any] = {
-        "suite": case.suite, "name": case.label, "op": case.op, "domain": case.domain or "ai.onnx",
+        "suite": case.suite, "group": case.group, "name": case.label, "op": case.op, "domain": case.domain or "ai.onnx",
         "opset": case.opset, "attributes": case.attributes, "size": case.size, "threads": threads,
         "inputs": [{"shape": s["shape"], "dtype": s["dtype"],
-                    "generator": s["generator"] if isinstance(s["generator"], str) else getattr(s["generator"], "__name__", "custom")}
+                    "generator": s["generator"] if isinstance(s["generator"], str) else getattr(s["generator"], "__name__", "custom"),
+                    "constant": bool(s.get("constant"))}
                    for s in case.inputs],
         "expected_kernel": case.expected_kernel,
+        "nodes": None,
     }
     try:
+        model, feeds = case_model(case, make_arrays(case.inputs, args.seed))
+        rec["nodes"] = len(model.graph.node)
         runner, checker = prepare(model, threads, feeds)
         rec.update(verify(case.expected_kernel, checker, runner, case.rtol, case.atol))
     except Exception as exc:  # a case that cannot even be prepared is a finding, not a crash
@@ -577,7 +623,32 @@ def environment(threads: Sequence[int]) -> dict[str, Any]:
     }
 
 
-def summarize(cases: list[dict[str, Any]], enforce_suites: set[str]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _family_gate(suite: str, spec: dict[str, Any], cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """One gate a family declared, over its suite's timed cases (of one group)."""
+    group = spec.get("group")
+    mine = [c for c in cases if c["suite"] == suite and (group is None or c.get("group") == group)]
+    timed = [c for c in mine if c["status"] == "ok"]
+    name = spec.get("name") or f"{suite}{'/' + group if group else ''}"
+    if not timed or len(timed) != len(mine):
+        return _gate(suite, name, False, f"{len(timed)} of {len(mine)} cases timed")
+    ratios = [c["ratio"] for c in timed]
+    med, worst = statistics.median(ratios), min(timed, key=lambda c: c["ratio"])
+    passed = True
+    parts = [f"{len(timed)} cases, median {med:.3f}, min {worst['ratio']:.3f} ({worst['name']}, {worst['threads']}t)"]
+    if spec.get("median_at_least") is not None:
+        passed &= med >= spec["median_at_least"]
+        parts.append(f"median >= {spec['median_at_least']}")
+    if spec.get("min_at_least") is not None:
+        slow = [c for c in timed if c["ratio"] < spec["min_at_least"]]
+        passed &= not slow
+        parts.append(f"min >= {spec['min_at_least']}" +
+                     (": below: " + ", ".join(f"{c['name']}/{c['threads']}t {c['ratio']:.2f}" for c in slow[:8]) if slow else ""))
+    return _gate(suite, name, passed, "; ".join(parts))
+
+
+def summarize(cases: list[dict[str, Any]], enforce_suites: set[str],
+              family_gates: dict[str, list[dict[str, Any]]] | None = None,
+              extras: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     summary: dict[str, Any] = {}
     gates: list[dict[str, Any]] = []
     suites = sorted({c["suite"] for c in cases})
@@ -622,6 +693,14 @@ def summarize(cases: list[dict[str, Any]], enforce_suites: set[str]) -> tuple[di
                                          for c in bad[:5]) + (f" (+{len(bad) - 5} more)" if len(bad) > 5 else "")))
         elif mine:
             gates.append(_gate(suite, f"{suite}: every case native and agreeing with onnxruntime", True, f"{len(mine)} cases"))
+        for spec in (family_gates or {}).get(suite, []):
+            gates.append(_family_gate(suite, spec, cases))
+    for x in extras or []:
+        if x.get("at_least") is not None:
+            gates.append(_gate(x["suite"], f"{x['name']} >= {x['at_least']} {x.get('unit', '')}".rstrip(),
+                               x["value"] is not None and x["value"] >= x["at_least"],
+                               f"{x['value']:.3g} {x.get('unit', '')} {x.get('detail', '')}".strip()
+                               if x["value"] is not None else x.get("detail", "not measured")))
     for g in gates:
         g["enforced"] = g["suite"] in enforce_suites
     return summary, gates
@@ -666,6 +745,13 @@ def markdown(report: dict[str, Any]) -> str:
             status = c["status"] if c["status"] == "ok" else f"{c['status']}: {c.get('detail', '')}".replace("|", "/")
             lines.append(f"| {c['name']} | {c['nodes']} | {c['threads']} | {_us(c.get('olc_median_ns'))} | "
                          f"{_us(c.get('ort_median_ns'))} | {ratio} | {pn_olc} | {pn_ort} | {status} |")
+        lines.append("")
+    if report.get("extras"):
+        lines += ["| suite | figure | value | unit | detail |", "|---|---|---:|---|---|"]
+        for x in report["extras"]:
+            value = "-" if x["value"] is None else f"{x['value']:.4g}"
+            lines.append(f"| {x['suite']} | {x['name']} | {value} | {x.get('unit', '')} | "
+                         f"{str(x.get('detail', '')).replace('|', '/')} |")
         lines.append("")
     lines.append("## Summary")
     lines.append("")
@@ -736,16 +822,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     cases: list[Case] = []
     sources: dict[str, str] = {}
+    gate_modules: dict[str, Any] = {}  # suite -> module that may define benchmark_gates / benchmark_extras
     for suite in args.suite:
         if suite == "overhead":
             continue
         found, source = unary_cases(args.sizes) if suite == "unary" else family_cases(suite, args.sizes)
         cases += found
         sources[suite] = source
+        if suite != "unary":
+            gate_modules[suite] = family_module(suite)
     for spec in args.cases:
-        found = [case_from_family(c, spec.partition(":")[0]) for c in _call_case_function(load_case_function(spec), args.sizes)]
+        module_name = spec.partition(":")[0]
+        found = [case_from_family(c, module_name) for c in _call_case_function(load_case_function(spec), args.sizes)]
         cases += found
         sources[spec] = spec
+        gate_modules[module_name] = importlib.import_module(module_name)
     if ops is not None:
         cases = [c for c in cases if c.op.lower() in ops]
 
@@ -769,14 +860,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                        if rec["status"] == "ok" else f"{rec['status']}: {rec.get('detail', '')}")
                 print(f"overhead {rec['name']} threads {t}: {msg}", file=sys.stderr, flush=True)
 
-    enforce_suites = set() if not args.enforce else {c["suite"] for c in results}
-    summary, gates = summarize(results, enforce_suites)
+    family_gates = {suite: list(m.benchmark_gates()) for suite, m in gate_modules.items()
+                    if getattr(m, "benchmark_gates", None) is not None}
+    extras: list[dict[str, Any]] = []
+    for suite, m in gate_modules.items():
+        fn = getattr(m, "benchmark_extras", None)
+        if fn is None or ops is not None or args.quick:  # extras measure for seconds: not in the smoke
+            continue
+        for x in fn(list(args.threads)):
+            extras.append({"suite": suite, "name": x["name"], "value": x.get("value"), "unit": x.get("unit", ""),
+                           "at_least": x.get("at_least"), "detail": x.get("detail", "")})
+            print(f"{suite} {x['name']}: {x.get('value')} {x.get('unit', '')} {x.get('detail', '')}", file=sys.stderr, flush=True)
+
+    enforce_suites = set() if not args.enforce else {c["suite"] for c in results} | {x["suite"] for x in extras}
+    summary, gates = summarize(results, enforce_suites, family_gates, extras)
     report = {
         "environment": environment(args.threads),
         "config": {"suites": args.suite, "case_sources": sources, "sizes": args.sizes, "threads": args.threads,
                    "min_time_s": args.min_time, "seed": args.seed, "quick": args.quick, "enforce": args.enforce,
                    "ops": sorted(ops) if ops else None},
         "cases": results,
+        "extras": extras,
         "summary": summary,
         "gates": gates,
     }
