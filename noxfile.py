@@ -2,7 +2,7 @@
 
     nox -s tests          everything CI runs, in one venv (each wheel built once)
     nox -s demo           olc run on the built-in demo model, compared with onnxruntime
-    nox -s core | elementwise | example_plugin | conformance
+    nox -s core | elementwise | matmul | normalization | tensor | example_plugin | conformance
     nox -s bench -- --enforce
     nox -s lint
     nox -s sanitize       core + elementwise built with ASan/UBSan, their tests under it
@@ -181,6 +181,31 @@ def elementwise(session: nox.Session) -> None:
     _pytest(session, _tests_of("olc-elementwise"))
 
 
+def _family_session(session: nox.Session, dist: str) -> None:
+    if not (ROOT / "packages" / dist / "pyproject.toml").is_file():
+        session.skip(f"{dist} is not in this tree")
+    _install(session, [CORE, dist], *TEST_DEPS)
+    _pytest(session, _tests_of(dist))
+
+
+@nox.session
+def matmul(session: nox.Session) -> None:
+    """olc-core + olc-matmul and the matmul tests."""
+    _family_session(session, "olc-matmul")
+
+
+@nox.session
+def normalization(session: nox.Session) -> None:
+    """olc-core + olc-normalization and the normalization tests."""
+    _family_session(session, "olc-normalization")
+
+
+@nox.session
+def tensor(session: nox.Session) -> None:
+    """olc-core + olc-tensor and the tensor tests."""
+    _family_session(session, "olc-tensor")
+
+
 @nox.session
 def example_plugin(session: nox.Session) -> None:
     """The third-party plugin example, built against the olc-core wheel."""
@@ -190,15 +215,15 @@ def example_plugin(session: nox.Session) -> None:
 
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """The ONNX backend node suite on olc (core + elementwise)."""
-    _install(session, [CORE, "olc-elementwise"], *TEST_DEPS)
+    """The ONNX backend node suite on olc (core + every family)."""
+    _install(session, [CORE, *_families()], *TEST_DEPS)
     _pytest(session, "tests/conformance")
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
     """Run the built-in demo model through olc and compare with onnxruntime."""
-    _install(session, [CORE, "olc-elementwise"], "onnxruntime>=1.17")
+    _install(session, [CORE, *_families()], "onnxruntime>=1.17")
     session.run("olc", "info")
     session.run("olc", "run", "--compare", "onnxruntime", *session.posargs)
 
