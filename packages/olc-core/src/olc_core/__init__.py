@@ -2,7 +2,8 @@
 
 Public surface: :class:`Session`, :func:`registered_kernels`, :class:`KernelRegistration`,
 :data:`hookimpl`, SIMD detection (:func:`simd_level`, :func:`cpu_features`, :func:`simd_cap`),
-:mod:`olc_core.tuning`, :func:`get_include` and the exceptions.
+:mod:`olc_core.tuning`, :func:`get_include`, the graph-pass records (:class:`GraphPass`,
+:class:`GraphPassContext`, :class:`Rewrite`, :func:`graph_passes`) and the exceptions.
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ import os
 
 from . import _native, tuning
 from .errors import DispatchConflictError, InvalidModelError, NoKernelError, OlcError
+from .graph_passes import FUSED_DOMAIN, GraphPass, GraphPassContext, Rewrite
 from .hookspecs import ENTRY_POINT_GROUP, hookimpl
 from .registration import KernelRegistration
-from .registry import plugin_load_errors, plugins, register_plugin, registered_kernels, unregister_plugin
+from .registry import graph_passes, plugin_load_errors, plugins, register_plugin, registered_kernels, unregister_plugin
 from .session import NodeArg, NodeInfo, PlanEntry, Session
 from .simd import SIMD_LEVELS, cpu_features, detected_simd_level, simd_cap, simd_level
 from .threads import default_thread_count
@@ -32,8 +34,11 @@ def get_include() -> str:
 __all__ = [
     "ABI_VERSION",
     "ENTRY_POINT_GROUP",
+    "FUSED_DOMAIN",
     "SIMD_LEVELS",
     "DispatchConflictError",
+    "GraphPass",
+    "GraphPassContext",
     "InvalidModelError",
     "KernelRegistration",
     "NoKernelError",
@@ -41,11 +46,13 @@ __all__ = [
     "NodeInfo",
     "OlcError",
     "PlanEntry",
+    "Rewrite",
     "Session",
     "cpu_features",
     "default_thread_count",
     "detected_simd_level",
     "get_include",
+    "graph_passes",
     "hookimpl",
     "plugin_load_errors",
     "plugins",

@@ -1,7 +1,7 @@
 """The ``olc`` command line: run a model, list kernels, describe the machine.
 
     olc run [MODEL] [--threads N] [--compare onnxruntime|none] [--repeat K]
-            [--strict] [--seed S] [--dim NAME=VALUE ...] [--debug]
+            [--strict] [--no-fusion] [--seed S] [--dim NAME=VALUE ...] [--debug]
     olc kernels [--family F] [--op OP] [--json]
     olc info [--json]
 
@@ -269,7 +269,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         _progress(f"input {name}: {dtype} {list(shape)}")
 
     _progress(f"preparing an olc session for the {label}")
-    session = olc_core.Session(model, threads=args.threads, strict=args.strict, record_usage=True)
+    session = olc_core.Session(model, threads=args.threads, strict=args.strict, record_usage=True,
+                               fusion=args.fusion)
     threads = int(session.threads)
     output_names = [o.name for o in model.graph.output]
 
@@ -290,7 +291,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"kernels run: {len(usage)}")
     result["plan"] = [
         {"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel,
-         "native": bool(e.native), "reason": e.reason} for e in plan
+         "native": bool(e.native), "reason": e.reason,
+         "fused_nodes": [list(f) for f in getattr(e, "fused_nodes", ())]} for e in plan
     ]
 
     status = EXIT_OK
@@ -545,6 +547,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare with onnxruntime (default: on for the demo when onnxruntime is installed)")
     r.add_argument("--repeat", type=int, default=20, help="timed runs per runtime for --compare (default 20; 0: no timing)")
     r.add_argument("--strict", action="store_true", help="refuse fallbacks (error when a node has no native kernel)")
+    r.add_argument("--no-fusion", dest="fusion", action="store_false",
+                   help="run every node on its own kernel (no fusion graph passes)")
     r.add_argument("--seed", type=int, default=0, help="seed for the random inputs (default 0)")
     r.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help=f"size of a symbolic dimension (default {DEFAULT_SYMBOLIC_DIM}; the demo's batch is "

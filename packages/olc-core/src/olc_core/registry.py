@@ -14,6 +14,7 @@ import pluggy
 
 from . import hookspecs
 from .errors import DispatchConflictError
+from .graph_passes import GraphPass
 from .registration import KernelRegistration, normalize_domain
 
 AUTOLOAD_ENV = "OLC_DISABLE_PLUGIN_AUTOLOAD"
@@ -21,6 +22,7 @@ AUTOLOAD_ENV = "OLC_DISABLE_PLUGIN_AUTOLOAD"
 _lock = threading.RLock()
 _manager: pluggy.PluginManager | None = None
 _table: DispatchTable | None = None
+_passes: tuple[GraphPass, ...] | None = None
 _load_errors: list[str] = []
 
 
@@ -69,19 +71,21 @@ def plugin_manager() -> pluggy.PluginManager:
 
 def register_plugin(plugin: object, name: str | None = None) -> None:
     """Registers an in-process plugin (an object or module implementing the hooks)."""
-    global _table
+    global _table, _passes
     with _lock:
         pm = plugin_manager()
         pm.register(plugin, name=name)
         pm.check_pending()
         _table = None
+        _passes = None
 
 
 def unregister_plugin(plugin: object) -> None:
-    global _table
+    global _table, _passes
     with _lock:
         plugin_manager().unregister(plugin)
         _table = None
+        _passes = None
 
 
 def plugin_load_errors() -> list[str]:
@@ -191,3 +195,36 @@ def dispatch_table() -> DispatchTable:
 def registered_kernels() -> tuple[KernelRegistration, ...]:
     """Every registration of every installed plugin, in dispatch order per operator."""
     return dispatch_table().registrations
+
+
+def graph_passes() -> tuple[GraphPass, ...]:
+    """The graph passes of every installed plugin, ordered by (family, name).
+
+    Two passes with the same name are an error naming both plugins.
+    """
+    global _passes
+    with _lock:
+        if _passes is None:
+            found: list[tuple[GraphPass, str]] = []
+            for impl in plugin_manager().hook.olc_register_graph_passes.get_hookimpls():
+                for p in cast(Iterable[object], impl.function() or ()):
+                    if not isinstance(p, GraphPass):
+                        raise TypeError(
+                            f"plugin {impl.plugin_name!r} returned {type(p).__name__}, expected GraphPass"
+                        )
+                    found.append((p, impl.plugin_name))
+            by_name: dict[str, str] = {}
+            unique: list[GraphPass] = []
+            seen: set[int] = set()
+            for p, plugin_name in found:
+                if id(p) in seen:
+                    continue
+                seen.add(id(p))
+                if p.name in by_name:
+                    raise DispatchConflictError(
+                        f"graph pass {p.name!r} is offered by plugins {by_name[p.name]!r} and {plugin_name!r}"
+                    )
+                by_name[p.name] = plugin_name
+                unique.append(p)
+            _passes = tuple(sorted(unique, key=lambda p: (p.family, p.name)))
+        return _passes

@@ -15,8 +15,9 @@ from onnx import helper, numpy_helper
 
 from . import _native
 from .errors import InvalidModelError, NoKernelError, OlcError
+from .graph_passes import GraphPassContext, build_context, describe_replaced, validate_rewrite
 from .registration import KernelRegistration, normalize_domain
-from .registry import dispatch_table
+from .registry import dispatch_table, graph_passes
 from .threads import default_thread_count
 
 FALLBACK_LIBRARY = "onnx.reference"
@@ -61,6 +62,10 @@ class PlanEntry:
     kernel: str
     native: bool
     reason: str
+    # A node made by a graph pass: (name, op_type) of each original node it
+    # replaced, in graph order, and the pass that made it. Empty otherwise.
+    fused_nodes: tuple[tuple[str, str], ...] = ()
+    graph_pass: str = ""
 
 
 @dataclass(frozen=True)
@@ -255,6 +260,10 @@ class Session:
     ``record_usage=True`` records the kernels each run used
     (:meth:`kernel_usage`); it costs nothing when off.
     ``participant_limit`` caps the threads any single kernel call may use.
+    ``fusion=False`` turns the fusion graph passes off (every node then runs
+    on its own kernel); with it on, a group of nodes a family's pass fuses
+    shows in :meth:`kernel_plan` as one entry whose ``fused_nodes`` lists
+    the original nodes.
     """
 
     def __init__(
@@ -264,6 +273,7 @@ class Session:
         strict: bool = False,
         record_usage: bool = False,
         participant_limit: int | None = None,
+        fusion: bool = True,
     ):
         proto = load_model(model)
         if threads is None:
@@ -272,6 +282,7 @@ class Session:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         self._strict = bool(strict)
         self._threads = threads
+        self._fusion = bool(fusion)
         # onnx.checker is not used: it refuses models onnxruntime runs (an output
         # without a shape, say). The structural checks that matter for running
         # (defined inputs, topological order, opset imports) are made below.
@@ -311,6 +322,17 @@ class Session:
             if name not in graph_inputs:
                 self._constants[name] = value
 
+        fused = self._apply_graph_passes(graph, opsets) if self._fusion else {}
+        replaced = {i for _, indices, _ in fused.values() for i in indices}
+        # A fused node stands at the position of the last node it replaces.
+        order: list[tuple[int, onnx.NodeProto, Any]] = []
+        for index, node in enumerate(graph.node):
+            if index in fused:
+                rw_node, _, prepared = fused[index]
+                order.append((index, rw_node, prepared))
+            elif index not in replaced:
+                order.append((index, node, None))
+
         first_consumer: dict[str, str] = {}
         for index, node in enumerate(graph.node):
             for name in node.input:
@@ -335,10 +357,27 @@ class Session:
         available = set(initializers) | {vi.name for vi in graph.input}
         steps: list[tuple[str, Any, list[int], list[int], str, str]] = []
         table = dispatch_table()
-        for index, node in enumerate(graph.node):
+        for index, node, prepared in order:
             node_name = node.name or f"{node.op_type}_{index}"
             label = _label(node_name, node.op_type)
             domain = normalize_domain(node.domain)
+            if prepared is not None:
+                for name in node.input:
+                    if name and name not in available:
+                        raise InvalidModelError(
+                            f"{label}: input '{name}' is produced by no earlier node, initializer or graph input"
+                        )
+                in_slots = [slot_of(n) if n else -1 for n in node.input]
+                out_slots = [slot_of(n) for n in node.output]
+                available.update(n for n in node.output if n)
+                reg, kernel, replaced_desc, pass_name = prepared
+                steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
+                self._plan_entries.append(
+                    PlanEntry(node_name, domain, node.op_type, reg.kernel_name, True,
+                              f"fused by {pass_name}: " + ", ".join(f"{n} ({op})" for n, op in replaced_desc),
+                              replaced_desc, pass_name)
+                )
+                continue
             for name in node.input:
                 if name and name not in available:
                     raise InvalidModelError(
@@ -442,6 +481,69 @@ class Session:
                 plan.add_python_step(obj, ins, outs, rel, label, kname)
         self._plan = plan
 
+    def _apply_graph_passes(
+        self, graph: onnx.GraphProto, opsets: Mapping[str, int]
+    ) -> dict[int, tuple[onnx.NodeProto, list[int], Any]]:
+        """Runs the fusion passes; {index of the last replaced node: (node, replaced indices, prepared)}.
+
+        A rewrite is kept only when it is well formed and a registered native
+        kernel accepts the replacement node (created here, once); otherwise
+        the original nodes run. Types come from whole-model inference.
+        """
+        passes = [p for p in graph_passes() if p.kind == "fusion"]
+        if not passes or not len(graph.node):
+            return {}
+        names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(graph.node)]
+        if len(set(names)) != len(names):
+            return {}  # rewrites name the nodes they replace: names must be unique
+        ctx: GraphPassContext = build_context(
+            graph, names, self._types, self._constants, opsets, [_subgraph_outer_names(n) for n in graph.node]
+        )
+        table = dispatch_table()
+        taken: set[int] = set()
+        result: dict[int, tuple[onnx.NodeProto, list[int], Any]] = {}
+        used_names = set(names)
+        for gp in passes:
+            try:
+                rewrites = list(gp.run(ctx) or ())
+            except Exception as exc:  # noqa: BLE001 - a broken pass must not break the model
+                raise OlcError(f"graph pass {gp.name!r} ({gp.family}) failed: {type(exc).__name__}: {exc}") from exc
+            for rw in rewrites:
+                indices, _why = validate_rewrite(ctx, rw, taken)
+                if indices is None:
+                    continue
+                node = rw.node
+                name = node.name or f"{node.op_type}_{names[indices[-1]]}"
+                if name in used_names:
+                    continue
+                prepared = self._prepare_fused(table, node, name)
+                if prepared is None:
+                    continue
+                reg, kernel = prepared
+                used_names.add(name)
+                taken.update(indices)
+                if not node.name:
+                    node = onnx.NodeProto()
+                    node.CopyFrom(rw.node)
+                    node.name = name
+                result[indices[-1]] = (node, indices, (reg, kernel, describe_replaced(ctx, indices), gp.name))
+        return result
+
+    def _prepare_fused(self, table: Any, node: onnx.NodeProto, name: str) -> tuple[KernelRegistration, Any] | None:
+        """The registration and created native kernel of a replacement node, or None."""
+        domain = normalize_domain(node.domain)
+        input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else None for n in node.input)
+        if any(_tensor_elem(self._types.get(n)) == 0 for n in node.output if n):
+            return None
+        reg, _ = self._choose(table, node, domain, 1, input_types)
+        if reg is None or not isinstance(reg.factory, _CAPSULE_TYPE):
+            return None
+        try:
+            kernel = _native.create_kernel(reg.factory, self._native_node_info(node, name, domain, 1))
+        except Exception:  # noqa: BLE001 - the kernel refused: run the original nodes
+            return None
+        return reg, kernel
+
     @staticmethod
     def _choose(
         table: Any, node: onnx.NodeProto, domain: str, opset: int, input_types: tuple[str | None, ...]
@@ -536,6 +638,10 @@ class Session:
     @property
     def strict(self) -> bool:
         return self._strict
+
+    @property
+    def fusion(self) -> bool:
+        return self._fusion
 
 
 _CAPSULE_TYPE = type(_native._C_API)

@@ -1,0 +1,202 @@
+"""Graph passes: rewrites a kernel family offers before kernels are chosen.
+
+A family returns :class:`GraphPass` records from the
+``olc_register_graph_passes`` hook. When a session is created with
+``fusion=True`` (the default), each pass is called once with a
+:class:`GraphPassContext` (the graph after loading and type/shape inference)
+and returns :class:`Rewrite` records: one replacement node standing for a
+group of original nodes. The session, not the pass, decides whether a
+rewrite is applied: it checks the rewrite is well formed (see
+:func:`validate_rewrite`) and that a registered native kernel accepts the
+replacement node (its ``create()`` succeeds); otherwise the original nodes
+run as if the pass had not been there. Passes never mutate the graph.
+
+Replacement nodes use a domain of their own (the elementwise family uses
+``olc.fused``); the session runs them at opset 1 of that domain without the
+model importing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+import numpy as np
+import onnx
+
+from .registration import normalize_domain
+
+# The domain of replacement nodes made by the passes shipped with olc.
+FUSED_DOMAIN = "olc.fused"
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """One replacement node and the names of the original nodes it replaces.
+
+    ``node.output`` must be outputs of the replaced nodes; every other output
+    of a replaced node must be read by no node outside the group and must
+    not be a graph output. ``node.input`` must be values the group reads
+    from outside itself.
+    """
+
+    node: onnx.NodeProto
+    replaces: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "replaces", tuple(self.replaces))
+
+
+@dataclass(frozen=True)
+class GraphPassContext:
+    """What a pass sees: the graph, types, consumers, outputs and constants.
+
+    ``node_names[i]`` is the name the session uses for ``graph.node[i]``
+    (its own name, or ``f"{op_type}_{i}"`` when it has none).
+    ``consumers[value]`` lists the indices of the nodes reading ``value``
+    (subgraph reads of outer values included). ``constants`` holds the
+    initializers no feed can replace.
+    """
+
+    graph: onnx.GraphProto
+    node_names: tuple[str, ...]
+    value_types: Mapping[str, onnx.TypeProto]
+    graph_outputs: frozenset[str]
+    consumers: Mapping[str, tuple[int, ...]]
+    constants: Mapping[str, np.ndarray]
+    opsets: Mapping[str, int]
+
+    def elem_type(self, name: str) -> int:
+        """The ONNX element type code of a value, 0 when not known."""
+        tp = self.value_types.get(name)
+        if tp is not None and tp.WhichOneof("value") == "tensor_type":
+            return int(tp.tensor_type.elem_type)
+        return 0
+
+    def shape(self, name: str) -> tuple[int | str | None, ...] | None:
+        """The inferred shape (ints, symbolic names or None per dimension), or None."""
+        tp = self.value_types.get(name)
+        if tp is None or tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.HasField("shape"):
+            return None
+        dims: list[int | str | None] = []
+        for d in tp.tensor_type.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+            elif d.HasField("dim_param"):
+                dims.append(d.dim_param)
+            else:
+                dims.append(None)
+        return tuple(dims)
+
+
+@dataclass(frozen=True)
+class GraphPass:
+    """A named rewrite function offered by a family.
+
+    ``run(context) -> Sequence[Rewrite]``. ``kind`` says what turns the pass
+    on: ``"fusion"`` passes run only when the session's ``fusion`` is on.
+    """
+
+    name: str
+    family: str
+    run: Callable[[GraphPassContext], Sequence[Rewrite]] = field(compare=False)
+    kind: str = "fusion"
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValueError("a graph pass needs a name")
+        if self.kind != "fusion":
+            raise ValueError(f"graph pass {self.name!r}: unknown kind {self.kind!r} (only 'fusion' exists)")
+
+
+def build_context(
+    graph: onnx.GraphProto,
+    node_names: Sequence[str],
+    value_types: Mapping[str, onnx.TypeProto],
+    constants: Mapping[str, np.ndarray],
+    opsets: Mapping[str, int],
+    subgraph_reads: Sequence[Sequence[str]],
+) -> GraphPassContext:
+    """The context of one graph; ``subgraph_reads[i]`` are the outer names node i's subgraphs read."""
+    consumers: dict[str, list[int]] = {}
+    for index, node in enumerate(graph.node):
+        for name in list(node.input) + list(subgraph_reads[index]):
+            if name:
+                lst = consumers.setdefault(name, [])
+                if not lst or lst[-1] != index:
+                    lst.append(index)
+    return GraphPassContext(
+        graph=graph,
+        node_names=tuple(node_names),
+        value_types=MappingProxyType(dict(value_types)),
+        graph_outputs=frozenset(vi.name for vi in graph.output),
+        consumers=MappingProxyType({k: tuple(v) for k, v in consumers.items()}),
+        constants=MappingProxyType(dict(constants)),
+        opsets=MappingProxyType(dict(opsets)),
+    )
+
+
+def validate_rewrite(ctx: GraphPassContext, rewrite: Rewrite, taken: set[int]) -> tuple[list[int] | None, str]:
+    """The indices of the replaced nodes (sorted), or None and why the rewrite is refused.
+
+    ``taken`` holds the indices already replaced by accepted rewrites.
+    """
+    index_of = {n: i for i, n in enumerate(ctx.node_names)}
+    if not isinstance(rewrite, Rewrite):
+        return None, f"expected a Rewrite, got {type(rewrite).__name__}"
+    if not rewrite.replaces:
+        return None, "it replaces no node"
+    indices: list[int] = []
+    for name in rewrite.replaces:
+        i = index_of.get(name)
+        if i is None:
+            return None, f"node '{name}' is not in the graph"
+        if i in taken or i in indices:
+            return None, f"node '{name}' is already replaced"
+        indices.append(i)
+    indices.sort()
+    group = set(indices)
+    produced: set[str] = set()
+    for i in indices:
+        produced.update(n for n in ctx.graph.node[i].output if n)
+    new_outputs = [n for n in rewrite.node.output if n]
+    if not new_outputs:
+        return None, "the replacement node has no output"
+    for n in new_outputs:
+        if n not in produced:
+            return None, f"output '{n}' is not produced by the replaced nodes"
+    for n in produced - set(new_outputs):
+        if n in ctx.graph_outputs:
+            return None, f"'{n}' is a graph output the replacement would drop"
+        if any(c not in group for c in ctx.consumers.get(n, ())):
+            return None, f"'{n}' is read by a node outside the group"
+    for n in rewrite.node.input:
+        if n and n in produced:
+            return None, f"input '{n}' is produced inside the group"
+    # Inside the group, a value is read only after the node making it.
+    made: set[str] = set()
+    for i in indices:
+        node = ctx.graph.node[i]
+        if normalize_domain(node.domain) not in ctx.opsets:
+            return None, f"node '{ctx.node_names[i]}' has a domain the model does not import"
+        for n in node.input:
+            if n and n in produced and n not in made:
+                return None, f"node '{ctx.node_names[i]}' reads '{n}' before the group makes it"
+        made.update(n for n in node.output if n)
+    # Every input must exist before the last replaced node runs: either an
+    # outer input of some replaced node, or a value defined before it.
+    outer_inputs = {n for i in indices for n in ctx.graph.node[i].input if n and n not in produced}
+    for n in rewrite.node.input:
+        if n and n not in outer_inputs:
+            return None, f"input '{n}' is not read by the replaced nodes"
+    for a in rewrite.node.attribute:
+        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            return None, "a replacement node may not hold subgraphs"
+    return indices, ""
+
+
+def describe_replaced(ctx: GraphPassContext, indices: Sequence[int]) -> tuple[tuple[str, str], ...]:
+    """(name, op_type) of each replaced node, in graph order."""
+    return tuple((ctx.node_names[i], ctx.graph.node[i].op_type) for i in indices)

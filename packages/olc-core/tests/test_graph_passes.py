@@ -1,0 +1,247 @@
+"""Graph passes: the hook, the session applying rewrites, and every refusal path.
+
+The passes here rewrite chains of the core test kernel ``test.olc::Scale``
+(y = factor * x, native) into one Scale node whose factor is the product.
+The oracle is numpy on the original chain.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+import olc_core
+from olc_core import GraphPass, KernelRegistration, Rewrite, _native, hookimpl
+from olc_core.cli import build_parser
+
+
+def tensor(name, shape=(4,)):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, list(shape))
+
+
+def scale_chain(factors, extra_outputs=(), extra_nodes=()):
+    names = ["x"] + [f"y{i}" for i in range(len(factors))]
+    nodes = [
+        helper.make_node("Scale", [names[i]], [names[i + 1]], domain="test.olc", name=f"s{i}", factor=float(f))
+        for i, f in enumerate(factors)
+    ] + list(extra_nodes)
+    outputs = [tensor(names[-1])] + [tensor(n) for n in extra_outputs]
+    graph = helper.make_graph(nodes, "g", [tensor("x")], outputs)
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.olc", 1)]
+    )
+
+
+def fuse_all_scales(ctx, op_type="Scale", factor_attr=None, check=True):
+    """One rewrite over every Scale node (a chain), as a careless pass might propose."""
+    idx = [i for i, n in enumerate(ctx.graph.node) if n.op_type == "Scale"]
+    if len(idx) < 2:
+        return []
+    first, last = ctx.graph.node[idx[0]], ctx.graph.node[idx[-1]]
+    product = 1.0
+    for i in idx:
+        product *= helper.get_attribute_value(ctx.graph.node[i].attribute[0])
+    attrs = {"factor": product} if factor_attr is None else factor_attr
+    node = helper.make_node(op_type, [first.input[0]], [last.output[0]], domain="test.olc", **attrs)
+    return [Rewrite(node, tuple(ctx.node_names[i] for i in idx))]
+
+
+class PassPlugin:
+    def __init__(self, run=fuse_all_scales, name="scale-chain", with_kernels=True):
+        self.calls = 0
+        self.with_kernels = with_kernels
+
+        def counted(ctx):
+            self.calls += 1
+            self.ctx = ctx
+            return run(ctx)
+
+        self.gp = GraphPass(name, "olc-core-tests", counted, description="Scale(Scale(x)) -> Scale(x)")
+
+    @hookimpl
+    def olc_register_kernels(self):
+        if not self.with_kernels:
+            return []
+        return [
+            KernelRegistration("test.olc", "Scale", "olc_core_test::Scale", {"T": ("float32",)}, ("T",),
+                               _native._test_vtable("scale"), outputs=("T",), family="olc-core-tests"),
+        ]
+
+    @hookimpl
+    def olc_register_graph_passes(self):
+        return [self.gp]
+
+
+@pytest.fixture
+def register():
+    plugins = []
+
+    def add(plugin):
+        olc_core.register_plugin(plugin, name=f"graph-pass-tests-{len(plugins)}")
+        plugins.append(plugin)
+        return plugin
+
+    yield add
+    for p in plugins:
+        olc_core.unregister_plugin(p)
+
+
+X = np.array([1.0, -2.0, 3.5, 0.25], np.float32)
+
+
+def test_chain_is_fused_and_plan_lists_the_originals(register):
+    plugin = register(PassPlugin())
+    s = olc_core.Session(scale_chain([2.0, -3.0, 0.5]), record_usage=True)
+    plan = s.kernel_plan()
+    assert len(plan) == 1
+    (entry,) = plan
+    assert entry.fused_nodes == (("s0", "Scale"), ("s1", "Scale"), ("s2", "Scale"))
+    assert entry.graph_pass == "scale-chain"
+    assert entry.native and entry.kernel == "olc_core_test::Scale"
+    assert "fused by scale-chain" in entry.reason and "s1 (Scale)" in entry.reason
+    (y,) = s.run(None, {"x": X})
+    np.testing.assert_array_equal(y, X * np.float32(-3.0))
+    assert s.kernel_usage() == ["olc_core_test::Scale"]
+    # The pass saw the inferred graph: consumers and outputs.
+    assert plugin.ctx.consumers["y0"] == (1,)
+    assert plugin.ctx.graph_outputs == frozenset({"y2"})
+    assert plugin.ctx.elem_type("x") == TensorProto.FLOAT and plugin.ctx.shape("x") == (4,)
+
+
+def test_fusion_off_per_session(register):
+    plugin = register(PassPlugin())
+    s = olc_core.Session(scale_chain([2.0, -3.0]), fusion=False, record_usage=True)
+    assert plugin.calls == 0
+    assert not s.fusion
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
+    assert all(e.fused_nodes == () for e in s.kernel_plan())
+    (y,) = s.run(None, {"x": X})
+    np.testing.assert_array_equal(y, X * np.float32(-6.0))
+    assert s.kernel_usage() == ["olc_core_test::Scale"] * 2
+
+
+def test_kernel_refusing_the_node_keeps_the_originals(register):
+    # factor given as an int: the Scale kernel's create() refuses it.
+    register(PassPlugin(run=lambda ctx: fuse_all_scales(ctx, factor_attr={"factor": 3})))
+    s = olc_core.Session(scale_chain([2.0, 3.0]))
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
+    np.testing.assert_array_equal(s.run(None, {"x": X})[0], X * 6)
+
+
+def test_unregistered_replacement_keeps_the_originals_even_in_strict_mode(register):
+    register(PassPlugin(run=lambda ctx: fuse_all_scales(ctx, op_type="NoSuchOp")))
+    s = olc_core.Session(scale_chain([2.0, 3.0]), strict=True)
+    assert [e.kernel for e in s.kernel_plan()] == ["olc_core_test::Scale"] * 2
+    np.testing.assert_array_equal(s.run(None, {"x": X})[0], X * 6)
+
+
+def test_strict_mode_is_not_weakened(register):
+    # The originals have no kernel; a rewrite the session refuses must not hide that.
+    register(PassPlugin(run=lambda ctx: fuse_all_scales(ctx, op_type="NoSuchOp"), with_kernels=False))
+    with pytest.raises(olc_core.NoKernelError):
+        olc_core.Session(scale_chain([2.0, 3.0]), strict=True)
+
+
+def test_intermediate_read_elsewhere_is_not_fused(register):
+    extra = helper.make_node("Scale", ["y0"], ["z"], domain="test.olc", name="other", factor=10.0)
+
+    def fuse_s0_s1(ctx):
+        node = helper.make_node("Scale", ["x"], ["y1"], domain="test.olc", factor=6.0)
+        return [Rewrite(node, ("s0", "s1"))]
+
+    register(PassPlugin(run=fuse_s0_s1))
+    s = olc_core.Session(scale_chain([2.0, 3.0], extra_outputs=["z"], extra_nodes=[extra]))
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1", "other"]
+    y, z = s.run(None, {"x": X})
+    np.testing.assert_array_equal(y, X * 6)
+    np.testing.assert_array_equal(z, X * 20)
+
+
+def test_intermediate_graph_output_is_not_fused(register):
+    register(PassPlugin())
+    s = olc_core.Session(scale_chain([2.0, 3.0], extra_outputs=["y0"]))
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
+    y, y0 = s.run(None, {"x": X})
+    np.testing.assert_array_equal(y, X * 6)
+    np.testing.assert_array_equal(y0, X * 2)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: Rewrite(helper.make_node("Scale", ["x"], ["y1"], domain="test.olc", factor=6.0), ("s0", "nope")),
+        lambda: Rewrite(helper.make_node("Scale", ["x"], ["q"], domain="test.olc", factor=6.0), ("s0", "s1")),
+        lambda: Rewrite(helper.make_node("Scale", ["y0"], ["y1"], domain="test.olc", factor=6.0), ("s0", "s1")),
+        lambda: Rewrite(helper.make_node("Scale", ["x"], ["y1"], domain="test.olc", factor=6.0), ()),
+    ],
+    ids=["unknown-node", "unknown-output", "input-from-inside", "empty"],
+)
+def test_malformed_rewrites_are_ignored(register, bad):
+    register(PassPlugin(run=lambda ctx: [bad()]))
+    s = olc_core.Session(scale_chain([2.0, 3.0]))
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
+    np.testing.assert_array_equal(s.run(None, {"x": X})[0], X * 6)
+
+
+def test_a_node_is_replaced_once(register):
+    def twice(ctx):
+        return fuse_all_scales(ctx) + fuse_all_scales(ctx)
+
+    register(PassPlugin(run=twice))
+    s = olc_core.Session(scale_chain([2.0, 3.0]))
+    assert len(s.kernel_plan()) == 1
+
+
+def test_failing_pass_names_itself(register):
+    def broken(ctx):
+        raise RuntimeError("boom")
+
+    register(PassPlugin(run=broken, name="broken-pass"))
+    with pytest.raises(olc_core.OlcError, match="graph pass 'broken-pass'.*boom"):
+        olc_core.Session(scale_chain([2.0, 3.0]))
+
+
+def test_duplicate_pass_names_are_a_conflict(register):
+    register(PassPlugin(name="same"))
+    register(PassPlugin(name="same", with_kernels=False))
+    with pytest.raises(olc_core.DispatchConflictError, match="'same'"):
+        olc_core.graph_passes()
+
+
+def test_graph_pass_record_validation():
+    with pytest.raises(ValueError):
+        GraphPass("", "f", lambda ctx: [])
+    with pytest.raises(ValueError):
+        GraphPass("p", "f", lambda ctx: [], kind="layout")
+
+
+def test_hook_is_documented_with_its_signature():
+    from olc_core import hookspecs
+
+    spec = hookspecs.olc_register_graph_passes
+    assert spec.__doc__ and "fusion" in spec.__doc__
+    import inspect
+
+    assert list(inspect.signature(spec).parameters) == []
+
+
+def test_cli_no_fusion_flag():
+    parser = build_parser()
+    assert parser.parse_args(["run", "m.onnx"]).fusion is True
+    assert parser.parse_args(["run", "m.onnx", "--no-fusion"]).fusion is False
+
+
+def test_cli_run_no_fusion_plan(register, tmp_path, capsys):
+    register(PassPlugin())
+    path = tmp_path / "chain.onnx"
+    onnx.save(scale_chain([2.0, 3.0]), path)
+    from olc_core.cli import main
+
+    assert main(["run", str(path), "--compare", "none", "--threads", "1"]) == 0
+    fused = capsys.readouterr().out
+    assert "fused by scale-chain" in fused
+    assert main(["run", str(path), "--compare", "none", "--threads", "1", "--no-fusion"]) == 0
+    unfused = capsys.readouterr().out
+    assert "fused by" not in unfused and "s1" in unfused
