@@ -1,0 +1,81 @@
+// AVX-512 bulk conversions float32 <-> float16/bfloat16 with masked tails.
+#include <immintrin.h>
+
+#include "cast_kernels.h"
+
+namespace olc_tn {
+namespace avx512 {
+namespace {
+
+inline __mmask16 tail_mask(int64_t k) { return static_cast<__mmask16>((1u << k) - 1u); }
+
+inline __m256i bf16_round(__m512 v) {
+  const __m512i x = _mm512_castps_si512(v);
+  const __m512i hi = _mm512_srli_epi32(x, 16);
+  const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7fff)), lsb), 16);
+  const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+}  // namespace
+
+void f32_to_f16(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i b = _mm512_cvtps_ph(_mm512_loadu_ps(s + i + 16), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 16), b);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_mask_storeu_epi16(d + i, m, h);
+  }
+}
+
+void f16_to_f32(const void* src, void* dst, int64_t n) {
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  float* d = static_cast<float*>(dst);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    _mm512_storeu_ps(d + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i))));
+    _mm512_storeu_ps(d + i + 16, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + i + 16))));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    _mm512_mask_storeu_ps(d + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, s + i)));
+  }
+}
+
+void f32_to_bf16(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), bf16_round(_mm512_loadu_ps(s + i)));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i + 16), bf16_round(_mm512_loadu_ps(s + i + 16)));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    _mm256_mask_storeu_epi16(d + i, m, bf16_round(_mm512_maskz_loadu_ps(m, s + i)));
+  }
+}
+
+void bf16_to_f32(const void* src, void* dst, int64_t n) {
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  float* d = static_cast<float*>(dst);
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, s + i));
+    _mm512_mask_storeu_epi32(d + i, m, _mm512_slli_epi32(w, 16));
+  }
+}
+
+}  // namespace avx512
+}  // namespace olc_tn

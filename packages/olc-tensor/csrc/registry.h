@@ -1,0 +1,33 @@
+// Operator name -> kernel factory, and the vtables handed to olc-core.
+#ifndef OLC_TENSOR_REGISTRY_H_
+#define OLC_TENSOR_REGISTRY_H_
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common.h"
+
+namespace olc_tn {
+
+Kernel* make_transpose(const olc_node_info* node, std::string* error);
+Kernel* make_gather(const olc_node_info* node, std::string* error);
+Kernel* make_gather_elements(const olc_node_info* node, std::string* error);
+Kernel* make_concat(const olc_node_info* node, std::string* error);
+Kernel* make_split(const olc_node_info* node, std::string* error);
+Kernel* make_slice(const olc_node_info* node, std::string* error);
+Kernel* make_expand(const olc_node_info* node, std::string* error);
+Kernel* make_tile(const olc_node_info* node, std::string* error);
+Kernel* make_cast(const olc_node_info* node, std::string* error);
+Kernel* make_cast_like(const olc_node_info* node, std::string* error);
+
+std::vector<std::pair<std::string, Factory>> factories();
+
+// Builds the vtables; called once at module init after g_api is set.
+void register_all();
+const olc_kernel_vtable* vtable_of(const std::string& op);
+std::vector<std::string> op_names();
+
+}  // namespace olc_tn
+
+#endif  // OLC_TENSOR_REGISTRY_H_

@@ -1,0 +1,245 @@
+// Transpose and the strided copy engine. Dimensions of size 1 are dropped
+// and dimensions that stay adjacent are merged first, so most permutations
+// reduce to a plain copy, a copy of contiguous rows, or a batch of 2-D
+// transposes done in cache-sized tiles.
+#include <algorithm>
+#include <memory>
+
+#include "common.h"
+#include "registry.h"
+#include "strided.h"
+
+namespace olc_tn {
+namespace {
+
+// Drops size-1 dims and merges dims whose strides chain; returns the rank
+// (at least 1).
+int simplify(int rank, const int64_t* oshape, const int64_t* istride, int64_t* d, int64_t* s) {
+  int r = 0;
+  for (int k = 0; k < rank; ++k) {
+    if (oshape[k] == 1) continue;
+    if (r > 0 && s[r - 1] == istride[k] * oshape[k]) {
+      d[r - 1] *= oshape[k];
+      s[r - 1] = istride[k];
+    } else {
+      d[r] = oshape[k];
+      s[r] = istride[k];
+      ++r;
+    }
+  }
+  if (r == 0) {
+    d[0] = 1;
+    s[0] = 1;
+    r = 1;
+  }
+  return r;
+}
+
+template <class T>
+void strided_row(const T* src, int64_t stride, T* dst, int64_t n) {
+  if (stride == 0) {
+    const T v = *src;
+    for (int64_t i = 0; i < n; ++i) dst[i] = v;
+  } else if (stride == -1) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[-i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i * stride];
+  }
+}
+
+void row_copy(size_t es, const char* src, int64_t stride, char* dst, int64_t n) {
+  if (stride == 1) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * es);
+    return;
+  }
+  switch (es) {
+    case 1: strided_row(reinterpret_cast<const uint8_t*>(src), stride, reinterpret_cast<uint8_t*>(dst), n); break;
+    case 2: strided_row(reinterpret_cast<const uint16_t*>(src), stride, reinterpret_cast<uint16_t*>(dst), n); break;
+    case 4: strided_row(reinterpret_cast<const uint32_t*>(src), stride, reinterpret_cast<uint32_t*>(dst), n); break;
+    default: strided_row(reinterpret_cast<const uint64_t*>(src), stride, reinterpret_cast<uint64_t*>(dst), n); break;
+  }
+}
+
+// dst[a * dst_ld + b] = src[b * src_ld + a] for a < na, b < nb (elements).
+template <class T>
+void transpose_tile(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t na, int64_t nb) {
+  constexpr int64_t kB = 64 / sizeof(T) < 8 ? 8 : 64 / sizeof(T);  // one cache line of T per tile row
+  for (int64_t b0 = 0; b0 < nb; b0 += kB) {
+    const int64_t b1 = std::min(nb, b0 + kB);
+    for (int64_t a0 = 0; a0 < na; a0 += kB) {
+      const int64_t a1 = std::min(na, a0 + kB);
+      for (int64_t a = a0; a < a1; ++a) {
+        T* d = dst + a * dst_ld;
+        const T* s = src + a;
+        for (int64_t b = b0; b < b1; ++b) d[b] = s[b * src_ld];
+      }
+    }
+  }
+}
+
+void transpose_block(size_t es, const char* src, int64_t src_ld, char* dst, int64_t dst_ld, int64_t na, int64_t nb) {
+  switch (es) {
+    case 1: transpose_tile(reinterpret_cast<const uint8_t*>(src), src_ld, reinterpret_cast<uint8_t*>(dst), dst_ld, na, nb); break;
+    case 2: transpose_tile(reinterpret_cast<const uint16_t*>(src), src_ld, reinterpret_cast<uint16_t*>(dst), dst_ld, na, nb); break;
+    case 4: transpose_tile(reinterpret_cast<const uint32_t*>(src), src_ld, reinterpret_cast<uint32_t*>(dst), dst_ld, na, nb); break;
+    default: transpose_tile(reinterpret_cast<const uint64_t*>(src), src_ld, reinterpret_cast<uint64_t*>(dst), dst_ld, na, nb); break;
+  }
+}
+
+}  // namespace
+
+void strided_copy(olc_context* ctx, size_t es, const char* src, int64_t base, char* dst, int rank,
+                  const int64_t* oshape, const int64_t* istride, int64_t min_parallel_bytes) {
+  int64_t d[kMaxRank], s[kMaxRank];
+  const int r = simplify(rank, oshape, istride, d, s);
+  int64_t total = 1;
+  for (int k = 0; k < r; ++k) total *= d[k];
+  const int64_t bytes = total * static_cast<int64_t>(es);
+  if (r == 1 && s[0] == 1) {
+    parallel_copy(ctx, dst, src + base * static_cast<int64_t>(es), bytes, min_parallel_bytes);
+    return;
+  }
+  const int64_t es64 = static_cast<int64_t>(es);
+  // A 2-D transpose inside: the output's inner dim is strided and some other
+  // dim j is the input's contiguous one. Tile over (j, inner).
+  int j = -1;
+  if (s[r - 1] != 1 && s[r - 1] != 0 && s[r - 1] != -1 && d[r - 1] >= 4)
+    for (int k = 0; k < r - 1; ++k)
+      if (s[k] == 1) j = k;
+  if (j >= 0) {
+    int64_t ostride[kMaxRank];
+    int64_t o = 1;
+    for (int k = r - 1; k >= 0; --k) {
+      ostride[k] = o;
+      o *= d[k];
+    }
+    // Batch dims: every dim except j and r-1; tasks: batch x blocks of j.
+    int64_t bd[kMaxRank], bs[kMaxRank], bo[kMaxRank];
+    int nb = 0;
+    for (int k = 0; k < r - 1; ++k)
+      if (k != j) {
+        bd[nb] = d[k];
+        bs[nb] = s[k];
+        bo[nb] = ostride[k];
+        ++nb;
+      }
+    int64_t batch = 1;
+    for (int k = 0; k < nb; ++k) batch *= bd[k];
+    const int64_t na = d[j], ncol = d[r - 1];
+    const int64_t a_blk = std::max<int64_t>(16, (16 << 10) / std::max<int64_t>(1, ncol * es64) / 16 * 16);
+    const int64_t a_tasks = (na + a_blk - 1) / a_blk;
+    par_for(ctx, batch * a_tasks, 1, bytes, min_parallel_bytes, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) {
+        int64_t bi = t / a_tasks;
+        const int64_t a0 = (t - bi * a_tasks) * a_blk, a1 = std::min(na, a0 + a_blk);
+        int64_t in_off = base, out_off = 0;
+        for (int k = nb - 1; k >= 0; --k) {
+          const int64_t i = bi % bd[k];
+          bi /= bd[k];
+          in_off += i * bs[k];
+          out_off += i * bo[k];
+        }
+        transpose_block(es, src + (in_off + a0) * es64, s[r - 1], dst + (out_off + a0 * ostride[j]) * es64,
+                        ostride[j], a1 - a0, ncol);
+      }
+    });
+    return;
+  }
+  const int64_t n_inner = d[r - 1], s_inner = s[r - 1];
+  const int64_t rows = total / n_inner;
+  const int64_t row_bytes = n_inner * es64;
+  const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(row_bytes, 1));
+  par_for(ctx, rows, grain, bytes, min_parallel_bytes, [&](int64_t b, int64_t e) {
+    // Odometer over the outer dims, started at row b.
+    int64_t idx[kMaxRank];
+    int64_t rem = b, off = base;
+    for (int k = r - 2; k >= 0; --k) {
+      idx[k] = rem % d[k];
+      rem /= d[k];
+      off += idx[k] * s[k];
+    }
+    for (int64_t row = b; row < e; ++row) {
+      row_copy(es, src + off * es64, s_inner, dst + row * row_bytes, n_inner);
+      for (int k = r - 2; k >= 0; --k) {
+        off += s[k];
+        if (++idx[k] < d[k]) break;
+        off -= s[k] * d[k];
+        idx[k] = 0;
+      }
+    }
+  });
+}
+
+namespace {
+
+class Transpose final : public Kernel {
+ public:
+  int32_t dtype;
+  bool has_perm = false;
+  std::vector<int64_t> perm;
+  int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
+    if (n_in != 1 || n_out != 1) return fail(ctx, "expects 1 input and 1 output, got %d and %d", n_in, n_out);
+    const olc_tensor& x = in[0];
+    if (x.dtype != dtype)
+      return fail(ctx, "input 0 has type %s, the kernel was created for %s", olc_dtype_name(x.dtype),
+                  olc_dtype_name(dtype));
+    const int64_t total = checked_count(x);
+    if (total < 0) return fail(ctx, "input 0 has a negative dimension, too many elements or no data");
+    const int rank = x.ndim;
+    int64_t p[kMaxRank];
+    if (has_perm) {
+      if (static_cast<int>(perm.size()) != rank)
+        return fail(ctx, "perm has %zu values, the input has rank %d", perm.size(), rank);
+      bool seen[kMaxRank] = {};
+      for (int k = 0; k < rank; ++k) {
+        int64_t v = perm[k];
+        if (v < 0) v += rank;  // negative entries count from the back, as numpy does
+        if (v < 0 || v >= rank || seen[v]) return fail(ctx, "perm is not a permutation of 0..%d", rank - 1);
+        seen[v] = true;
+        p[k] = v;
+      }
+    } else {
+      for (int k = 0; k < rank; ++k) p[k] = rank - 1 - k;
+    }
+    int64_t oshape[kMaxRank], istride[kMaxRank], xs[kMaxRank];
+    int64_t st = 1;
+    for (int k = rank - 1; k >= 0; --k) {
+      xs[k] = st;
+      st *= x.shape[k];
+    }
+    for (int k = 0; k < rank; ++k) {
+      oshape[k] = x.shape[p[k]];
+      istride[k] = xs[p[k]];
+    }
+    void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, oshape);
+    if (!y && total > 0) return OLC_ERROR;
+    if (total == 0) return OLC_OK;
+    strided_copy(ctx, olc_dtype_size(x.dtype), static_cast<const char*>(x.data), 0, static_cast<char*>(y), rank,
+                 oshape, istride, parallel_min_bytes("Transpose"));
+    return OLC_OK;
+  }
+};
+
+}  // namespace
+
+Kernel* make_transpose(const olc_node_info* node, std::string* error) {
+  static const char* const kAttrs[] = {"perm", nullptr};
+  auto k = std::make_unique<Transpose>();
+  if (!check_attr_names(node, kAttrs, error) || !attr_ints(node, "perm", &k->perm, &k->has_perm, error)) return nullptr;
+  if (node->n_inputs != 1) {
+    *error = strf("expects 1 input, got %d", node->n_inputs);
+    return nullptr;
+  }
+  k->dtype = node->input_dtypes[0];
+  if (!movable(k->dtype)) {
+    *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
+    return nullptr;
+  }
+  if (k->perm.size() > static_cast<size_t>(kMaxRank)) {
+    *error = "perm is too long";
+    return nullptr;
+  }
+  return k.release();
+}
+
+}  // namespace olc_tn

@@ -1,0 +1,10 @@
+"""olc-tensor: native kernels for ONNX data movement and type conversion.
+
+Cast, CastLike, Gather, GatherElements, Concat, Split, Slice, Transpose,
+Expand and Tile, registered with olc-core through the ``olc.kernels``
+entry point (``olc_tensor.plugin``). ``manifest.OPS`` lists what is claimed.
+"""
+
+from .manifest import OPS, kernel_name
+
+__all__ = ["OPS", "kernel_name"]

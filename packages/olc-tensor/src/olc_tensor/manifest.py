@@ -1,0 +1,92 @@
+"""The one table of olc-tensor's kernels.
+
+Registration (plugin.py), the tests and the benchmarks read this table.
+Each row gives the operator, the constraint of each input position, and one
+segment per range of opsets with the element types the kernel claims there
+(bfloat16 joins most of these schemas at opset 13). Types are claimed only
+where that version's schema allows them and the kernel handles them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_OPSET = 2**31 - 1
+
+NUMERIC = ("float32", "float64", "float16",
+           "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+ALL_NO_BF16 = NUMERIC + ("bool",)
+ALL = ALL_NO_BF16 + ("bfloat16",)
+INDEX = ("int32", "int64")
+
+
+@dataclass(frozen=True)
+class Segment:
+    since: int
+    until: int
+    types: tuple[str, ...]  # element types of constraint T (T1 for Cast)
+
+
+@dataclass(frozen=True)
+class TensorOp:
+    op: str
+    segments: tuple[Segment, ...]
+    inputs: tuple[str | None, ...]  # constraint per input position (None: checked by the kernel)
+    extra_types: tuple[tuple[str, tuple[str, ...]], ...] = ()  # other constraints, e.g. Tind
+    description: str = ""
+
+    @property
+    def since(self) -> int:
+        return self.segments[0].since
+
+    @property
+    def main_constraint(self) -> str:
+        return self.inputs[0] or "T"
+
+    def types_at(self, opset: int) -> tuple[str, ...]:
+        for s in self.segments:
+            if s.since <= opset <= s.until:
+                return s.types
+        return ()
+
+
+def _bf16_from_13(since: int) -> tuple[Segment, ...]:
+    if since >= 13:
+        return (Segment(since, MAX_OPSET, ALL),)
+    return (Segment(since, 12, ALL_NO_BF16), Segment(13, MAX_OPSET, ALL))
+
+
+OPS: tuple[TensorOp, ...] = (
+    TensorOp("Transpose", _bf16_from_13(1), ("T",), description="blocked 2-D tiles after merging dims"),
+    TensorOp("Gather", _bf16_from_13(1), ("T", "Tind"), (("Tind", INDEX),), "row copies, indices checked first"),
+    TensorOp("GatherElements", _bf16_from_13(11), ("T", "Tind"), (("Tind", INDEX),)),
+    TensorOp("Concat", _bf16_from_13(4), ("T",), description="row copies split across the executor"),
+    TensorOp("Split", _bf16_from_13(2), ("T",), description="split attribute, split input or num_outputs"),
+    # Slice 1-9 takes starts/ends/axes as attributes; 10+ as int32/int64 inputs.
+    TensorOp("Slice", (Segment(1, 9, ALL_NO_BF16),), ("T",)),
+    TensorOp("Slice", (Segment(10, 12, ALL_NO_BF16), Segment(13, MAX_OPSET, ALL)),
+             ("T", "Tind", "Tind", "Tind", "Tind"), (("Tind", INDEX),)),
+    TensorOp("Expand", _bf16_from_13(8), ("T", None)),
+    TensorOp("Tile", _bf16_from_13(6), ("T", None)),
+    TensorOp("Cast", _bf16_from_13(6), ("T1",), description="SIMD float32 <-> float16/bfloat16"),
+    TensorOp("CastLike", (Segment(15, MAX_OPSET, ALL),), ("T1", "T2"), (("T2", ALL),)),
+)
+
+BY_NAME: dict[str, list[TensorOp]] = {}
+for _o in OPS:
+    BY_NAME.setdefault(_o.op, []).append(_o)
+
+# Element type names by ONNX TensorProto code, for the types olc moves natively.
+CODE_TO_TYPE = {
+    1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
+    9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16",
+}
+
+
+def kernel_name(op: str) -> str:
+    return f"olc_tensor::{op}"
+
+
+def cast_target_types(opset: int) -> tuple[str, ...]:
+    """Types Cast converts to natively at this opset."""
+    return ALL if opset >= 13 else ALL_NO_BF16
