@@ -1,0 +1,100 @@
+// Small helpers shared by the adapters (portable code only).
+#ifndef OLC_MATMUL_ADAPTER_UTIL_H_
+#define OLC_MATMUL_ADAPTER_UTIL_H_
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "olc/kernel_abi.h"
+
+namespace olc_mm {
+
+const olc_core_api* core_api();
+void set_core_api(const olc_core_api* api);
+
+__attribute__((format(printf, 3, 4))) static inline void* fail_create(char* error, size_t size, const char* fmt,
+                                                                       ...) {
+  if (error && size) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(error, size, fmt, ap);
+    va_end(ap);
+  }
+  return nullptr;
+}
+
+__attribute__((format(printf, 2, 3))) static inline int32_t fail_run(olc_context* ctx, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return core_api()->set_error(ctx, msg);
+}
+
+static inline std::string shape_str(const olc_tensor& t) {
+  std::string s = "[";
+  for (int32_t d = 0; d < t.ndim; ++d) {
+    if (d) s += ", ";
+    s += std::to_string(static_cast<long long>(t.shape[d]));
+  }
+  return s + "]";
+}
+
+static inline bool is_float_type(int32_t dt) {
+  return dt == OLC_DTYPE_FLOAT || dt == OLC_DTYPE_DOUBLE || dt == OLC_DTYPE_FLOAT16 || dt == OLC_DTYPE_BFLOAT16;
+}
+
+// Attribute reader: checks names against the allowed list and types.
+struct AttrReader {
+  const olc_node_info* node;
+  char* error;
+  size_t size;
+  bool ok = true;
+
+  // Returns false (error set) when an attribute is not in `allowed`.
+  bool check_known(std::initializer_list<const char*> allowed) {
+    for (int32_t k = 0; k < node->n_attributes; ++k) {
+      const char* n = node->attributes[k].name ? node->attributes[k].name : "";
+      bool found = false;
+      for (const char* a : allowed) found = found || !std::strcmp(a, n);
+      if (!found) {
+        fail_create(error, size, "unknown attribute '%s'", n);
+        return ok = false;
+      }
+    }
+    return true;
+  }
+  const olc_attribute* find(const char* name) const {
+    for (int32_t k = 0; k < node->n_attributes; ++k)
+      if (node->attributes[k].name && !std::strcmp(node->attributes[k].name, name)) return &node->attributes[k];
+    return nullptr;
+  }
+  int64_t get_int(const char* name, int64_t def) {
+    const olc_attribute* a = find(name);
+    if (!a) return def;
+    if (a->type != OLC_ATTR_INT) {
+      fail_create(error, size, "attribute '%s' must be an int", name);
+      ok = false;
+      return def;
+    }
+    return a->i;
+  }
+  double get_float(const char* name, double def) {
+    const olc_attribute* a = find(name);
+    if (!a) return def;
+    if (a->type != OLC_ATTR_FLOAT) {
+      fail_create(error, size, "attribute '%s' must be a float", name);
+      ok = false;
+      return def;
+    }
+    return a->f;
+  }
+};
+
+}  // namespace olc_mm
+
+#endif  // OLC_MATMUL_ADAPTER_UTIL_H_

@@ -1,0 +1,392 @@
+// Gemm and MatMul as seen by olc-core: attribute and type validation,
+// shapes and broadcasting, the constant-B cache, and the call into the GEMM
+// driver. Compiled without ISA flags.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "adapter_util.h"
+#include "float_adapter.h"
+#include "gemm_driver.h"
+
+namespace olc_mm {
+
+namespace {
+
+const olc_core_api* g_api = nullptr;
+
+// ------------------------------------------------------------ packed cache
+
+// Constant B packed once and shared by every node that uses the same
+// initializer with the same layout. The map holds weak references: an entry
+// lives exactly as long as some kernel state holds it, and the data pointer
+// cannot be reused while the initializer (hence that state) is alive.
+struct CacheKey {
+  const void* data;
+  int32_t dtype;
+  std::vector<int64_t> shape;
+  bool trans;
+  int32_t layout;
+  int nr;
+  bool operator<(const CacheKey& o) const {
+    return std::tie(data, dtype, shape, trans, layout, nr) < std::tie(o.data, o.dtype, o.shape, o.trans, o.layout, o.nr);
+  }
+};
+
+std::mutex g_cache_mu;
+std::map<CacheKey, std::weak_ptr<PackedB>>& cache() {
+  static auto* m = new std::map<CacheKey, std::weak_ptr<PackedB>>();
+  return *m;
+}
+
+std::shared_ptr<PackedB> packed_constant(const KernelSet& ks, const olc_tensor& b, bool transB, int64_t K,
+                                         int64_t N, int64_t nmat, bool* shared) {
+  const int32_t layout = b.dtype == OLC_DTYPE_DOUBLE ? static_cast<int32_t>(PackLayout::kF64)
+                                                     : static_cast<int32_t>(PackLayout::kF32);
+  const int nr = b.dtype == OLC_DTYPE_DOUBLE ? ks.isa->nr_f64 : ks.isa->nr_f32;
+  CacheKey key{b.data, b.dtype, std::vector<int64_t>(b.shape, b.shape + b.ndim), transB, layout, nr};
+  std::lock_guard<std::mutex> lock(g_cache_mu);
+  auto& m = cache();
+  for (auto it = m.begin(); it != m.end();) {  // drop dead entries
+    if (it->second.expired()) it = m.erase(it);
+    else ++it;
+  }
+  auto it = m.find(key);
+  if (it != m.end()) {
+    if (auto sp = it->second.lock()) {
+      *shared = true;
+      return sp;
+    }
+  }
+  *shared = false;
+  auto sp = pack_b_constant(ks, b.dtype, b.data, transB, K, N, nmat);
+  if (sp) m[key] = sp;
+  return sp;
+}
+
+// ------------------------------------------------------------ state
+
+enum class OpKind { kGemm, kMatMul };
+
+struct FloatState {
+  OpKind kind;
+  int32_t dtype;
+  bool transA = false, transB = false;
+  double alpha = 1.0, beta = 1.0;
+  KernelSet ks;
+  GemmTuning tun;
+  std::shared_ptr<PackedB> packed;  // constant B, packed
+  std::vector<int64_t> packed_shape;
+  std::string details[8];
+};
+
+const char* const kPaths[] = {"empty", "k0", "gemv", "blocked", "split-k", "batched", "unsupported"};
+constexpr int kNumPaths = 7;
+
+const std::string& detail_for(const FloatState* st, const char* path) {
+  for (int i = 0; i < kNumPaths; ++i)
+    if (!std::strcmp(kPaths[i], path)) return st->details[i];
+  return st->details[kNumPaths - 1];
+}
+
+void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  AttrReader ar{node, error, esize};
+  auto st = std::make_unique<FloatState>();
+  st->kind = kind;
+  if (kind == OpKind::kGemm) {
+    if (!ar.check_known({"alpha", "beta", "transA", "transB"})) return nullptr;
+    st->alpha = ar.get_float("alpha", 1.0);
+    st->beta = ar.get_float("beta", 1.0);
+    const int64_t ta = ar.get_int("transA", 0), tb = ar.get_int("transB", 0);
+    if (!ar.ok) return nullptr;
+    if ((ta != 0 && ta != 1) || (tb != 0 && tb != 1))
+      return fail_create(error, esize, "attributes transA and transB must be 0 or 1, got %lld and %lld",
+                         (long long)ta, (long long)tb);
+    st->transA = ta != 0;
+    st->transB = tb != 0;
+    if (node->n_inputs < 2 || node->n_inputs > 3)
+      return fail_create(error, esize, "Gemm takes 2 or 3 inputs, got %d", node->n_inputs);
+  } else {
+    if (!ar.check_known({})) return nullptr;
+    if (node->n_inputs != 2) return fail_create(error, esize, "MatMul takes 2 inputs, got %d", node->n_inputs);
+  }
+  if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs);
+  const int32_t dt = node->input_dtypes[0];
+  if (!is_float_type(dt))
+    return fail_create(error, esize, "unsupported input type %s (float32, float64, float16, bfloat16)",
+                       olc_dtype_name(dt));
+  for (int32_t i = 1; i < node->n_inputs; ++i) {
+    const int32_t t = node->input_dtypes[i];
+    if (t != OLC_DTYPE_UNDEFINED && t != dt)
+      return fail_create(error, esize, "input %d has type %s, input 0 has %s", i, olc_dtype_name(t),
+                         olc_dtype_name(dt));
+  }
+  if (node->output_dtypes[0] != OLC_DTYPE_UNDEFINED && node->output_dtypes[0] != dt)
+    return fail_create(error, esize, "output type %s differs from the input type %s",
+                       olc_dtype_name(node->output_dtypes[0]), olc_dtype_name(dt));
+  st->dtype = dt;
+  st->ks = select_kernels(api);
+  st->tun = default_gemm_tuning();
+
+  // Constant B: pack once (shared through the family cache).
+  std::string pack_note;
+  const olc_tensor* cb = node->input_constants ? &node->input_constants[1] : nullptr;
+  if (cb && cb->data && cb->dtype == dt) {
+    int64_t K = -1, N = -1, nmat = 1;
+    if (kind == OpKind::kGemm) {
+      if (cb->ndim != 2) return fail_create(error, esize, "input B must be 2-D, got rank %d", cb->ndim);
+      K = st->transB ? cb->shape[1] : cb->shape[0];
+      N = st->transB ? cb->shape[0] : cb->shape[1];
+    } else if (cb->ndim >= 2) {
+      K = cb->shape[cb->ndim - 2];
+      N = cb->shape[cb->ndim - 1];
+      for (int32_t d = 0; d + 2 < cb->ndim; ++d) nmat *= cb->shape[d];
+    }
+    if (K > 0 && N > 0 && nmat > 0) {
+      bool shared = false;
+      st->packed = packed_constant(st->ks, *cb, st->transB, K, N, nmat, &shared);
+      if (st->packed) {
+        st->packed_shape.assign(cb->shape, cb->shape + cb->ndim);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " prepacked-B %.1f KiB%s", st->packed->bytes / 1024.0,
+                      shared ? " shared" : "");
+        pack_note = buf;
+      }
+    }
+  }
+  for (int i = 0; i < kNumPaths; ++i)
+    st->details[i] = std::string(st->ks.isa_name) + " " + kPaths[i] + pack_note;
+  return st.release();
+}
+
+void* gemm_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return float_create(OpKind::kGemm, api, node, error, esize);
+}
+void* matmul_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return float_create(OpKind::kMatMul, api, node, error, esize);
+}
+
+void float_destroy(void* state) { delete static_cast<FloatState*>(state); }
+
+bool packed_matches(const FloatState* st, const olc_tensor& b) {
+  return st->packed && b.ndim == static_cast<int32_t>(st->packed_shape.size()) &&
+         std::equal(st->packed_shape.begin(), st->packed_shape.end(), b.shape);
+}
+
+bool check_input(olc_context* ctx, const FloatState* st, const olc_tensor& t, int idx) {
+  if (t.dtype != st->dtype) {
+    fail_run(ctx, "input %d has type %s, the kernel was created for %s", idx, olc_dtype_name(t.dtype),
+             olc_dtype_name(st->dtype));
+    return false;
+  }
+  const int64_t n = olc_element_count(&t);
+  if (n < 0) {
+    fail_run(ctx, "input %d has a negative dimension or too many elements", idx);
+    return false;
+  }
+  if (n > 0 && !t.data) {
+    fail_run(ctx, "input %d has no data", idx);
+    return false;
+  }
+  return true;
+}
+
+// The bias in the compute type (a converted copy for float16/bfloat16).
+struct BiasView {
+  const void* ptr = nullptr;
+  std::vector<float> conv;
+};
+
+void convert_bias(const olc_tensor& c, BiasView* bv) {
+  const int64_t n = olc_element_count(&c);
+  if (c.dtype == OLC_DTYPE_FLOAT || c.dtype == OLC_DTYPE_DOUBLE) {
+    bv->ptr = c.data;
+    return;
+  }
+  bv->conv.resize(static_cast<size_t>(n));
+  const uint16_t* s = static_cast<const uint16_t*>(c.data);
+  for (int64_t i = 0; i < n; ++i)
+    bv->conv[i] = c.dtype == OLC_DTYPE_FLOAT16 ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
+  bv->ptr = bv->conv.data();
+}
+
+int32_t gemm_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs, int32_t n_outputs) {
+  const FloatState* st = static_cast<const FloatState*>(state);
+  if (n_inputs < 2 || n_outputs != 1) return fail_run(ctx, "expects 2 or 3 inputs and 1 output");
+  const olc_tensor& a = inputs[0];
+  const olc_tensor& b = inputs[1];
+  const olc_tensor* c = (n_inputs >= 3 && inputs[2].dtype != OLC_DTYPE_UNDEFINED) ? &inputs[2] : nullptr;
+  if (!check_input(ctx, st, a, 0) || !check_input(ctx, st, b, 1) || (c && !check_input(ctx, st, *c, 2)))
+    return OLC_ERROR;
+  if (a.ndim != 2 || b.ndim != 2)
+    return fail_run(ctx, "A and B must be 2-D, got A %s and B %s", shape_str(a).c_str(), shape_str(b).c_str());
+  const int64_t M = st->transA ? a.shape[1] : a.shape[0];
+  const int64_t K = st->transA ? a.shape[0] : a.shape[1];
+  const int64_t Kb = st->transB ? b.shape[1] : b.shape[0];
+  const int64_t N = st->transB ? b.shape[0] : b.shape[1];
+  if (K != Kb)
+    return fail_run(ctx, "inner dimensions differ: op(A) is [%lld, %lld] and op(B) is [%lld, %lld] (transA=%d, transB=%d)",
+                    (long long)M, (long long)K, (long long)Kb, (long long)N, st->transA, st->transB);
+  int64_t rs = 0, cs = 0;
+  if (c) {
+    bool ok = c->ndim <= 2;
+    if (ok && c->ndim == 2) {
+      ok = (c->shape[0] == 1 || c->shape[0] == M) && (c->shape[1] == 1 || c->shape[1] == N);
+      rs = c->shape[0] == 1 ? 0 : c->shape[1];
+      cs = c->shape[1] == 1 ? 0 : 1;
+    } else if (ok && c->ndim == 1) {
+      ok = c->shape[0] == 1 || c->shape[0] == N;
+      cs = c->shape[0] == 1 ? 0 : 1;
+    }
+    if (!ok)
+      return fail_run(ctx, "bias C of shape %s cannot be broadcast to the output shape [%lld, %lld]",
+                      shape_str(*c).c_str(), (long long)M, (long long)N);
+  }
+  const int64_t out_shape[2] = {M, N};
+  void* y = g_api->allocate_output(ctx, 0, st->dtype, 2, out_shape);
+  if (!y && M * N > 0) return OLC_ERROR;
+  BiasView bv;
+  if (c && st->beta != 0.0 && M * N > 0) convert_bias(*c, &bv);
+  GemmDesc d{};
+  d.dtype = st->dtype;
+  d.M = M;
+  d.N = N;
+  d.K = K;
+  d.transA = st->transA;
+  d.transB = st->transB;
+  d.lda = a.shape[1];
+  d.ldb = b.shape[1];
+  d.ldc = N;
+  d.alpha = st->alpha;
+  d.beta = st->beta;
+  d.bias = bv.ptr;
+  d.bias_rs = rs;
+  d.bias_cs = cs;
+  const void* ap = a.data;
+  const void* bp = b.data;
+  void* cp = y;
+  const int64_t mat0 = 0;
+  GemmBatch batch{1, &ap, &bp, &mat0, &cp, packed_matches(st, b) ? st->packed.get() : nullptr};
+  const char* path = olc_mm::gemm_run(g_api, ctx, st->ks, st->tun, d, batch);
+  g_api->record_usage_detail(ctx, detail_for(st, path).c_str());
+  return OLC_OK;
+}
+
+int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
+                   int32_t n_outputs) {
+  const FloatState* st = static_cast<const FloatState*>(state);
+  if (n_inputs != 2 || n_outputs != 1) return fail_run(ctx, "expects 2 inputs and 1 output");
+  const olc_tensor& a = inputs[0];
+  const olc_tensor& b = inputs[1];
+  if (!check_input(ctx, st, a, 0) || !check_input(ctx, st, b, 1)) return OLC_ERROR;
+  if (a.ndim < 1 || b.ndim < 1)
+    return fail_run(ctx, "MatMul inputs must have rank >= 1, got A %s and B %s", shape_str(a).c_str(),
+                    shape_str(b).c_str());
+  const bool a1 = a.ndim == 1, b1 = b.ndim == 1;
+  const int64_t M = a1 ? 1 : a.shape[a.ndim - 2];
+  const int64_t K = a.shape[a.ndim - 1];
+  const int64_t Kb = b1 ? b.shape[0] : b.shape[b.ndim - 2];
+  const int64_t N = b1 ? 1 : b.shape[b.ndim - 1];
+  if (K != Kb)
+    return fail_run(ctx, "inner dimensions differ: A %s and B %s (%lld vs %lld)", shape_str(a).c_str(),
+                    shape_str(b).c_str(), (long long)K, (long long)Kb);
+  const int32_t abat = a1 ? 0 : a.ndim - 2, bbat = b1 ? 0 : b.ndim - 2;
+  const int32_t nb = std::max(abat, bbat);
+  std::vector<int64_t> out_batch(nb), astr(nb, 0), bstr(nb, 0);
+  // Strides (in matrices) of each operand's batch dimensions, 0 where broadcast.
+  {
+    int64_t as = 1, bs = 1;
+    for (int32_t d = nb - 1; d >= 0; --d) {
+      const int32_t ad = d - (nb - abat), bd = d - (nb - bbat);
+      const int64_t da = ad >= 0 ? a.shape[ad] : 1;
+      const int64_t db = bd >= 0 ? b.shape[bd] : 1;
+      if (da != db && da != 1 && db != 1)
+        return fail_run(ctx, "batch dimensions of A %s and B %s cannot be broadcast", shape_str(a).c_str(),
+                        shape_str(b).c_str());
+      out_batch[d] = da == 1 ? db : da;
+      astr[d] = da == 1 ? 0 : as;
+      bstr[d] = db == 1 ? 0 : bs;
+      as *= da;
+      bs *= db;
+    }
+  }
+  std::vector<int64_t> out_shape(out_batch);
+  if (!a1) out_shape.push_back(M);
+  if (!b1) out_shape.push_back(N);
+  int64_t nbatch = 1;
+  for (int64_t v : out_batch) nbatch *= v;
+  void* y = g_api->allocate_output(ctx, 0, st->dtype, static_cast<int32_t>(out_shape.size()), out_shape.data());
+  const int64_t out_count = nbatch * M * N;
+  if (!y && out_count > 0) return OLC_ERROR;
+  const size_t es = olc_dtype_size(st->dtype);
+  GemmDesc d{};
+  d.dtype = st->dtype;
+  d.M = M;
+  d.N = N;
+  d.K = K;
+  d.lda = K;
+  d.ldb = N;
+  d.ldc = N;
+  d.alpha = 1.0;
+  d.beta = 0.0;
+  const PackedB* pk = packed_matches(st, b) ? st->packed.get() : nullptr;
+  // B shared by every batch entry and A with no broadcast: one GEMM with
+  // the batch folded into M.
+  bool b_shared = true, a_full = true;
+  for (int32_t i = 0; i < nb; ++i) {
+    b_shared = b_shared && bstr[i] == 0;
+    a_full = a_full && (astr[i] != 0 || out_batch[i] == 1);
+  }
+  const char* path;
+  if (b_shared && a_full) {
+    d.M = M * nbatch;
+    const void* ap = a.data;
+    const void* bp = b.data;
+    void* cp = y;
+    const int64_t mat0 = 0;
+    GemmBatch batch{1, &ap, &bp, &mat0, &cp, pk};
+    path = olc_mm::gemm_run(g_api, ctx, st->ks, st->tun, d, batch);
+  } else {
+    std::vector<const void*> ap(nbatch), bp(nbatch);
+    std::vector<void*> cp(nbatch);
+    std::vector<int64_t> bm(nbatch);
+    std::vector<int64_t> idx(nb, 0);
+    for (int64_t t = 0; t < nbatch; ++t) {
+      int64_t ao = 0, bo = 0;
+      for (int32_t i = 0; i < nb; ++i) {
+        ao += idx[i] * astr[i];
+        bo += idx[i] * bstr[i];
+      }
+      ap[t] = static_cast<const char*>(a.data) + ao * M * K * es;
+      bp[t] = static_cast<const char*>(b.data) + bo * K * N * es;
+      bm[t] = bo;
+      cp[t] = static_cast<char*>(y) + t * M * N * es;
+      for (int32_t i = nb - 1; i >= 0; --i) {
+        if (++idx[i] < out_batch[i]) break;
+        idx[i] = 0;
+      }
+    }
+    GemmBatch batch{nbatch, ap.data(), bp.data(), bm.data(), cp.data(), pk};
+    path = olc_mm::gemm_run(g_api, ctx, st->ks, st->tun, d, batch);
+  }
+  g_api->record_usage_detail(ctx, detail_for(st, path).c_str());
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kGemm = {OLC_ABI_VERSION, 0, "olc_matmul::Gemm", gemm_create, gemm_run, float_destroy};
+const olc_kernel_vtable kMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::MatMul", matmul_create, matmul_run,
+                                   float_destroy};
+
+}  // namespace
+
+void set_float_api(const olc_core_api* api) { g_api = api; }
+const olc_kernel_vtable* gemm_vtable() { return &kGemm; }
+const olc_kernel_vtable* matmul_vtable() { return &kMatMul; }
+
+}  // namespace olc_mm

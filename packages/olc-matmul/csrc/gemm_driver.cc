@@ -1,0 +1,469 @@
+// Portable GEMM driver: algorithm choice, blocking, packing and the 2-D
+// partition of the output over the session executor. Compiled without ISA
+// flags; the per-level work happens in the microkernels it calls.
+#include "gemm_driver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+namespace olc_mm {
+
+namespace {
+
+std::atomic<int64_t> g_packed_bytes{0};
+
+struct F16 { uint16_t v; };
+struct BF16 { uint16_t v; };
+
+inline float to_c(float x) { return x; }
+inline double to_c(double x) { return x; }
+inline float to_c(F16 x) { return f16_to_f32(x.v); }
+inline float to_c(BF16 x) { return bf16_to_f32(x.v); }
+inline void from_c(float x, float* o) { *o = x; }
+inline void from_c(double x, double* o) { *o = x; }
+inline void from_c(float x, F16* o) { o->v = f32_to_f16(x); }
+inline void from_c(float x, BF16* o) { o->v = f32_to_bf16(x); }
+
+template <typename S> struct ComputeOf { using type = float; };
+template <> struct ComputeOf<double> { using type = double; };
+
+// Per-thread scratch, 64-byte aligned, grown on demand and kept.
+struct Scratch {
+  void* p = nullptr;
+  size_t cap = 0;
+  ~Scratch() { std::free(p); }
+  void* get(size_t bytes) {
+    if (bytes > cap) {
+      std::free(p);
+      cap = (bytes + 4095) & ~size_t(4095);
+      p = std::aligned_alloc(64, cap);
+      if (!p) cap = 0;
+    }
+    return p;
+  }
+};
+thread_local Scratch t_bpack, t_apack, t_cwork;
+
+template <typename T> const UKernel<T>& uk_of(const IsaKernels* k);
+template <> const UKernel<float>& uk_of<float>(const IsaKernels* k) { return k->uk_f32; }
+template <> const UKernel<double>& uk_of<double>(const IsaKernels* k) { return k->uk_f64; }
+template <typename T> int mr_of(const IsaKernels* k) { return sizeof(T) == 4 ? k->mr_f32 : k->mr_f64; }
+template <typename T> int nr_of(const IsaKernels* k) { return sizeof(T) == 4 ? k->nr_f32 : k->nr_f64; }
+
+// dst: ceil(nc / NR) panels of kc x NR (panel stride pstride), columns past
+// nc zero. B(k, n) = transB ? B[n * ldb + k] : B[k * ldb + n].
+template <typename S, typename T>
+void pack_b(const S* B, bool transB, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc, int NR,
+            int64_t pstride, T* dst) {
+  for (int64_t j = 0; j * NR < nc; ++j) {
+    T* d = dst + j * pstride;
+    const int64_t c0 = n0 + j * NR;
+    const int w = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+    if (!transB) {
+      for (int64_t k = 0; k < kc; ++k) {
+        const S* src = B + (k0 + k) * ldb + c0;
+        T* o = d + k * NR;
+        int c = 0;
+        for (; c < w; ++c) o[c] = to_c(src[c]);
+        for (; c < NR; ++c) o[c] = T(0);
+      }
+    } else {
+      for (int c = 0; c < w; ++c) {
+        const S* src = B + (c0 + c) * ldb + k0;
+        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = to_c(src[k]);
+      }
+      if (w < NR)
+        for (int64_t k = 0; k < kc; ++k)
+          for (int c = w; c < NR; ++c) d[k * NR + c] = T(0);
+    }
+  }
+}
+
+// dst: kc x MR, k-major; rows past mr are not written (never read).
+template <typename S, typename T>
+void pack_a(const S* A, bool transA, int64_t lda, int64_t m0, int mr, int64_t k0, int64_t kc, int MR, T* dst) {
+  if (!transA) {
+    for (int i = 0; i < mr; ++i) {
+      const S* src = A + (m0 + i) * lda + k0;
+      for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = to_c(src[k]);
+    }
+  } else {
+    for (int64_t k = 0; k < kc; ++k) {
+      const S* src = A + (k0 + k) * lda + m0;
+      for (int i = 0; i < mr; ++i) dst[k * MR + i] = to_c(src[i]);
+    }
+  }
+}
+
+struct Plan {
+  int64_t tm, tn, tk;       // task grid per batch entry (tk > 1: split K)
+  int64_t mstep, nstep, kstep;
+  int64_t tasks;
+};
+
+template <typename S>
+struct Job {
+  using T = typename ComputeOf<S>::type;
+  const KernelSet* ks;
+  const GemmTuning* tun;
+  const GemmDesc* d;
+  const GemmBatch* b;
+  Plan plan;
+  T* partials;  // split K: tk buffers of M x N
+};
+
+template <typename S>
+void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t ka,
+                  int64_t kb, typename ComputeOf<S>::type* part) {
+  using T = typename ComputeOf<S>::type;
+  const GemmDesc& d = *job.d;
+  const GemmBatch& b = *job.b;
+  const IsaKernels* isa = job.ks->isa;
+  const UKernel<T> uk = uk_of<T>(isa);
+  const int MR = mr_of<T>(isa), NR = nr_of<T>(isa);
+  const int64_t KC = job.tun->kc;
+  const int64_t NC = std::max<int64_t>(NR, job.tun->nc / NR * NR);
+  const S* A = static_cast<const S*>(b.a[bi]);
+  const S* B = b.packed ? nullptr : static_cast<const S*>(b.b[bi]);
+  S* C = static_cast<S*>(b.c[bi]);
+  const PackedB* pk = b.packed;
+  const T* pk_base = pk ? static_cast<const T*>(pk->data) + b.b_mat[bi] * pk->mat_stride : nullptr;
+  constexpr bool direct = std::is_same<S, T>::value;
+  const int64_t mlen = m1 - m0;
+
+  T* apack = static_cast<T*>(t_apack.get(sizeof(T) * MR * KC));
+  T* bpack = pk ? nullptr : static_cast<T*>(t_bpack.get(sizeof(T) * KC * ((NC + NR - 1) / NR * NR)));
+  if (!apack || (!pk && !bpack)) std::abort();
+
+  Epi<T> ep{};
+  const T* bias = static_cast<const T*>(d.bias);
+  for (int64_t nc0 = n0; nc0 < n1; nc0 += NC) {
+    const int64_t nc = std::min(NC, n1 - nc0);
+    T* Ct;
+    int64_t ldct;
+    if (part) {
+      Ct = part + m0 * d.N + nc0;
+      ldct = d.N;
+    } else if (direct) {
+      Ct = reinterpret_cast<T*>(C) + m0 * d.ldc + nc0;
+      ldct = d.ldc;
+    } else {
+      ldct = nc;
+      Ct = static_cast<T*>(t_cwork.get(sizeof(T) * mlen * nc));
+      if (!Ct) std::abort();
+    }
+    for (int64_t k0 = ka; k0 < kb; k0 += KC) {
+      const int64_t kc = std::min(KC, kb - k0);
+      const int flags = (k0 == ka ? kFirst : 0) | (k0 + kc == kb ? kLast : 0);
+      int64_t pstride;
+      const T* bblock;
+      if (pk) {
+        pstride = pk->panel_stride;
+        bblock = pk_base + (nc0 / NR) * pk->panel_stride + k0 * NR;
+      } else {
+        pstride = kc * NR;
+        pack_b<S, T>(B, d.transB, d.ldb, k0, kc, nc0, nc, NR, pstride, bpack);
+        bblock = bpack;
+      }
+      for (int64_t m = m0; m < m1; m += MR) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+        pack_a<S, T>(A, d.transA, d.lda, m, mr, k0, kc, MR, apack);
+        T* crow = Ct + (m - m0) * ldct;
+        for (int64_t j = 0; j * NR < nc; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+          if (part) {
+            ep.alpha = T(1);
+            ep.bias = nullptr;
+          } else {
+            ep.alpha = static_cast<T>(d.alpha);
+            ep.beta = static_cast<T>(d.beta);
+            ep.bias = bias ? bias + m * d.bias_rs + (nc0 + j * NR) * d.bias_cs : nullptr;
+            ep.bias_rs = d.bias_rs;
+            ep.bias_cs = d.bias_cs;
+          }
+          uk(kc, apack, bblock + j * pstride, crow + j * NR, ldct, mr, nr, flags, &ep);
+        }
+      }
+    }
+    if (!direct && !part) {
+      for (int64_t i = 0; i < mlen; ++i) {
+        S* o = C + (m0 + i) * d.ldc + nc0;
+        const T* w = Ct + i * ldct;
+        for (int64_t j = 0; j < nc; ++j) from_c(w[j], o + j);
+      }
+    }
+  }
+}
+
+template <typename S>
+void run_range(void* user, int64_t begin, int64_t end) {
+  const Job<S>& job = *static_cast<const Job<S>*>(user);
+  const Plan& p = job.plan;
+  const GemmDesc& d = *job.d;
+  const int64_t per = p.tm * p.tn * p.tk;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t bi = t / per;
+    int64_t r = t % per;
+    const int64_t ik = r / (p.tm * p.tn);
+    r %= p.tm * p.tn;
+    const int64_t im = r / p.tn, in = r % p.tn;
+    const int64_t m0 = im * p.mstep, m1 = std::min(d.M, m0 + p.mstep);
+    const int64_t n0 = in * p.nstep, n1 = std::min(d.N, n0 + p.nstep);
+    const int64_t k0 = ik * p.kstep, k1 = std::min(d.K, k0 + p.kstep);
+    if (m0 >= m1 || n0 >= n1) continue;
+    if (p.tk > 1) {
+      if (k0 >= k1) {
+        // An empty K share still owns its partial buffer: zero it.
+        typename ComputeOf<S>::type* part = job.partials + ik * d.M * d.N;
+        for (int64_t i = m0; i < m1; ++i)
+          for (int64_t j = n0; j < n1; ++j) part[i * d.N + j] = 0;
+        continue;
+      }
+      general_task<S>(job, bi, m0, m1, n0, n1, k0, k1, job.partials + ik * d.M * d.N);
+    } else {
+      general_task<S>(job, bi, m0, m1, n0, n1, 0, d.K, nullptr);
+    }
+  }
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Writes alpha * 0 + beta * bias (K == 0).
+template <typename S>
+void fill_k0(const GemmDesc& d, const GemmBatch& b) {
+  using T = typename ComputeOf<S>::type;
+  const T* bias = static_cast<const T*>(d.bias);
+  const T zero = static_cast<T>(d.alpha) * T(0);
+  for (int64_t bi = 0; bi < b.n; ++bi) {
+    S* C = static_cast<S*>(b.c[bi]);
+    for (int64_t i = 0; i < d.M; ++i)
+      for (int64_t j = 0; j < d.N; ++j) {
+        T v = zero;
+        if (bias) v += bias[i * d.bias_rs + j * d.bias_cs] * static_cast<T>(d.beta);
+        from_c(v, C + i * d.ldc + j);
+      }
+  }
+}
+
+// GEMV: M == 1 or N == 1, B not prepacked, float32/float64 storage.
+template <typename T>
+struct GemvJob {
+  const KernelSet* ks;
+  const GemmDesc* d;
+  const GemmBatch* b;
+  int64_t chunk, chunks;  // output chunk length and chunks per batch entry
+};
+
+template <typename T>
+void gemv_range(void* user, int64_t begin, int64_t end) {
+  const GemvJob<T>& job = *static_cast<const GemvJob<T>*>(user);
+  const GemmDesc& d = *job.d;
+  const IsaKernels* isa = job.ks->isa;
+  GemvRows<T> rows;
+  GemvCols<T> cols;
+  if constexpr (sizeof(T) == 4) {
+    rows = isa->gemv_rows_f32;
+    cols = isa->gemv_cols_f32;
+  } else {
+    rows = isa->gemv_rows_f64;
+    cols = isa->gemv_cols_f64;
+  }
+  const T* bias = static_cast<const T*>(d.bias);
+  const T alpha = static_cast<T>(d.alpha), beta = static_cast<T>(d.beta);
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t bi = t / job.chunks;
+    const int64_t ci = t % job.chunks;
+    const T* A = static_cast<const T*>(job.b->a[bi]);
+    const T* B = static_cast<const T*>(job.b->b[bi]);
+    T* C = static_cast<T*>(job.b->c[bi]);
+    if (d.M == 1) {
+      // y[1, N] = a[K] . op(B)
+      const int64_t j0 = ci * job.chunk, j1 = std::min(d.N, j0 + job.chunk);
+      if (d.transB) rows(j1 - j0, d.K, B + j0 * d.ldb, d.ldb, A, C + j0);
+      else cols(j1 - j0, d.K, B + j0, d.ldb, A, C + j0);
+      for (int64_t j = j0; j < j1; ++j) {
+        T v = C[j] * alpha;
+        if (bias) v += bias[j * d.bias_cs] * beta;
+        C[j] = v;
+      }
+    } else {
+      // y[M, 1] = op(A) . b[K]
+      const int64_t i0 = ci * job.chunk, i1 = std::min(d.M, i0 + job.chunk);
+      T* y = C;  // ldc == 1 here: the output is [M, 1]
+      if (d.transA) cols(i1 - i0, d.K, A + i0, d.lda, B, y + i0);
+      else rows(i1 - i0, d.K, A + i0 * d.lda, d.lda, B, y + i0);
+      for (int64_t i = i0; i < i1; ++i) {
+        T v = y[i] * alpha;
+        if (bias) v += bias[i * d.bias_rs] * beta;
+        y[i] = v;
+      }
+    }
+  }
+}
+
+template <typename S>
+const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet& ks, const GemmTuning& tun,
+                      const GemmDesc& d, const GemmBatch& b) {
+  using T = typename ComputeOf<S>::type;
+  if (b.n == 0 || d.M == 0 || d.N == 0) return "empty";
+  if (d.K == 0) {
+    fill_k0<S>(d, b);
+    return "k0";
+  }
+  const int64_t macs = d.M * d.N * d.K;  // per entry; bounded by the sizes of the operands
+  const int64_t threads = (macs * b.n >= tun.parallel_min_macs) ? std::max<int32_t>(1, api->concurrency(ctx)) : 1;
+  if constexpr (std::is_same<S, T>::value) {
+    if (!b.packed && (d.M == 1 || d.N == 1)) {
+      GemvJob<T> job{&ks, &d, &b, 0, 0};
+      const int64_t len = d.M == 1 ? d.N : d.M;
+      int64_t chunks = 1;
+      if (threads > 1 && b.n < threads) chunks = std::min<int64_t>(threads, ceil_div(len, 64));
+      job.chunk = ceil_div(ceil_div(len, chunks), 16) * 16;
+      job.chunks = ceil_div(len, job.chunk);
+      const int64_t total = b.n * job.chunks;
+      if (threads > 1 && total > 1) api->parallel_for(ctx, total, 1, 0, &gemv_range<T>, &job);
+      else gemv_range<T>(&job, 0, total);
+      return "gemv";
+    }
+  }
+  const IsaKernels* isa = ks.isa;
+  const int MR = mr_of<T>(isa), NR = nr_of<T>(isa);
+  Job<S> job{&ks, &tun, &d, &b, {}, nullptr};
+  Plan& p = job.plan;
+  const int64_t bm = ceil_div(d.M, MR), bn = ceil_div(d.N, NR);
+  p.tm = p.tn = p.tk = 1;
+  const char* path = "blocked";
+  if (threads > 1 && b.n < threads) {
+    const int64_t want = threads;  // tasks per entry
+    if (bm * bn < want && b.n == 1 && d.K >= tun.split_k_min) {
+      p.tk = want;
+      path = "split-k";
+    } else if (bn >= want) {
+      p.tn = want;
+    } else {
+      p.tn = bn;
+      p.tm = std::min(bm, ceil_div(want, bn));
+    }
+  } else if (b.n > 1) {
+    path = "batched";
+  }
+  p.mstep = ceil_div(bm, p.tm) * MR;
+  p.nstep = ceil_div(bn, p.tn) * NR;
+  p.kstep = ceil_div(d.K, p.tk);
+  p.tm = ceil_div(d.M, p.mstep);
+  p.tn = ceil_div(d.N, p.nstep);
+  p.tasks = b.n * p.tm * p.tn * p.tk;
+  std::unique_ptr<T[]> partials;
+  if (p.tk > 1) {
+    partials.reset(new (std::nothrow) T[static_cast<size_t>(p.tk * d.M * d.N)]);
+    if (!partials) {
+      p.tk = 1;
+      p.kstep = d.K;
+      p.tasks = b.n * p.tm * p.tn;
+      path = "blocked";
+    }
+    job.partials = partials.get();
+  }
+  if (threads > 1 && p.tasks > 1) api->parallel_for(ctx, p.tasks, 1, 0, &run_range<S>, &job);
+  else run_range<S>(&job, 0, p.tasks);
+  if (p.tk > 1) {
+    // Reduce the K shares and apply the epilogue.
+    S* C = static_cast<S*>(b.c[0]);
+    const T* bias = static_cast<const T*>(d.bias);
+    const T alpha = static_cast<T>(d.alpha), beta = static_cast<T>(d.beta);
+    const int64_t mn = d.M * d.N;
+    for (int64_t i = 0; i < d.M; ++i)
+      for (int64_t j = 0; j < d.N; ++j) {
+        T s = 0;
+        for (int64_t q = 0; q < p.tk; ++q) s += job.partials[q * mn + i * d.N + j];
+        s *= alpha;
+        if (bias) s += bias[i * d.bias_rs + j * d.bias_cs] * beta;
+        from_c(s, C + i * d.ldc + j);
+      }
+  }
+  return path;
+}
+
+}  // namespace
+
+PackedB::~PackedB() {
+  std::free(data);
+  g_packed_bytes.fetch_sub(static_cast<int64_t>(bytes));
+}
+
+int64_t packed_bytes_live() { return g_packed_bytes.load(); }
+
+GemmTuning default_gemm_tuning() {
+  GemmTuning t;
+  t.parallel_min_macs = 1 << 16;
+  t.kc = 256;
+  t.nc = 512;
+  t.split_k_min = 1024;
+  return t;
+}
+
+KernelSet select_kernels(const olc_core_api* api) {
+  KernelSet ks{};
+  const int32_t level = api->simd_level();
+  const uint64_t feats = api->cpu_features();
+  if (level >= OLC_SIMD_AVX512) ks.isa = avx512::kernels();
+  else if (level >= OLC_SIMD_AVX2) ks.isa = avx2::kernels();
+  else ks.isa = scalar::kernels();
+  ks.isa_name = ks.isa->name;
+  if (level >= OLC_SIMD_AVX512 && (feats & OLC_CPU_AVX512_BF16))
+    ks.uk_bf16 = avx512bf16::uk_bf16(&ks.mr_bf16, &ks.nr_bf16);
+  return ks;
+}
+
+template <typename S>
+static std::shared_ptr<PackedB> pack_typed(const KernelSet& ks, const S* B, bool transB, int64_t K, int64_t N,
+                                           int64_t nmat) {
+  using T = typename ComputeOf<S>::type;
+  const int NR = nr_of<T>(ks.isa);
+  auto pk = std::make_shared<PackedB>();
+  pk->layout = sizeof(T) == 4 ? PackLayout::kF32 : PackLayout::kF64;
+  pk->nr = NR;
+  pk->K = K;
+  pk->N = N;
+  pk->nmat = nmat;
+  pk->panel_stride = K * NR;
+  pk->mat_stride = ceil_div(N, NR) * pk->panel_stride;
+  pk->bytes = static_cast<size_t>(std::max<int64_t>(1, pk->mat_stride * nmat)) * sizeof(T);
+  pk->data = std::aligned_alloc(64, (pk->bytes + 63) & ~size_t(63));
+  if (!pk->data) {
+    pk->bytes = 0;
+    return nullptr;
+  }
+  g_packed_bytes.fetch_add(static_cast<int64_t>(pk->bytes));
+  T* dst = static_cast<T*>(pk->data);
+  const int64_t ldb = transB ? K : N;
+  for (int64_t m = 0; m < nmat; ++m)
+    pack_b<S, T>(B + m * K * N, transB, ldb, 0, K, 0, N, NR, pk->panel_stride, dst + m * pk->mat_stride);
+  return pk;
+}
+
+std::shared_ptr<PackedB> pack_b_constant(const KernelSet& ks, int32_t dtype, const void* B, bool transB, int64_t K,
+                                         int64_t N, int64_t nmat) {
+  switch (dtype) {
+    case OLC_DTYPE_FLOAT: return pack_typed<float>(ks, static_cast<const float*>(B), transB, K, N, nmat);
+    case OLC_DTYPE_DOUBLE: return pack_typed<double>(ks, static_cast<const double*>(B), transB, K, N, nmat);
+    case OLC_DTYPE_FLOAT16: return pack_typed<F16>(ks, static_cast<const F16*>(B), transB, K, N, nmat);
+    case OLC_DTYPE_BFLOAT16: return pack_typed<BF16>(ks, static_cast<const BF16*>(B), transB, K, N, nmat);
+    default: return nullptr;
+  }
+}
+
+const char* gemm_run(const olc_core_api* api, olc_context* ctx, const KernelSet& ks, const GemmTuning& tun,
+                     const GemmDesc& d, const GemmBatch& b) {
+  switch (d.dtype) {
+    case OLC_DTYPE_FLOAT: return run_typed<float>(api, ctx, ks, tun, d, b);
+    case OLC_DTYPE_DOUBLE: return run_typed<double>(api, ctx, ks, tun, d, b);
+    case OLC_DTYPE_FLOAT16: return run_typed<F16>(api, ctx, ks, tun, d, b);
+    case OLC_DTYPE_BFLOAT16: return run_typed<BF16>(api, ctx, ks, tun, d, b);
+    default: return "unsupported";
+  }
+}
+
+}  // namespace olc_mm

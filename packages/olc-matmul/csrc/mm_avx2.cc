@@ -1,0 +1,22 @@
+// The avx2 float kernels (see mm_kernels.inc). Compiled with this level's
+// flags only; entered after the runtime check for the level has passed.
+#include "mm_common.h"
+
+namespace olc_mm {
+namespace avx2 {
+
+#define OLC_VB 32
+#define OLC_MR_F32 6
+#define OLC_NV_F32 2
+#define OLC_MR_F64 6
+#define OLC_NV_F64 2
+#define OLC_ISA_NAME "avx2"
+#include "mm_kernels.inc"
+
+const IsaKernels* kernels() {
+  static const IsaKernels table = make_table();
+  return &table;
+}
+
+}  // namespace avx2
+}  // namespace olc_mm

@@ -1,0 +1,22 @@
+// The avx512 float kernels (see mm_kernels.inc). Compiled with this level's
+// flags only; entered after the runtime check for the level has passed.
+#include "mm_common.h"
+
+namespace olc_mm {
+namespace avx512 {
+
+#define OLC_VB 64
+#define OLC_MR_F32 12
+#define OLC_NV_F32 2
+#define OLC_MR_F64 12
+#define OLC_NV_F64 2
+#define OLC_ISA_NAME "avx512"
+#include "mm_kernels.inc"
+
+const IsaKernels* kernels() {
+  static const IsaKernels table = make_table();
+  return &table;
+}
+
+}  // namespace avx512
+}  // namespace olc_mm

@@ -1,0 +1,152 @@
+// Types shared by the portable drivers and the per-ISA kernels of
+// olc-matmul. Plain structs and function-pointer tables only: every helper
+// here is `static` so that no ISA-specific copy of it can be merged into
+// portable code at link time.
+#ifndef OLC_MATMUL_MM_COMMON_H_
+#define OLC_MATMUL_MM_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace olc_mm {
+
+// Microkernel flags.
+enum : int {
+  kFirst = 1,  // the first K block: C is not read, the accumulators start at 0
+  kLast = 2,   // the last K block: apply the epilogue
+};
+
+// Epilogue applied on the last K block: C = alpha * (C + acc) + beta * bias.
+// bias points at the bias value of the tile's (0, 0) element, row stride
+// bias_rs and column stride bias_cs (each 0 or the broadcast stride); NULL
+// when there is no bias (or beta == 0).
+template <typename T>
+struct Epi {
+  T alpha;
+  T beta;
+  const T* bias;
+  int64_t bias_rs;
+  int64_t bias_cs;
+};
+
+// C[mr x nr] (+)= Ap[kc x MR] (k-major, MR values per k) * Bp[kc x NR]
+// (k-major, NR values per k); mr <= MR, nr <= NR.
+template <typename T>
+using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, int mr, int nr, int flags,
+                         const Epi<T>* ep);
+
+// y[i] = sum_k X[i * ldx + k] * v[k], i < m      (dot products)
+template <typename T>
+using GemvRows = void (*)(int64_t m, int64_t k, const T* X, int64_t ldx, const T* v, T* y);
+// y[j] = sum_k v[k] * X[k * ldx + j], j < n      (row combinations)
+template <typename T>
+using GemvCols = void (*)(int64_t n, int64_t k, const T* X, int64_t ldx, const T* v, T* y);
+
+// bfloat16 pair microkernel: Ap holds kc2 k-pairs x MR (each a 32-bit pair
+// of bf16), Bp holds kc2 k-pairs x NR x 2 bf16; C is float32.
+using UKernelBf16 = void (*)(int64_t kc2, const uint16_t* Ap, const uint16_t* Bp, float* C, int64_t ldc, int mr,
+                             int nr, int flags, const Epi<float>* ep);
+
+// Integer microkernel: C[mr x nr] (int32, wrapping) (+)= sum over kc4 groups
+// of 4 k of Ap (u8, 4 per row per group, MR rows) x Bp (s8, 4 per column
+// per group, NR columns). kc4 groups.
+using UKernelU8S8 = void (*)(int64_t kc4, const uint8_t* Ap, const int8_t* Bp, int32_t* C, int64_t ldc, int mr,
+                             int nr, int first);
+
+struct IsaKernels {
+  const char* name;
+  int mr_f32, nr_f32;
+  int mr_f64, nr_f64;
+  UKernel<float> uk_f32;
+  UKernel<double> uk_f64;
+  GemvRows<float> gemv_rows_f32;
+  GemvCols<float> gemv_cols_f32;
+  GemvRows<double> gemv_rows_f64;
+  GemvCols<double> gemv_cols_f64;
+  // NULL where the level has no such kernel.
+  int mr_bf16, nr_bf16;
+  UKernelBf16 uk_bf16;
+  int mr_i8, nr_i8;
+  UKernelU8S8 uk_u8s8;
+};
+
+namespace scalar { const IsaKernels* kernels(); }
+namespace avx2 { const IsaKernels* kernels(); }
+namespace avx512 { const IsaKernels* kernels(); }
+// AVX512_BF16 (vdpbf16ps) and AVX512_VNNI (vpdpbusd) kernels: NULL members
+// when not built.
+namespace avx512bf16 { UKernelBf16 uk_bf16(int* mr, int* nr); }
+namespace avx512vnni { UKernelU8S8 uk_u8s8(int* mr, int* nr); }
+
+static inline float bf16_to_f32(uint16_t h) {
+  uint32_t u = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even; NaN stays NaN (quiet).
+static inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+static inline float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  uint32_t u;
+  if (exp == 0x1f) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else if (exp == 0) {
+    if (man == 0) {
+      u = sign;
+    } else {
+      // Subnormal: normalise.
+      int e = -1;
+      do {
+        ++e;
+        man <<= 1;
+      } while ((man & 0x400u) == 0);
+      u = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (man & 0x3ffu) << 13;
+    }
+  } else {
+    u = sign | (exp + (127 - 15)) << 23 | man << 13;
+  }
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even, overflow to infinity, NaN stays NaN.
+static inline uint16_t f32_to_f16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+  if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: inf
+  if (a < 0x38800000u) {
+    // Result subnormal or zero: scale so the rounding happens at bit 0.
+    if (a < 0x33000000u) return sign;  // below half the smallest subnormal
+    const uint32_t e = a >> 23;
+    const uint32_t man = (a & 0x7fffffu) | 0x800000u;
+    const uint32_t shift = 126 - e;  // 14 .. 24
+    uint32_t r = man >> shift;
+    const uint32_t rem = man & ((1u << shift) - 1u);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  uint32_t r = a - (112u << 23);  // rebias
+  r += 0xfffu + ((r >> 13) & 1u);
+  return static_cast<uint16_t>(sign | (r >> 13));
+}
+
+}  // namespace olc_mm
+
+#endif  // OLC_MATMUL_MM_COMMON_H_

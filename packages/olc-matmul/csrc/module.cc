@@ -1,0 +1,63 @@
+// The olc_matmul._ext module: imports olc-core's API table at init and
+// hands out one kernel vtable capsule per operator.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "adapter_util.h"
+#include "float_adapter.h"
+#include "gemm_driver.h"
+#include "olc/python_api.h"
+
+namespace py = pybind11;
+
+namespace olc_mm {
+namespace {
+const olc_core_api* g_core = nullptr;
+}
+const olc_core_api* core_api() { return g_core; }
+void set_core_api(const olc_core_api* api) { g_core = api; }
+namespace avx512 {
+double fma_peak_gflops(int64_t iters);
+}
+}  // namespace olc_mm
+
+PYBIND11_MODULE(_ext, m) {
+  m.doc() = "olc matmul kernels (Gemm, MatMul, ...): vtables for olc-core";
+  try {
+    py::module_::import("olc_core._native");
+  } catch (py::error_already_set& e) {
+    throw py::import_error(std::string("olc_matmul: cannot import olc-core's native module olc_core._native: ") +
+                           e.what());
+  }
+  const olc_core_api* api = olc_import_core_api();
+  if (!api) throw py::error_already_set();
+  if (api->api_size < offsetof(olc_core_api, record_usage_detail) + sizeof(api->record_usage_detail)) {
+    throw py::import_error("olc_matmul: the installed olc-core API table is too small (api_size " +
+                           std::to_string(api->api_size) + "); upgrade olc-core");
+  }
+  olc_mm::set_core_api(api);
+  olc_mm::set_float_api(api);
+
+  m.def(
+      "vtable",
+      [](const std::string& op) {
+        const olc_kernel_vtable* vt = nullptr;
+        if (op == "Gemm") vt = olc_mm::gemm_vtable();
+        else if (op == "MatMul") vt = olc_mm::matmul_vtable();
+        if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
+        return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
+      },
+      py::arg("op_type"), "The kernel vtable capsule of op_type (a KernelRegistration factory).");
+  m.def("prepacked_bytes", &olc_mm::packed_bytes_live, "Bytes held by live packed constant weights.");
+  m.def(
+      "fma_peak_gflops",
+      [](int64_t iters) {
+        py::gil_scoped_release nogil;
+        if (!(olc_mm::core_api()->cpu_features() & OLC_CPU_AVX512F)) return 0.0;
+        return olc_mm::avx512::fma_peak_gflops(iters);
+      },
+      py::arg("iters") = 20000000,
+      "Single-thread float32 AVX-512 FMA peak in GFLOP/s, measured (0 without AVX-512).");
+}

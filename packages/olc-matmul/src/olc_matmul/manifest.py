@@ -1,0 +1,67 @@
+"""The one table of olc-matmul's kernels.
+
+Registration (plugin.py), the tests and the benchmarks all read this table.
+Each row gives the operator, its domain, and one segment per ONNX schema
+version range with the element types claimed there (only types that
+version's schema allows).
+
+``TOLERANCE`` documents the accepted error of float results against a
+float64 reference: ``|y - ref| <= atol_k * sqrt(K) * scale + rtol * |ref|``
+where ``scale`` is the typical magnitude of one product. See README.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_OPSET = 2**31 - 1
+
+F3 = ("float32", "float64", "float16")
+F4 = F3 + ("bfloat16",)
+
+
+@dataclass(frozen=True)
+class Segment:
+    since: int
+    until: int
+    types: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    op: str
+    domain: str
+    segments: tuple[Segment, ...]
+    constraint: str  # the type constraint of the float operands
+    inputs: tuple[str | None, ...]  # constraint name per input position
+    outputs: tuple[str | None, ...]
+    extra_types: tuple[tuple[str, tuple[str, ...]], ...] = ()  # other constraints
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        seen: list[str] = []
+        for s in self.segments:
+            seen.extend(t for t in s.types if t not in seen)
+        return tuple(seen)
+
+
+OPS: tuple[OpSpec, ...] = (
+    # Gemm 7..10: C required; 11: C optional; 13: bfloat16 added.
+    OpSpec("Gemm", "", (Segment(7, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T", "T"), ("T",)),
+    # MatMul 1..8: float types; 9: integers (not claimed here); 13: bfloat16.
+    OpSpec("MatMul", "", (Segment(1, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T"), ("T",)),
+)
+
+BY_NAME = {s.op: s for s in OPS}
+
+# Per element type: (atol per sqrt(K) unit-magnitude products, rtol).
+TOLERANCE = {
+    "float64": (1e-13, 1e-12),
+    "float32": (2e-6, 1e-5),
+    "float16": (2e-3, 2e-3),
+    "bfloat16": (1.6e-2, 1.6e-2),
+}
+
+
+def kernel_name(op: str) -> str:
+    return f"olc_matmul::{op}"

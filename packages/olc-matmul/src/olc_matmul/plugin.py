@@ -1,0 +1,53 @@
+"""olc-core plugin: registers the kernels listed in manifest.py."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+import olc_core
+
+from . import manifest
+
+FAMILY = "olc-matmul"
+
+
+def _load_ext() -> ModuleType:
+    try:
+        return importlib.import_module("olc_matmul._ext")
+    except ImportError as e:
+        # pybind11 reports a failed module init as "initialization failed";
+        # the reason is in __cause__.
+        cause = e.__cause__ or e.__context__
+        detail = f"{e}: {cause}" if cause is not None else str(e)
+        raise ImportError(f"olc_matmul: cannot load the native extension ({detail})") from e
+
+
+def registrations() -> list[olc_core.KernelRegistration]:
+    ext = _load_ext()
+    out = []
+    for spec in manifest.OPS:
+        factory = ext.vtable(spec.op)
+        for seg in spec.segments:
+            types = {spec.constraint: seg.types, **dict(spec.extra_types)}
+            out.append(
+                olc_core.KernelRegistration(
+                    domain=spec.domain,
+                    op_type=spec.op,
+                    kernel_name=manifest.kernel_name(spec.op),
+                    types=types,
+                    inputs=spec.inputs,
+                    outputs=spec.outputs,
+                    factory=factory,
+                    since_version=seg.since,
+                    until_version=seg.until,
+                    family=FAMILY,
+                    description=f"{spec.op}: packed register-blocked GEMM, scalar/AVX2/AVX-512",
+                )
+            )
+    return out
+
+
+@olc_core.hookimpl
+def olc_register_kernels() -> list[olc_core.KernelRegistration]:
+    return registrations()
