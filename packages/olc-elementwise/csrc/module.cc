@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "olc/python_api.h"
+#include "fused_adapter.h"
 #include "unary_adapter.h"
 
 namespace py = pybind11;
@@ -26,6 +27,7 @@ PYBIND11_MODULE(_ext, m) {
                            std::to_string(api->api_size) + "); upgrade olc-core");
   }
   olc_ew::set_core_api(api);
+  olc_ew::set_fused_core_api(api);
 
   m.def(
       "vtable",
@@ -36,6 +38,11 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("op_type"), "The kernel vtable capsule of op_type (a KernelRegistration factory).");
   m.def("ops", &olc_ew::unary_op_names, "Operators with a kernel in this extension.");
+  m.def(
+      "fused_vtable",
+      []() { return py::reinterpret_steal<py::object>(olc_kernel_capsule(olc_ew::fused_vtable())); },
+      "The vtable capsule of the fused elementwise kernel (olc.fused::ElementwisePlan).");
+  m.def("fused_ops", &olc_ew::fused_op_names, "Step op names a fused elementwise program may use.");
   m.def(
       "attribute_defaults",
       [](const std::string& op_type) {

@@ -1,0 +1,44 @@
+// AVX-512 (F/BW/VL/DQ) level of the fused kernel's tile primitives: 16
+// float32 lanes.
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "fused_common.h"
+
+namespace olc_ew {
+namespace avx512 {
+
+namespace {
+struct V {
+  using R = __m512;
+  static constexpr int64_t kWidth = 16;
+  static R load(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  static R set1(float v) { return _mm512_set1_ps(v); }
+  static R add(R a, R b) { return _mm512_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
+  static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm512_div_ps(a, b); }
+  static R load_bf16(const uint16_t* p) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  // Round to nearest even on the bits; a NaN keeps its top half, made quiet.
+  static void store_bf16(uint16_t* p, R v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i hi = _mm512_srli_epi32(x, 16);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff), _mm512_and_si512(hi, _mm512_set1_epi32(1)));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(x, bias), 16);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_or_epi32(r, nan, hi, _mm512_set1_epi32(0x40));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
+  }
+};
+}  // namespace
+
+#include "fused_tile.inc"
+
+}  // namespace avx512
+}  // namespace olc_ew
