@@ -1,0 +1,29 @@
+// The normalization kernels as seen by olc-core: one vtable per operator.
+#ifndef OLC_NORMALIZATION_NORM_ADAPTER_H_
+#define OLC_NORMALIZATION_NORM_ADAPTER_H_
+
+#include <string>
+#include <vector>
+
+#include "olc/kernel_abi.h"
+
+namespace olc_norm {
+
+// Set once at module init, before any vtable is handed out.
+void set_core_api(const olc_core_api* api);
+
+// nullptr when op_type is not an operator of this family.
+const olc_kernel_vtable* vtable(const std::string& op_type);
+
+std::vector<std::string> op_names();
+
+// The float32 row engine of one ISA level, called directly (tests of the
+// engine itself against a float64 oracle, without a session).
+// fn: "softmax", "logsoftmax", "moments", "sum_squares", "sum_abs".
+// Returns false when the level is unknown or not available on this CPU.
+bool engine_f32(const std::string& isa, const std::string& fn, const float* x, float* y, int64_t n,
+                float* out2);
+
+}  // namespace olc_norm
+
+#endif  // OLC_NORMALIZATION_NORM_ADAPTER_H_

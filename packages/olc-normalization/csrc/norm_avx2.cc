@@ -1,0 +1,122 @@
+// AVX2 + FMA + F16C level: the row engine on 8 float32 lanes, masked loads
+// and stores for the tails (no over-read), F16C conversions. float64 rows
+// use the scalar level.
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include "exp_consts.h"
+#include "norm_common.h"
+
+namespace olc_norm {
+namespace avx2 {
+
+namespace {
+
+// Lane mask with the first k (0 <= k <= 8) lanes set.
+inline __m256i first_lanes(int64_t k) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), idx);
+}
+
+struct V8 {
+  using T = float;
+  using R = __m256;
+  static constexpr int64_t W = 8;
+  static R load(const T* p) { return _mm256_loadu_ps(p); }
+  static R load_part(const T* p, int64_t k, T fill) {
+    const __m256i m = first_lanes(k);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
+  }
+  static void store(T* p, R v) { _mm256_storeu_ps(p, v); }
+  static void store_part(T* p, R v, int64_t k) { _mm256_maskstore_ps(p, first_lanes(k), v); }
+  static R set1(T v) { return _mm256_set1_ps(v); }
+  static R add(R a, R b) { return _mm256_add_ps(a, b); }
+  static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
+  static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
+  static R max(R a, R b) { return _mm256_max_ps(a, b); }
+  static R abs(R a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+  static T hsum(R v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static T hmax(R v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static R exp_nonpos(R x) {
+    using namespace expc;
+    const __m256 lo = _mm256_set1_ps(kLo);
+    const __m256 xc = _mm256_max_ps(lo, x);  // a NaN x passes through (max returns its second operand)
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
+    __m256 p = _mm256_set1_ps(kC7);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC5));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    // n in [-126, 0] (any bits for NaN lanes, where p is NaN already)
+    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);  // x < kLo (and -inf): 0
+  }
+};
+
+#include "row_engine.inc"
+
+void f16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  if (i < n) {
+    uint16_t h[8] = {0};
+    float f[8];
+    std::memcpy(h, x + i, static_cast<size_t>(n - i) * sizeof(uint16_t));
+    _mm256_storeu_ps(f, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
+    std::memcpy(y + i, f, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
+  constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), kRound));
+  if (i < n) {
+    float f[8] = {0};
+    uint16_t h[8];
+    std::memcpy(f, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h), _mm256_cvtps_ph(_mm256_loadu_ps(f), kRound));
+    std::memcpy(y + i, h, static_cast<size_t>(n - i) * sizeof(uint16_t));
+  }
+}
+
+}  // namespace
+
+const RowKernels* kernels() {
+  static const RowKernels k = [] {
+    RowKernels t{};
+    t.isa = "avx2";
+    t.f32 = eng_ops<V8>();
+    t.convert.f16_to_f32 = &f16_to_f32;
+    t.convert.f32_to_f16 = &f32_to_f16;
+    return t;
+  }();
+  return &k;
+}
+
+}  // namespace avx2
+}  // namespace olc_norm

@@ -1,0 +1,56 @@
+// Shared declarations of the normalization family: the row-engine tables
+// each ISA translation unit fills. Plain data only, so this header is safe
+// to include from TUs compiled with different ISA flags.
+#ifndef OLC_NORMALIZATION_NORM_COMMON_H_
+#define OLC_NORMALIZATION_NORM_COMMON_H_
+
+#include <cstdint>
+
+namespace olc_norm {
+
+// Row primitives over one contiguous row of n >= 1 elements of the compute
+// type T (float or double). x and y are the same pointer or do not overlap.
+// They only assert: the adapter validates everything first.
+template <class T>
+struct RowOps {
+  // y = softmax(x) or log_softmax(x) (log != 0), max-subtracted:
+  //   m = max(x); softmax: e = exp(x - m), y = e * (1 / sum(e));
+  //   log: y = (x - m) - log(sum(exp(x - m))).
+  void (*softmax)(const T* x, T* y, int64_t n, int log);
+  // Two-pass statistics: *mean = sum(x) / n, *var = sum((x - mean)^2) / n.
+  void (*moments)(const T* x, int64_t n, T* mean, T* var);
+  // sum(x * x).
+  T (*sum_squares)(const T* x, int64_t n);
+  // sum(|x|).
+  T (*sum_abs)(const T* x, int64_t n);
+  // y = (x - shift) * mul * scale[i] + bias[i]; scale or bias may be null
+  // (then 1 and 0).
+  void (*apply)(const T* x, T* y, int64_t n, T shift, T mul, const T* scale, const T* bias);
+  // y = (x - shift) * mul + add.
+  void (*affine)(const T* x, T* y, int64_t n, T shift, T mul, T add);
+};
+
+// Element conversions between the storage types and float32.
+struct Convert {
+  void (*f16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f32_to_f16)(const float* x, uint16_t* y, int64_t n);
+  void (*bf16_to_f32)(const uint16_t* x, float* y, int64_t n);
+  void (*f32_to_bf16)(const float* x, uint16_t* y, int64_t n);
+};
+
+struct RowKernels {
+  const char* isa;
+  RowOps<float> f32;
+  RowOps<double> f64;  // null members: the adapter takes the scalar ones
+  Convert convert;     // null members: the adapter takes the scalar ones
+};
+
+// Each ISA TU defines its table; the adapter reads a level's table only
+// after the runtime check for that level has passed.
+namespace scalar { const RowKernels* kernels(); }
+namespace avx2 { const RowKernels* kernels(); }
+namespace avx512 { const RowKernels* kernels(); }
+
+}  // namespace olc_norm
+
+#endif  // OLC_NORMALIZATION_NORM_COMMON_H_
