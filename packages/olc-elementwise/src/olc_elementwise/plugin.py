@@ -46,9 +46,34 @@ def registrations() -> list[olc_core.KernelRegistration]:
                     description=f"{spec.op} ({spec.cost}), scalar/AVX2/AVX-512",
                 )
             )
+    out.append(fused_registration(ext))
     return out
+
+
+def fused_registration(ext: ModuleType) -> olc_core.KernelRegistration:
+    """The fused elementwise kernel: the nodes the fusion pass makes (fusion.py)."""
+    from . import fusion
+
+    return olc_core.KernelRegistration(
+        domain=fusion.FUSED_DOMAIN,
+        op_type=fusion.FUSED_OP,
+        kernel_name=fusion.KERNEL_NAME,
+        types={"T": ("float32", "bfloat16")},
+        inputs=("T",) * fusion.MAX_INPUTS,
+        outputs=("T",),
+        factory=ext.fused_vtable(),
+        family=FAMILY,
+        description="fused chain of unary/binary elementwise steps (docs/fusion.md), scalar/AVX2/AVX-512",
+    )
 
 
 @olc_core.hookimpl
 def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
+
+
+@olc_core.hookimpl
+def olc_register_graph_passes() -> list[olc_core.GraphPass]:
+    from . import fusion
+
+    return [fusion.GRAPH_PASS]
