@@ -8,7 +8,10 @@ of that range allows. ``refuse`` names attribute values the kernel does not
 implement: such nodes are left to the next registration or the fallback.
 
 ``TOLERANCE`` is the accepted error against a float64 oracle per element
-type, as (atol, rtol); see README.md for the measured figures.
+type, as (a, r): |y - ref| <= a * max|ref| + r * |ref|, max over the finite
+values of the output (an absolute term on the output's own scale, so that
+small probabilities are not waved through). See README.md for the measured
+figures.
 """
 
 from __future__ import annotations
@@ -102,10 +105,12 @@ BY_NAME: dict[str, NormOp] = {o.op: o for o in NORM_OPS}
 # within 2 ulp and the reductions keep 4 x W partial sums; float16 and
 # bfloat16 are computed in float32 and rounded once to the output type.
 TOLERANCE: dict[str, tuple[float, float]] = {
-    "float32": (1e-6, 2e-5),
-    "float64": (1e-13, 1e-12),
-    "float16": (2e-3, 2e-3),
-    "bfloat16": (1.6e-2, 1.6e-2),
+    "float32": (1e-6, 1e-5),
+    "float64": (1e-12, 1e-11),
+    # half an output ulp (2^-11, 2^-8) plus the float32 error; the absolute
+    # term covers float16 subnormal outputs (quantum 2^-24)
+    "float16": (1e-4, 1e-3),
+    "bfloat16": (1e-3, 8e-3),
 }
 
 

@@ -1,0 +1,136 @@
+"""Softmax and LogSoftmax at every opset form (1, 11: 2-D coercion at
+axis; 13: one axis), every type and SIMD level, 1 and 2 threads, against a
+float64 oracle; onnx.reference as a second oracle for float32."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx.reference import ReferenceEvaluator
+
+from norm_testlib import (LEVELS, NP_TYPE, TYPES, assert_close, make_model, rand, session, softmax_ref)
+
+OPS = ("Softmax", "LogSoftmax")
+ROW_LENGTHS = (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 4095, 4096, 4097)
+
+
+def model(op, t, opset, axis=None):
+    attrs = {} if axis is None else {"axis": axis}
+    return make_model(op, [("x", t)], [("y", t)], attrs, opset=opset)
+
+
+def run(op, t, opset, x, axis=None, level="avx512", threads=1):
+    s = session(model(op, t, opset, axis), level, threads)
+    y, = s.run(None, {"x": x})
+    assert s.kernel_usage() == [f"olc_normalization::{op}"]
+    return y
+
+
+def ref(op, x, axis, opset):
+    if axis is None:
+        axis = 1 if opset < 13 else -1
+    return softmax_ref(x, axis, opset, log=op == "LogSoftmax")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", TYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_row_lengths(op, t, level):
+    rng = np.random.default_rng(1)
+    for n in ROW_LENGTHS:
+        if t == "bfloat16" and n > 1000:  # long rows of bf16 add nothing but time
+            continue
+        x = rand(rng, (3, n), t, -20, 20)
+        assert_close(run(op, t, 13, x, level=level), ref(op, x, -1, 13), t, f"{op} {t} {level} n={n}")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", OPS)
+def test_axes_and_ranks_opset13(op, level, threads):
+    rng = np.random.default_rng(2)
+    shapes = [(5,), (3, 4), (2, 3, 17), (2, 3, 4, 5), (1, 2, 3, 2, 5), (2, 1, 2, 3, 2, 9)]
+    for shape in shapes:
+        for axis in range(-len(shape), len(shape)):
+            x = rand(rng, shape, "float32", -10, 10)
+            assert_close(run(op, "float32", 13, x, axis, level, threads), ref(op, x, axis, 13), "float32",
+                         f"{op} {shape} axis={axis}")
+
+
+@pytest.mark.parametrize("opset", [1, 11])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", OPS)
+def test_coerced_2d_before_13(op, opset, level):
+    rng = np.random.default_rng(3)
+    for shape in [(3, 4), (2, 3, 5), (2, 3, 4, 5), (1, 2, 1, 3, 2, 3)]:
+        for axis in [None] + list(range(-len(shape), len(shape))):
+            for t in ("float32", "float64", "float16"):
+                x = rand(rng, shape, t, -8, 8)
+                assert_close(run(op, t, opset, x, axis, level), ref(op, x, axis, opset), t,
+                             f"{op}-{opset} {t} {shape} axis={axis}")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_matches_onnx_reference(op):
+    rng = np.random.default_rng(4)
+    for shape, axis in [((4, 33), -1), ((2, 3, 4), 1), ((2, 5, 3), 0)]:
+        x = rand(rng, shape, "float32", -5, 5)
+        m = model(op, "float32", 13, axis)
+        expected, = ReferenceEvaluator(m).run(None, {"x": x})
+        assert_close(run(op, "float32", 13, x, axis), expected.astype(np.float64), "float32", f"{op} {shape}")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", TYPES)
+@pytest.mark.parametrize("op", OPS)
+def test_extreme_values(op, t, level):
+    inf, nan = np.inf, np.nan
+    big = 3e38 if t in ("float32", "bfloat16") else (1e300 if t == "float64" else 6e4)
+    rows = [
+        [0.0, -inf, 1.0, -inf, 2.0, 3.0, -inf, 0.5, 1.5, -2.0],   # -inf entries: probability 0
+        [-inf] * 10,                                               # all -inf: NaN (x - max = -inf + inf)
+        [big, -big, 0.0, big, 1.0, -big, 2.0, 3.0, -1.0, big],    # large magnitudes
+        [inf, 1.0, 2.0, 0.0, -1.0, 3.0, 4.0, 5.0, 6.0, 7.0],       # +inf: NaN row
+        [nan, 1.0, 2.0, 0.0, -1.0, 3.0, 4.0, 5.0, 6.0, 7.0],       # NaN: NaN row
+        [5.0] * 10,                                                # constant row: uniform
+        [-100.0, 0.0, -90.0, -80.0, -87.0, -88.0, -104.0, -50.0, -1000.0, -3.0],  # underflowing exps
+    ]
+    x = np.array(rows, np.float64).astype(NP_TYPE[t])
+    y = run(op, t, 13, x, level=level)
+    assert_close(y, ref(op, x, -1, 13), t, f"{op} {t} {level}")
+    if op == "Softmax":
+        assert np.all(np.isnan(y[1].astype(np.float64)))
+        assert np.all(y[0].astype(np.float64)[[1, 3, 6]] == 0.0)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_empty_and_scalar_like(op):
+    for t in TYPES:
+        for shape, axis in [((0,), -1), ((3, 0), -1), ((0, 5), -1), ((0, 5), 0), ((2, 0, 3), 1), ((1,), 0)]:
+            x = np.zeros(shape, NP_TYPE[t])
+            y = run(op, t, 13, x, axis)
+            assert y.shape == shape and y.dtype == NP_TYPE[t]
+            assert_close(y, ref(op, x, axis, 13), t)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_bad_axis(op):
+    import olc_core
+    x = np.zeros((2, 3), np.float32)
+    for axis in (2, -3):
+        s = session(model(op, "float32", 13, axis), "avx512")
+        with pytest.raises(olc_core.OlcError, match=r"axis .* out of range"):
+            s.run(None, {"x": x})
+    s = session(model(op, "float32", 13, None), "avx512")
+    with pytest.raises(olc_core.OlcError, match=r"out of range for an input of rank 0"):
+        s.run(None, {"x": np.float32(1.0)})
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_parallel_large(op):
+    """Attention-score shaped input across 2 threads, every level."""
+    rng = np.random.default_rng(5)
+    x = rand(rng, (2, 4, 64, 257), "float32", -30, 30)
+    expected = ref(op, x, -1, 13)
+    for level in LEVELS:
+        assert_close(run(op, "float32", 13, x, level=level, threads=2), expected, "float32", f"{op} {level}")
