@@ -1,0 +1,230 @@
+"""Gemm and MatMul against a float64 numpy reference: every SIMD level,
+1 and 2 threads, M/N/K of 0, 1 and tails around each register tile,
+transposes, every bias layout, batched and broadcast MatMul, rank-1
+operands, constant and dynamic B."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+
+import numpy as np
+import pytest
+from helpers import LEVELS, NP, check_close, model, rand, session
+
+import olc_core
+import olc_matmul
+
+FLOATS = ("float32", "float64", "float16", "bfloat16")
+# Around the tiles: scalar 4x8 (f64 4x4), avx2 6x16, avx512 12x32 (f64 12x16).
+DIMS_M = (0, 1, 5, 12, 13, 25)
+DIMS_N = (0, 1, 7, 16, 33, 65)
+DIMS_K = (0, 1, 17, 300)
+
+
+def ref_gemm(a, b, c, alpha, beta, ta, tb):
+    A = a.astype(np.float64).T if ta else a.astype(np.float64)
+    B = b.astype(np.float64).T if tb else b.astype(np.float64)
+    y = alpha * (A @ B)
+    prod = abs(alpha) * (np.abs(A) @ np.abs(B))
+    if c is not None and beta != 0:
+        y = y + beta * c.astype(np.float64)
+        prod = prod + np.abs(beta * c.astype(np.float64))
+    return y, prod
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", FLOATS)
+def test_matmul_dynamic_shapes(t, level, threads):
+    rng = np.random.default_rng(1)
+    s = session(model("MatMul", [("a", t), ("b", t)], [("y", t)]), level, threads)
+    for M, N, K in itertools.product(DIMS_M, DIMS_N, DIMS_K):
+        a, b = rand(rng, (M, K), t), rand(rng, (K, N), t)
+        y = s.run(None, {"a": a, "b": b})[0]
+        assert y.dtype == NP[t] and y.shape == (M, N)
+        ref, prod = ref_gemm(a, b, None, 1.0, 0.0, False, False)
+        check_close(y, ref, prod, K, t, f"{t} {level} {M}x{N}x{K}")
+    assert s.kernel_usage() == ["olc_matmul::MatMul"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+def test_matmul_large_paths(level, threads):
+    """Shapes that reach K blocking, N blocking, split K and the thread grid."""
+    rng = np.random.default_rng(2)
+    s = session(model("MatMul", [("a", "float32"), ("b", "float32")], [("y", "float32")]), level, threads)
+    for M, N, K in [(2, 2, 4096), (32, 32, 1500), (97, 1100, 70), (1, 1030, 600), (700, 1, 600), (64, 64, 513),
+                    (130, 70, 260)]:
+        a, b = rand(rng, (M, K), "float32"), rand(rng, (K, N), "float32")
+        y = s.run(None, {"a": a, "b": b})[0]
+        ref, prod = ref_gemm(a, b, None, 1.0, 0.0, False, False)
+        check_close(y, ref, prod, K, "float32", f"{level} {M}x{N}x{K}")
+
+
+BIAS_SHAPES = [None, (), (1,), ("N",), (1, "N"), ("M", 1), ("M", "N"), (1, 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", FLOATS)
+def test_gemm_attributes_and_bias(t, level, threads):
+    rng = np.random.default_rng(3)
+    sessions = {}
+    for (ta, tb), bias, (M, N, K) in itertools.product(
+            [(0, 0), (1, 0), (0, 1), (1, 1)], BIAS_SHAPES, [(13, 33, 17), (1, 7, 5), (6, 1, 40), (12, 32, 257)]):
+        alpha, beta = (0.75, -1.5) if bias is not None else (1.0, 1.0)
+        key = (ta, tb, bias is not None)
+        if key not in sessions:
+            ins = [("a", t), ("b", t)] + ([("c", t)] if bias is not None else [])
+            sessions[key] = session(model("Gemm", ins, [("y", t)],
+                                          {"transA": ta, "transB": tb, "alpha": alpha, "beta": beta}), level, threads)
+        s = sessions[key]
+        a = rand(rng, (K, M) if ta else (M, K), t)
+        b = rand(rng, (N, K) if tb else (K, N), t)
+        feeds = {"a": a, "b": b}
+        c = None
+        if bias is not None:
+            shape = tuple(M if d == "M" else N if d == "N" else d for d in bias)
+            c = rand(rng, shape, t)
+            feeds["c"] = c
+        y = s.run(None, feeds)[0]
+        ref, prod = ref_gemm(a, b, c, alpha, beta, ta, tb)
+        check_close(y, ref, prod, K, t, f"{t} {level} trans={ta}{tb} bias={bias} {M}x{N}x{K}")
+    for s in sessions.values():
+        assert s.kernel_usage() == ["olc_matmul::Gemm"]
+
+
+@pytest.mark.parametrize("opset", [7, 9, 11, 13])
+def test_gemm_opsets(opset):
+    rng = np.random.default_rng(4)
+    a, b, c = rand(rng, (4, 3), "float32"), rand(rng, (3, 5), "float32"), rand(rng, (5,), "float32")
+    s = session(model("Gemm", [("a", "float32"), ("b", "float32"), ("c", "float32")], [("y", "float32")],
+                      {"alpha": 2.0, "beta": 0.5}, opset=opset))
+    y = s.run(None, {"a": a, "b": b, "c": c})[0]
+    ref, prod = ref_gemm(a, b, c, 2.0, 0.5, 0, 0)
+    check_close(y, ref, prod, 3, "float32")
+    assert s.kernel_usage() == ["olc_matmul::Gemm"]
+
+
+def test_gemm_beta_zero_ignores_bias_nan():
+    a = np.ones((2, 3), np.float32)
+    b = np.ones((3, 4), np.float32)
+    c = np.full((4,), np.nan, np.float32)
+    s = session(model("Gemm", [("a", "float32"), ("b", "float32"), ("c", "float32")], [("y", "float32")],
+                      {"beta": 0.0}))
+    np.testing.assert_array_equal(s.run(None, {"a": a, "b": b, "c": c})[0], np.full((2, 4), 3, np.float32))
+
+
+def test_special_values_propagate():
+    a = np.array([[np.inf, 1.0], [np.nan, 0.0], [1.0, 2.0]], np.float32)
+    b = np.array([[1.0, -1.0, 0.0], [2.0, 3.0, 4.0]], np.float32)
+    for level in LEVELS:
+        s = session(model("MatMul", [("a", "float32"), ("b", "float32")], [("y", "float32")]), level)
+        y = s.run(None, {"a": a, "b": b})[0]
+        with np.errstate(invalid="ignore"):
+            ref = a.astype(np.float64) @ b.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
+        fin = np.isfinite(ref)
+        np.testing.assert_allclose(y[fin], ref[fin], rtol=1e-6)
+        np.testing.assert_array_equal(y[np.isinf(ref)], ref[np.isinf(ref)])
+
+
+BATCH_CASES = [
+    ((2, 3, 5, 7), (3, 7, 4)),
+    ((8, 13, 17), (17, 33)),      # B shared: folded into M
+    ((17,), (3, 17, 9)),          # rank-1 A
+    ((4, 13, 17), (17,)),         # rank-1 B
+    ((17,), (17,)),               # scalar output
+    ((1, 5, 6), (3, 6, 2)),       # A broadcast
+    ((3, 1, 5, 6), (1, 2, 6, 40)),
+    ((2, 0, 4), (2, 4, 3)),
+    ((2, 3, 0), (2, 0, 5)),
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("const_b", [False, True])
+@pytest.mark.parametrize("t", ["float32", "float64", "float16", "bfloat16"])
+def test_matmul_batched(t, const_b, level, threads):
+    rng = np.random.default_rng(5)
+    for sa, sb in BATCH_CASES:
+        a, b = rand(rng, sa, t), rand(rng, sb, t)
+        if const_b:
+            m = model("MatMul", [("a", t), ("b", t)], [("y", t)], initializers=[("b", b)])
+            feeds = {"a": a}
+        else:
+            m = model("MatMul", [("a", t), ("b", t)], [("y", t)])
+            feeds = {"a": a, "b": b}
+        s = session(m, level, threads)
+        y = s.run(None, feeds)[0]
+        ref = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        prod = np.matmul(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+        assert y.shape == ref.shape, (sa, sb)
+        check_close(y, ref, prod, sa[-1], t, f"{sa}x{sb}")
+        assert s.kernel_usage() == ["olc_matmul::MatMul"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", FLOATS)
+def test_constant_b_gemm(t, level, threads):
+    rng = np.random.default_rng(6)
+    for (M, N, K), tb in itertools.product([(1, 65, 33), (13, 33, 300), (30, 100, 20), (1, 1, 9)], [0, 1]):
+        b = rand(rng, (N, K) if tb else (K, N), t)
+        c = rand(rng, (N,), t)
+        m = model("Gemm", [("a", t), ("b", t), ("c", t)], [("y", t)], {"transB": tb, "alpha": 1.25},
+                  initializers=[("b", b), ("c", c)])
+        s = session(m, level, threads)
+        a = rand(rng, (M, K), t)
+        y = s.run(None, {"a": a})[0]
+        ref, prod = ref_gemm(a, b, c, 1.25, 1.0, 0, tb)
+        check_close(y, ref, prod, K, t, f"{t} const {M}x{N}x{K} tb={tb}")
+        assert "prepacked-B" in s.kernel_usage_details()[0]
+
+
+def test_prepacked_cache_shared_and_released():
+    gc.collect()
+    base = olc_matmul.prepacked_bytes()
+    rng = np.random.default_rng(7)
+    w = rand(rng, (64, 96), "float32")
+    from onnx import helper, numpy_helper, TensorProto
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="n1"),
+             helper.make_node("Slice", ["h", "st", "en", "ax"], ["h2"], name="sl"),
+             helper.make_node("MatMul", ["h2", "w"], ["y"], name="n2")]
+    g = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [5, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.array([0], np.int64), "st"),
+         numpy_helper.from_array(np.array([64], np.int64), "en"),
+         numpy_helper.from_array(np.array([1], np.int64), "ax")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
+    s = olc_core.Session(m, record_usage=True)
+    held = olc_matmul.prepacked_bytes() - base
+    assert 64 * 96 * 4 <= held <= 64 * 128 * 4  # one copy (N padded to the tile), not two
+    x = rand(rng, (5, 64), "float32")
+    y = s.run(None, {"x": x})[0]
+    ref = (x.astype(np.float64) @ w)[:, :64] @ w
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
+    details = s.kernel_usage_details()
+    assert sum("shared" in d for d in details) == 1, details
+    del s
+    gc.collect()
+    assert olc_matmul.prepacked_bytes() == base
+
+
+def test_errors_name_the_node():
+    s = session(model("MatMul", [("a", "float32"), ("b", "float32")], [("y", "float32")], name="badmm"))
+    with pytest.raises(olc_core.OlcError, match=r"badmm.*inner dimensions differ"):
+        s.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones((4, 2), np.float32)})
+    with pytest.raises(olc_core.OlcError, match=r"badmm.*cannot be broadcast"):
+        s.run(None, {"a": np.ones((2, 2, 3), np.float32), "b": np.ones((3, 3, 2), np.float32)})
+    g = session(model("Gemm", [("a", "float32"), ("b", "float32"), ("c", "float32")], [("y", "float32")],
+                      name="badgemm"))
+    with pytest.raises(olc_core.OlcError, match=r"badgemm.*bias C of shape \[3\]"):
+        g.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones((3, 4), np.float32),
+                     "c": np.ones((3,), np.float32)})
+    with pytest.raises(olc_core.OlcError, match=r"badgemm.*inner dimensions differ"):
+        g.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones((2, 4), np.float32),
+                     "c": np.ones((4,), np.float32)})
