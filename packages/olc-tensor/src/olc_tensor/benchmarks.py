@@ -1,0 +1,99 @@
+"""Benchmark cases of olc-tensor for ``tools/benchmark_parity.py --suite tensor``.
+
+The shapes are those of a BERT-base / GPT-2 layer: head transposes, an
+embedding gather from a [30522, 768] table (a constant initializer, as in a
+real model), the QKV concat and split along the last axis, and the float32
+to float16/bfloat16 casts of mixed-precision graphs at 1 and 4 million
+elements. ``benchmark_gates()`` states the targets (ratio = onnxruntime
+time / olc time, both on the same inputs and threads).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .manifest import kernel_name
+
+OPSET = 18
+VOCAB, HIDDEN = 30522, 768
+
+
+def _token_ids(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    return rng.integers(0, VOCAB, size=shape).astype(dtype)
+
+
+def _f32(shape: Sequence[int], constant: bool = False, generator: Any = "normal") -> dict[str, Any]:
+    return {"shape": list(shape), "dtype": "float32", "generator": generator, "constant": constant}
+
+
+def _i64_const(values: Sequence[int]) -> dict[str, Any]:
+    arr = np.asarray(values, np.int64)
+
+    def gen(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        return arr.astype(dtype)
+
+    return {"shape": [len(values)], "dtype": "int64", "generator": gen, "constant": True}
+
+
+def _case(op: str, name: str, inputs: list[dict[str, Any]], group: str, attributes: dict[str, Any] | None = None,
+          outputs: list[str] | None = None, size: int | None = None) -> dict[str, Any]:
+    return {
+        "op": op, "domain": "", "opset": OPSET, "attributes": attributes or {}, "inputs": inputs,
+        "outputs": outputs or ["float32"], "expected_kernel": kernel_name(op), "name": name,
+        "size": size if size is not None else int(np.prod(inputs[0]["shape"])), "group": group,
+        "rtol": 0.0, "atol": 0.0,
+    }
+
+
+def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
+    """The gated cases; ``sizes`` (element counts) replaces the Cast sizes."""
+    default = [1 << 20, 1 << 22]
+    # The runner passes its own default sizes when --sizes is not given; the
+    # Cast cases keep their 1M / 4M sizes then.
+    cast_sizes = default if not sizes or tuple(sizes) == (4096, 65536, 1048576, 4194304) else list(sizes)
+    cases = [
+        _case("Transpose", "Transpose [1,128,12,64] perm 0,2,1,3", [_f32([1, 128, 12, 64])], "transpose",
+              {"perm": [0, 2, 1, 3]}),
+        _case("Transpose", "Transpose [32,2048] -> [2048,32]", [_f32([32, 2048])], "transpose", {"perm": [1, 0]}),
+        _case("Gather", "Gather 128 rows of [30522,768]",
+              [_f32([VOCAB, HIDDEN], constant=True),
+               {"shape": [1, 128], "dtype": "int64", "generator": _token_ids}],
+              "gather", {"axis": 0}, size=128 * HIDDEN),
+        _case("Concat", "Concat 3x[1,128,768] -> [1,128,2304]", [_f32([1, 128, 768])] * 3, "concat", {"axis": -1},
+              size=128 * 2304),
+        _case("Split", "Split [1,128,2304] -> 3x[1,128,768]", [_f32([1, 128, 2304]), _i64_const([768, 768, 768])],
+              "split", {"axis": -1}, outputs=["float32"] * 3),
+    ]
+    for n in cast_sizes:
+        cases.append(_case("Cast", f"Cast float32 -> float16 {n}", [_f32([n])], "cast", {"to": 10},
+                           outputs=["float16"]))
+        # onnxruntime's Python API cannot return bfloat16 arrays: the case
+        # casts there and back (two olc Cast kernels against two of its own).
+        case = _case("Cast", f"Cast float32 -> bfloat16 -> float32 {n}", [_f32([n])], "cast")
+        case["model"] = _bf16_round_trip(n)
+        cases.append(case)
+    return cases
+
+
+def _bf16_round_trip(n: int) -> Any:
+    def build() -> Any:
+        from onnx import TensorProto, helper
+
+        nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.BFLOAT16, name="to_bf16"),
+                 helper.make_node("Cast", ["h"], ["y"], to=TensorProto.FLOAT, name="to_f32")]
+        graph = helper.make_graph(nodes, "bf16_round_trip",
+                                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+                                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+        model.ir_version = 9
+        return model
+
+    return build
+
+
+def benchmark_gates() -> list[dict[str, Any]]:
+    return [{"name": "tensor: median ratio >= 1.0, every case >= 0.85", "group": None,
+             "median_at_least": 1.0, "min_at_least": 0.85}]
