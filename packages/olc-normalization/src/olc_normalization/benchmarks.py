@@ -1,0 +1,54 @@
+"""Benchmark cases of olc-normalization for tools/benchmark_parity.py.
+
+    python tools/benchmark_parity.py --suite normalization --threads 1,2 --min-time 0.3 [--enforce]
+
+The transformer shapes: Softmax, LayerNormalization (scale and bias as
+initializers, as exported models have them) and RMSNormalization (opset 23)
+on [B*S, H] for B*S in 1, 128, 2048 and H in 768, 4096, and Softmax over
+attention scores [1, 16, 128, 128] and [1, 32, 512, 512]; float32.
+The shapes are fixed (the tool's --sizes does not apply).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .manifest import kernel_name
+
+ROWS = (1, 128, 2048)
+HIDDEN = (768, 4096)
+ATTENTION = ((1, 16, 128, 128), (1, 32, 512, 512))
+GROUP = "transformer"
+
+
+def _case(op: str, opset: int, shape: list[int], params: list[list[int]], attributes: dict[str, Any],
+          name: str) -> dict[str, Any]:
+    inputs = [{"shape": shape, "dtype": "float32", "generator": "normal"}]
+    inputs += [{"shape": p, "dtype": "float32", "generator": "normal", "constant": True} for p in params]
+    size = 1
+    for d in shape:
+        size *= d
+    return {"op": op, "domain": "", "opset": opset, "attributes": attributes, "inputs": inputs,
+            "outputs": ["float32"], "expected_kernel": kernel_name(op), "name": name, "size": size,
+            "rtol": 1e-4, "atol": 1e-5, "group": GROUP}
+
+
+def benchmark_cases() -> list[dict[str, Any]]:
+    cases = []
+    for h in HIDDEN:
+        for bs in ROWS:
+            shape = [bs, h]
+            cases.append(_case("Softmax", 13, shape, [], {"axis": -1}, f"Softmax [{bs}, {h}]"))
+            cases.append(_case("LayerNormalization", 17, shape, [[h], [h]], {"axis": -1, "epsilon": 1e-5},
+                               f"LayerNormalization [{bs}, {h}]"))
+            cases.append(_case("RMSNormalization", 23, shape, [[h]], {"axis": -1, "epsilon": 1e-5},
+                               f"RMSNormalization [{bs}, {h}]"))
+    for shape in ATTENTION:
+        cases.append(_case("Softmax", 13, list(shape), [], {"axis": -1},
+                           "Softmax scores [" + ", ".join(map(str, shape)) + "]"))
+    return cases
+
+
+def benchmark_gates() -> list[dict[str, Any]]:
+    return [{"name": "normalization: transformer shapes, float32, ort/olc", "group": GROUP,
+             "median_at_least": 1.1, "min_at_least": 0.9}]
