@@ -282,15 +282,24 @@ class Split final : public Kernel {
     if (given) {
       if ((int64_t)sizes.size() != n_out)
         return fail(ctx, "invalid split sizes: %zu sizes for %d outputs", sizes.size(), n_out);
-      int64_t sum = 0;
-      for (size_t i = 0; i < sizes.size(); ++i) {
+      for (size_t i = 0; i < sizes.size(); ++i)
         if (sizes[i] < 0) return fail(ctx, "invalid split sizes: size %zu is negative (%lld)", i, (long long)sizes[i]);
-        sum += sizes[i];
-        if (sum > dim) break;
+      int64_t sum = 0;
+      bool over = false;
+      for (int64_t v : sizes) {
+        if (v > dim - sum) {  // sum + v > dim, without overflow
+          over = true;
+          break;
+        }
+        sum += v;
       }
-      if (sum != dim)
-        return fail(ctx, "invalid split sizes: they sum to %s%lld, the split axis %lld has size %lld",
-                    sum > dim ? "more than " : "", (long long)sum, (long long)ax, (long long)dim);
+      if (over || sum != dim) {
+        std::string list;
+        for (size_t i = 0; i < sizes.size() && i < 16; ++i) list += (i ? ", " : "") + std::to_string(sizes[i]);
+        return fail(ctx, "invalid split sizes: [%s%s] %s the split axis %lld of size %lld", list.c_str(),
+                    sizes.size() > 16 ? ", ..." : "", over ? "sum to more than" : "do not add up to", (long long)ax,
+                    (long long)dim);
+      }
     } else {
       const int64_t parts = num_outputs > 0 ? num_outputs : n_out;
       if (parts != n_out)
