@@ -707,6 +707,19 @@ void api_record_usage_detail(olc_context* ctx, const char* detail) {
   ctx->run->details.push_back(ctx->step->kernel_name + "[" + detail + "]");
 }
 
+// The kernel whose create() is running on this thread, and its node info:
+// report_prepacked is only accepted for that node.
+struct Creating {
+  const olc_node_info* node = nullptr;
+  std::vector<std::pair<uintptr_t, int64_t>>* prepacked = nullptr;
+};
+thread_local Creating t_creating;
+
+void api_report_prepacked(const olc_node_info* node, const void* key, int64_t bytes) {
+  if (!node || node != t_creating.node || !t_creating.prepacked || bytes < 0) return;
+  t_creating.prepacked->emplace_back(reinterpret_cast<uintptr_t>(key), bytes);
+}
+
 }  // namespace
 
 const olc_core_api* core_api() {
@@ -726,6 +739,7 @@ const olc_core_api* core_api() {
     a.tuning_declare_float = tuning_declare_float;
     a.tuning_read_float = tuning_read_float;
     a.record_usage_detail = api_record_usage_detail;
+    a.report_prepacked = api_report_prepacked;
     return a;
   }();
   return &api;
@@ -810,12 +824,18 @@ std::shared_ptr<NativeKernel> create_native_kernel(py::capsule capsule, py::dict
   info.attributes = cattrs.data();
 
   char error[1024] = {0};
+  std::vector<std::pair<uintptr_t, int64_t>> prepacked;
+  const Creating outer = t_creating;  // create() may, in principle, build a kernel itself
+  t_creating = Creating{&info, &prepacked};
   void* state = vt->create(core_api(), &info, error, sizeof(error));
+  t_creating = outer;
   if (!state) {
     error[sizeof(error) - 1] = 0;
     raise_olc_error(label + ": " + (error[0] ? error : "kernel creation failed without a message"));
   }
-  return std::make_shared<NativeKernel>(vt, state);
+  auto kernel = std::make_shared<NativeKernel>(vt, state);
+  kernel->prepacked = std::move(prepacked);
+  return kernel;
 }
 
 void bind_runtime(py::module_& m) {
@@ -839,7 +859,9 @@ void bind_runtime(py::module_& m) {
   py::class_<NativeKernel, std::shared_ptr<NativeKernel>>(m, "NativeKernel")
       .def_property_readonly("name",
                              [](const NativeKernel& k) { return std::string(k.vtable()->name); })
-      .def_property_readonly("flags", [](const NativeKernel& k) { return k.vtable()->flags; });
+      .def_property_readonly("flags", [](const NativeKernel& k) { return k.vtable()->flags; })
+      .def_property_readonly("prepacked", [](const NativeKernel& k) { return k.prepacked; },
+                             "(buffer key, bytes) pairs the kernel reported from create()");
   m.def("create_kernel", &create_native_kernel, py::arg("vtable"), py::arg("node"),
         "Create a native kernel for one node from a vtable capsule.");
   m.def("vtable_name", [](py::capsule c) {

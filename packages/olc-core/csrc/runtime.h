@@ -38,6 +38,8 @@ class NativeKernel {
   NativeKernel& operator=(const NativeKernel&) = delete;
   const olc_kernel_vtable* vtable() const { return vtable_; }
   const void* state() const { return state_; }
+  // What create() reported through report_prepacked: (buffer key, bytes).
+  std::vector<std::pair<uintptr_t, int64_t>> prepacked;
 
  private:
   const olc_kernel_vtable* vtable_;

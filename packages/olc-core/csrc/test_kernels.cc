@@ -98,6 +98,9 @@ void* addsum_create(const olc_core_api* api, const olc_node_info* node, char* er
   const int64_t n = olc_element_count(&c);
   float sum = 0.0f;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<const float*>(c.data)[i];
+  // The "packed" form of the constant is its sum, keyed by the constant's
+  // data: two nodes summing one initializer share it.
+  if (OLC_API_HAS(api, report_prepacked)) api->report_prepacked(node, c.data, sizeof(float));
   return new ScaleState{api, sum, 4096};
 }
 

@@ -104,6 +104,25 @@ def test_constant_inputs_reach_create(scale_plugin):
         olc_core.Session(model)
 
 
+def test_prepacked_bytes_are_reported_per_node_and_shared_once(scale_plugin):
+    # AddSum "packs" its constant input (its sum, 4 bytes) keyed by that
+    # constant: two nodes on one initializer share it, a second initializer
+    # is another buffer; a kernel that packs nothing reports 0.
+    w1 = onnx.numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "w1")
+    w2 = onnx.numpy_helper.from_array(np.array([3.0], np.float32), "w2")
+    nodes = [helper.make_node("AddSum", ["x", "w1"], ["a"], domain="test.olc", name="n1"),
+             helper.make_node("AddSum", ["a", "w1"], ["b"], domain="test.olc", name="n2"),
+             helper.make_node("AddSum", ["b", "w2"], ["c"], domain="test.olc", name="n3"),
+             helper.make_node("Scale", ["c"], ["y"], domain="test.olc", name="n4", factor=1.0)]
+    model = make_model(nodes, [tensor("x", shape=[2])], [tensor("y", shape=[2])], initializers=[w1, w2])
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    s = olc_core.Session(model)
+    assert [e.prepacked_bytes for e in s.kernel_plan()] == [4, 4, 4, 0]
+    assert s.prepacked_bytes() == 8
+    (y,) = s.run(None, {"x": np.array([0.0, 1.0], np.float32)})
+    np.testing.assert_array_equal(y, [9.0, 10.0])
+
+
 def test_usage_recording_is_off_by_default(scale_plugin):
     s = olc_core.Session(scale_model(2))
     s.run(None, {"x": np.ones(4, np.float32)})

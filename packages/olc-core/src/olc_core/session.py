@@ -66,6 +66,10 @@ class PlanEntry:
     # replaced, in graph order, and the pass that made it. Empty otherwise.
     fused_nodes: tuple[tuple[str, str], ...] = ()
     graph_pass: str = ""
+    # Bytes the kernel prepared from constant inputs at creation (packed
+    # weights); a buffer shared with other nodes is counted in each entry,
+    # once in Session.prepacked_bytes().
+    prepacked_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -295,6 +299,7 @@ class Session:
         self._model = proto
         self._types = _value_types(inferred)
         self._plan_entries: list[PlanEntry] = []
+        self._prepacked: dict[int, int] = {}  # buffer key -> bytes, over every native kernel
         self._build(proto, threads, participant_limit or 0, record_usage)
 
     # ------------------------------------------------------------ building
@@ -403,9 +408,13 @@ class Session:
                 for name, t in zip(node.output, reg.output_types(input_types)):
                     if name and t is not None and _tensor_elem(self._types.get(name)) == 0:
                         self._types[name] = helper.make_tensor_type_proto(TYPE_CODES[t], None)
+                prepacked = 0
                 if isinstance(reg.factory, _CAPSULE_TYPE):
                     kernel = _native.create_kernel(reg.factory, self._native_node_info(node, node_name, domain, opset or 1))
                     steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
+                    for key, nbytes in kernel.prepacked:
+                        self._prepacked[key] = nbytes
+                        prepacked += nbytes
                 else:
                     info = NodeInfo(
                         node_name, domain, node.op_type, opset or 1, input_types,
@@ -421,7 +430,7 @@ class Session:
                     steps.append(("python", fn, in_slots, out_slots, label, reg.kernel_name))
                 self._plan_entries.append(
                     PlanEntry(node_name, domain, node.op_type, reg.kernel_name, isinstance(reg.factory, _CAPSULE_TYPE),
-                              selection_reason)
+                              selection_reason, prepacked_bytes=prepacked)
                 )
                 continue
 
@@ -612,6 +621,11 @@ class Session:
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list:
         """Runs the model; the same call shape as onnxruntime's InferenceSession.run."""
         return self._plan.run(output_names, input_feed)
+
+    def prepacked_bytes(self) -> int:
+        """Bytes the session's kernels hold prepared from constant inputs
+        (packed weights), each shared buffer counted once."""
+        return sum(self._prepacked.values())
 
     def kernel_plan(self) -> list[PlanEntry]:
         """For every node, in graph order: the kernel chosen and why."""

@@ -246,7 +246,20 @@ typedef struct olc_core_api {
   /* Appends detail (for example the ISA variant chosen) to the usage record
    * of this run when recording is on; no-op otherwise. */
   void (*record_usage_detail)(olc_context* ctx, const char* detail);
+
+  /* --- Appended slots: check api_size before use (OLC_API_HAS). --- */
+
+  /* From create() only: the kernel holds `bytes` of data prepared from
+   * constant inputs (packed weights). `key` names the buffer: kernels that
+   * share one buffer report the same key, and a session counts it once.
+   * The session shows the figure per node and in total. */
+  void (*report_prepacked)(const olc_node_info* node, const void* key, int64_t bytes);
 } olc_core_api;
+
+/* Whether the core API table `api` has the slot `field` (appended slots are
+ * absent from an older olc-core). */
+#define OLC_API_HAS(api, field) \
+  ((api)->api_size >= offsetof(olc_core_api, field) + sizeof((api)->field))
 
 /* Kernel flags. */
 /* Output 0 may be written into input 0's buffer when the runtime owns that
