@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "olc/python_api.h"
+#include "binary_adapter.h"
 #include "fused_adapter.h"
 #include "unary_adapter.h"
 
@@ -28,16 +29,20 @@ PYBIND11_MODULE(_ext, m) {
   }
   olc_ew::set_core_api(api);
   olc_ew::set_fused_core_api(api);
+  olc_ew::set_nary_core_api(api);
 
   m.def(
       "vtable",
       [](const std::string& op_type) {
         const olc_kernel_vtable* vt = olc_ew::unary_vtable(op_type);
+        if (!vt) vt = olc_ew::nary_vtable(op_type);
         if (!vt) throw py::key_error("olc_elementwise has no kernel for op " + op_type);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
       },
       py::arg("op_type"), "The kernel vtable capsule of op_type (a KernelRegistration factory).");
   m.def("ops", &olc_ew::unary_op_names, "Operators with a kernel in this extension.");
+  m.def("nary_ops", &olc_ew::nary_op_names,
+        "Binary, variadic, Where, Clip and SwiGLU operators with a kernel in this extension.");
   m.def(
       "fused_vtable",
       []() { return py::reinterpret_steal<py::object>(olc_kernel_capsule(olc_ew::fused_vtable())); },

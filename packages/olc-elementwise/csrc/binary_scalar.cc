@@ -1,0 +1,22 @@
+// Baseline level (x86-64 without extra ISA flags: SSE2 at most, what the compiler vectorizes): the typed loops of binary_elem.inc compiled with this TU's flags.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <utility>
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include "olc/kernel_abi.h"
+#include "binary_common.h"
+
+namespace olc_ew {
+namespace nary_scalar {
+
+#include "binary_elem.inc"
+
+}  // namespace nary_scalar
+}  // namespace olc_ew
