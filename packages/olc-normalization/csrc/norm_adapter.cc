@@ -90,8 +90,10 @@ struct KernelState {
   RowOps<double> ops64{};
   Convert cv{};
   const char* isa = "scalar";
+  std::string isa_stream;  // usage detail when Y is streamed: "<isa>,stream"
   const olc_tuning_param* parallel_min_elements = nullptr;
   const olc_tuning_param* grain_elements = nullptr;
+  const olc_tuning_param* stream_min_bytes = nullptr;
 };
 
 bool fail(char* error, size_t size, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -298,6 +300,7 @@ void* norm_create(const olc_core_api* api, const olc_node_info* node, char* erro
   if (k->convert.bf16_to_f32) st->cv.bf16_to_f32 = k->convert.bf16_to_f32;
   if (k->convert.f32_to_bf16) st->cv.f32_to_bf16 = k->convert.f32_to_bf16;
   st->isa = st->f64 ? "scalar" : k->isa;
+  st->isa_stream = std::string(st->isa) + ",stream";
 
   // Work below these element counts runs on the calling thread; above, rows
   // are split in ranges of at least grain_elements (and at least one row).
@@ -307,6 +310,10 @@ void* norm_create(const olc_core_api* api, const olc_node_info* node, char* erro
       api->tuning_declare_int(kLibrary, spec->name, st->isa, key_t, "parallel_min_elements", costly ? 8192 : 16384);
   st->grain_elements =
       api->tuning_declare_int(kLibrary, spec->name, st->isa, key_t, "grain_elements", costly ? 4096 : 8192);
+  // Outputs of at least this many bytes are written with non-temporal
+  // stores (0: never), where the level has them: an output that cannot stay
+  // in the cache then costs no read-for-ownership traffic.
+  st->stream_min_bytes = api->tuning_declare_int(kLibrary, spec->name, st->isa, key_t, "stream_min_bytes", 16 << 20);
   return st.release();
 }
 
@@ -480,23 +487,27 @@ struct Job {
   T* stat_mean = nullptr;
   T* stat_inv = nullptr;
   T eps;
+  bool stream = false;  // non-temporal stores of Y (Softmax, LogSoftmax, Layer/RMS/Simplified)
 };
 
+// nt: y may be written with non-temporal stores (scratch: D elements).
 template <class T>
-void row_compute(const Job<T>& j, int64_t r, const T* x, T* y) {
+void row_compute(const Job<T>& j, int64_t r, const T* x, T* y, bool nt, T* scratch) {
   const KernelState* st = j.st;
   const RowOps<T>& o = *j.ops;
   const int64_t D = j.L.D;
+  auto apply = nt ? o.apply_nt : o.apply;
   switch (st->op) {
     case Op::Softmax:
     case Op::LogSoftmax:
-      o.softmax(x, y, D, st->op == Op::LogSoftmax);
+      if (nt) o.softmax_nt(x, y, D, st->op == Op::LogSoftmax, scratch);
+      else o.softmax(x, y, D, st->op == Op::LogSoftmax);
       return;
     case Op::LayerNorm: {
       T m, v;
       o.moments(x, D, &m, &v);
       const T inv = T(1) / std::sqrt(v + j.eps);
-      o.apply(x, y, D, m, inv, j.scale, j.bias);
+      apply(x, y, D, m, inv, j.scale, j.bias);
       if (j.stat_mean) j.stat_mean[r] = m;
       if (j.stat_inv) j.stat_inv[r] = inv;
       return;
@@ -505,7 +516,7 @@ void row_compute(const Job<T>& j, int64_t r, const T* x, T* y) {
     case Op::SimplifiedLayerNorm: {
       const T ms = o.sum_squares(x, D) / static_cast<T>(D);
       const T inv = T(1) / std::sqrt(ms + j.eps);
-      o.apply(x, y, D, T(0), inv, j.scale, nullptr);
+      apply(x, y, D, T(0), inv, j.scale, nullptr);
       if (j.stat_inv) j.stat_inv[r] = inv;
       return;
     }
@@ -563,6 +574,8 @@ void run_rows(void* user, int64_t begin, int64_t end) {
   const size_t xs = olc_dtype_size(j.x_t), ys = olc_dtype_size(j.y_t);
   const bool x_direct = j.L.contiguous && j.x_t == dtype_of<T>();
   const bool y_direct = j.L.contiguous && j.y_t == dtype_of<T>();
+  const bool nt = j.stream && y_direct;
+  std::unique_ptr<T[]> scratch(nt ? new T[static_cast<size_t>(D)] : nullptr);
   std::unique_ptr<T[]> xb(x_direct ? nullptr : new T[static_cast<size_t>(D)]);
   std::unique_ptr<T[]> yb(y_direct ? nullptr : new T[static_cast<size_t>(D)]);
   std::unique_ptr<char[]> raw(j.L.contiguous ? nullptr : new char[static_cast<size_t>(D) * std::max(xs, ys)]);
@@ -581,7 +594,7 @@ void run_rows(void* user, int64_t begin, int64_t end) {
       xr = xb.get();
     }
     T* yr = y_direct ? static_cast<T*>(j.y) + b : yb.get();
-    row_compute<T>(j, r, xr, yr);
+    row_compute<T>(j, r, xr, yr, nt, scratch.get());
     if (y_direct) continue;
     if (j.L.contiguous) {
       store_as<T>(st->cv, yr, static_cast<char*>(j.y) + b * ys, j.y_t, D);
@@ -825,12 +838,19 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
     inv_v.assign(static_cast<size_t>(rows), std::numeric_limits<T>::quiet_NaN());
     j.stat_inv = inv_v.data();
   }
-  api->record_usage_detail(ctx, st->isa);
-
+  if (n == 0) api->record_usage_detail(ctx, st->isa);
   if (n > 0) {
     j.ops = reinterpret_cast<const RowOps<T>*>(sizeof(T) == 8 ? static_cast<const void*>(&st->ops64)
                                                                : static_cast<const void*>(&st->ops32));
     const int64_t D = j.L.D;
+    const int64_t stream_min = api->tuning_read_int(st->stream_min_bytes);
+    const bool streamable = st->op == Op::Softmax || st->op == Op::LogSoftmax || st->op == Op::LayerNorm ||
+                            st->op == Op::RMSNorm || st->op == Op::SimplifiedLayerNorm;
+    j.stream = streamable && stream_min > 0 && j.ops->softmax_nt != nullptr &&
+               n * static_cast<int64_t>(olc_dtype_size(j.y_t)) >= stream_min;
+    // Streaming applies where Y is written in place (contiguous rows of the compute type).
+    const bool streams = j.stream && j.L.contiguous && j.y_t == dtype_of<T>();
+    api->record_usage_detail(ctx, streams ? st->isa_stream.c_str() : st->isa);
     const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
     const int64_t grain_el = std::max<int64_t>(1, api->tuning_read_int(st->grain_elements));
     if (par_min <= 0 || n < par_min || rows < 2 || api->concurrency(ctx) <= 1) {

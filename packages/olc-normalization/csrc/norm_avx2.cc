@@ -3,6 +3,7 @@
 // use the scalar level.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,10 @@ struct V8 {
   using T = float;
   using R = __m256;
   static constexpr int64_t W = 8;
+  static constexpr bool kStream = true;
+  static constexpr uintptr_t kAlign = 32;
+  static void stream(T* p, R v) { _mm256_stream_ps(p, v); }
+  static void fence() { _mm_sfence(); }
   static R load(const T* p) { return _mm256_loadu_ps(p); }
   static R load_part(const T* p, int64_t k, T fill) {
     const __m256i m = first_lanes(k);
@@ -60,8 +65,7 @@ struct V8 {
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-    __m256 p = _mm256_set1_ps(kC7);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC6));
+    __m256 p = _mm256_set1_ps(kC6);
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC5));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC4));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));

@@ -3,6 +3,7 @@
 // AVX-512F. float64 rows use the scalar level.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +23,10 @@ struct V16 {
   using T = float;
   using R = __m512;
   static constexpr int64_t W = 16;
+  static constexpr bool kStream = true;
+  static constexpr uintptr_t kAlign = 64;
+  static void stream(T* p, R v) { _mm512_stream_ps(p, v); }
+  static void fence() { _mm_sfence(); }
   static R load(const T* p) { return _mm512_loadu_ps(p); }
   static R load_part(const T* p, int64_t k, T fill) {
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(k), p);
@@ -51,23 +56,21 @@ struct V16 {
   }
   static R exp_nonpos(R x) {
     using namespace expc;
-    const __m512 lo = _mm512_set1_ps(kLo);
-    const __m512 xc = _mm512_max_ps(lo, x);  // a NaN x passes through (max returns its second operand)
+    // A NaN x passes through (max returns its second operand); -inf and
+    // anything below kLoScalef underflow to 0 in scalef.
+    const __m512 xc = _mm512_max_ps(_mm512_set1_ps(kLoScalef), x);
     const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(kLog2e)),
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-    __m512 p = _mm512_set1_ps(kC7);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC6));
+    __m512 p = _mm512_set1_ps(kC6);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC5));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC4));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    const __m512 y = _mm512_scalef_ps(p, n);
-    const __mmask16 below = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);  // x < kLo (and -inf): 0
-    return _mm512_maskz_mov_ps(static_cast<__mmask16>(~below), y);
+    return _mm512_scalef_ps(p, n);
   }
 };
 

@@ -28,6 +28,11 @@ struct RowOps {
   void (*apply)(const T* x, T* y, int64_t n, T shift, T mul, const T* scale, const T* bias);
   // y = (x - shift) * mul + add.
   void (*affine)(const T* x, T* y, int64_t n, T shift, T mul, T add);
+  // As softmax and apply, but y is written with non-temporal stores (for
+  // outputs far larger than the cache); softmax_nt keeps the exponentials
+  // in `scratch` (n elements) meanwhile. Null where a level has none.
+  void (*softmax_nt)(const T* x, T* y, int64_t n, int log, T* scratch);
+  void (*apply_nt)(const T* x, T* y, int64_t n, T shift, T mul, const T* scale, const T* bias);
 };
 
 // Element conversions between the storage types and float32.

@@ -1,6 +1,7 @@
 // Scalar level: the row engine on plain float and double (one lane), the
 // float32 exp of the family in scalar code, and the portable element
 // conversions. Compiled without ISA flags; defines what is supported.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -21,8 +22,7 @@ float exp_nonpos_f32(float x) {
   const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
   float r = x - n * kLn2Hi;
   r = r - n * kLn2Lo;
-  float p = kC7;
-  p = p * r + kC6;
+  float p = kC6;
   p = p * r + kC5;
   p = p * r + kC4;
   p = p * r + kC3;
@@ -41,6 +41,10 @@ struct VS {
   using T = TT;
   using R = TT;
   static constexpr int64_t W = 1;
+  static constexpr bool kStream = false;
+  static constexpr uintptr_t kAlign = 1;
+  static void stream(T* p, R v) { *p = v; }
+  static void fence() {}
   static R load(const T* p) { return *p; }
   static R load_part(const T* p, int64_t, T) { return *p; }  // never reached with W == 1
   static void store(T* p, R v) { *p = v; }

@@ -172,3 +172,20 @@ def mvn_ref(x, axes):
 
 def rand(rng, shape, t, lo=-4.0, hi=4.0):
     return rng.uniform(lo, hi, shape).astype(NP_TYPE[t])
+
+
+class stream_always:
+    """Context: every output of `ops` is written with non-temporal stores
+    (stream_min_bytes = 1 at every level), so small tests reach that path."""
+
+    def __init__(self, *ops):
+        self.keys = [(op, isa) for op in ops for isa in ("scalar", "avx2", "avx512")]
+
+    def __enter__(self):
+        for op, isa in self.keys:
+            olc_core.tuning.set("olc_normalization", op, "stream_min_bytes", 1, implementation=isa, dtype="float32")
+        return self
+
+    def __exit__(self, *exc):
+        for op, isa in self.keys:
+            olc_core.tuning.reset("olc_normalization", op, "stream_min_bytes", implementation=isa, dtype="float32")

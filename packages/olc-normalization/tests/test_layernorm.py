@@ -231,3 +231,22 @@ def test_rms_bad_input(op):
         run_rms(op, x, np.ones(4, np.float32))
     with pytest.raises(olc_core.OlcError, match=r"axis -3 is out of range"):
         run_rms(op, x, np.ones(8, np.float32), axis=-3)
+
+
+def test_non_temporal_output_path():
+    from norm_testlib import stream_always
+    rng = np.random.default_rng(24)
+    with stream_always("LayerNormalization", "RMSNormalization", "SimplifiedLayerNormalization"):
+        for n in (1, 9, 16, 33, 4097):
+            x, s, b = rand(rng, (5, n), "float32"), rand(rng, (n,), "float32"), rand(rng, (n,), "float32")
+            for level in LEVELS:
+                for threads in (1, 2):
+                    sess = session(ln_model("float32"), level, threads, key=("nt-ln",))
+                    y, = sess.run(None, {"x": x, "s": s, "b": b})
+                    want = "scalar" if level == "scalar" else f"{level},stream"
+                    assert sess.kernel_usage_details() == [f"olc_normalization::LayerNormalization[{want}]"]
+                    assert_close(y, layernorm_ref(x, s, b, -1, 1e-5)[0], "float32", f"LN n={n} {level}")
+                    for op in RMS_OPS:
+                        sess = session(rms_model(op, "float32", "float32"), level, threads, key=("nt", op))
+                        y, = sess.run(None, {"x": x, "s": s})
+                        assert_close(y, rms_ref(x, s, -1, 1e-5)[0], "float32", f"{op} n={n} {level}")

@@ -134,3 +134,23 @@ def test_parallel_large(op):
     expected = ref(op, x, -1, 13)
     for level in LEVELS:
         assert_close(run(op, "float32", 13, x, level=level, threads=2), expected, "float32", f"{op} {level}")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_non_temporal_output_path(op):
+    """Rows whose starts are not vector-aligned (n = 9, 33, 4097) and tails,
+    written with streaming stores; 1 and 2 threads, every level."""
+    from norm_testlib import stream_always
+    rng = np.random.default_rng(6)
+    with stream_always(op):
+        for n in (1, 9, 16, 33, 64, 4097):
+            x = rand(rng, (5, n), "float32", -30, 30)
+            x[1, ::3] = -np.inf
+            expected = ref(op, x, -1, 13)
+            for level in LEVELS:
+                for threads in (1, 2):
+                    s = session(model(op, "float32", 13, -1), level, threads, key=("nt", op))
+                    y, = s.run(None, {"x": x})
+                    want = "scalar" if level == "scalar" else f"{level},stream"
+                    assert s.kernel_usage_details() == [f"olc_normalization::{op}[{want}]"]
+                    assert_close(y, expected, "float32", f"{op} n={n} {level}")

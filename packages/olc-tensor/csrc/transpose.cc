@@ -8,6 +8,7 @@
 #include "common.h"
 #include "registry.h"
 #include "strided.h"
+#include "transpose_kernels.h"
 
 namespace olc_tn {
 namespace {
@@ -77,16 +78,32 @@ void transpose_tile(const T* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_
   }
 }
 
-void transpose_block(size_t es, const char* src, int64_t src_ld, char* dst, int64_t dst_ld, int64_t na, int64_t nb) {
+TransposeFn pick_transpose(size_t es) {
+  const bool avx2 = g_api->simd_level() >= OLC_SIMD_AVX2;
   switch (es) {
-    case 1: transpose_tile(reinterpret_cast<const uint8_t*>(src), src_ld, reinterpret_cast<uint8_t*>(dst), dst_ld, na, nb); break;
-    case 2: transpose_tile(reinterpret_cast<const uint16_t*>(src), src_ld, reinterpret_cast<uint16_t*>(dst), dst_ld, na, nb); break;
-    case 4: transpose_tile(reinterpret_cast<const uint32_t*>(src), src_ld, reinterpret_cast<uint32_t*>(dst), dst_ld, na, nb); break;
-    default: transpose_tile(reinterpret_cast<const uint64_t*>(src), src_ld, reinterpret_cast<uint64_t*>(dst), dst_ld, na, nb); break;
+    case 1: return &scalar::transpose_1;
+    case 2: return &scalar::transpose_2;
+    case 4: return avx2 ? &avx2::transpose_4 : &scalar::transpose_4;
+    default: return avx2 ? &avx2::transpose_8 : &scalar::transpose_8;
   }
 }
 
 }  // namespace
+
+namespace scalar {
+void transpose_1(const void* s, int64_t sld, void* d, int64_t dld, int64_t na, int64_t nb) {
+  transpose_tile(static_cast<const uint8_t*>(s), sld, static_cast<uint8_t*>(d), dld, na, nb);
+}
+void transpose_2(const void* s, int64_t sld, void* d, int64_t dld, int64_t na, int64_t nb) {
+  transpose_tile(static_cast<const uint16_t*>(s), sld, static_cast<uint16_t*>(d), dld, na, nb);
+}
+void transpose_4(const void* s, int64_t sld, void* d, int64_t dld, int64_t na, int64_t nb) {
+  transpose_tile(static_cast<const uint32_t*>(s), sld, static_cast<uint32_t*>(d), dld, na, nb);
+}
+void transpose_8(const void* s, int64_t sld, void* d, int64_t dld, int64_t na, int64_t nb) {
+  transpose_tile(static_cast<const uint64_t*>(s), sld, static_cast<uint64_t*>(d), dld, na, nb);
+}
+}  // namespace scalar
 
 void strided_copy(olc_context* ctx, size_t es, const char* src, int64_t base, char* dst, int rank,
                   const int64_t* oshape, const int64_t* istride, int64_t min_parallel_bytes) {
@@ -128,6 +145,7 @@ void strided_copy(olc_context* ctx, size_t es, const char* src, int64_t base, ch
     const int64_t na = d[j], ncol = d[r - 1];
     const int64_t a_blk = std::max<int64_t>(16, (16 << 10) / std::max<int64_t>(1, ncol * es64) / 16 * 16);
     const int64_t a_tasks = (na + a_blk - 1) / a_blk;
+    const TransposeFn tfn = pick_transpose(es);
     par_for(ctx, batch * a_tasks, 1, bytes, min_parallel_bytes, [&](int64_t b, int64_t e) {
       for (int64_t t = b; t < e; ++t) {
         int64_t bi = t / a_tasks;
@@ -139,8 +157,8 @@ void strided_copy(olc_context* ctx, size_t es, const char* src, int64_t base, ch
           in_off += i * bs[k];
           out_off += i * bo[k];
         }
-        transpose_block(es, src + (in_off + a0) * es64, s[r - 1], dst + (out_off + a0 * ostride[j]) * es64,
-                        ostride[j], a1 - a0, ncol);
+        tfn(src + (in_off + a0) * es64, s[r - 1], dst + (out_off + a0 * ostride[j]) * es64, ostride[j], a1 - a0,
+            ncol);
       }
     });
     return;

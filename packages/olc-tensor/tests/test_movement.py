@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import ALL_TYPES, assert_same, make_model, olc_run, random_array, ref_run  # noqa: E402
+from helpers import ALL_TYPES, LEVELS, assert_same, make_model, olc_run, random_array, ref_run  # noqa: E402
 
 ROW_LENGTHS = (1, 7, 8, 9, 4095, 4096, 4097)
 THREADS = (1, 2)
@@ -54,6 +54,18 @@ def test_transpose_types(t):
         x = random_array(rng, shape, t)
         opset = 13 if t == "bfloat16" else 1
         check(make_model("Transpose", [("x", t)], ["y"], opset, {"perm": perm}), {"x": x}, "olc_tensor::Transpose")
+
+
+@pytest.mark.parametrize("t", ["float32", "int64", "uint16"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_transpose_levels(t, level):
+    """4- and 8-byte 2-D tiles have AVX2 register transposes: every edge length."""
+    rng = np.random.default_rng(3)
+    for rows, cols in [(8, 8), (7, 9), (9, 7), (16, 33), (33, 16), (4, 4), (3, 5), (64, 4097), (1, 9), (31, 31)]:
+        x = random_array(rng, (2, rows, cols), t)
+        model = make_model("Transpose", [("x", t)], ["y"], 13, {"perm": [0, 2, 1]})
+        got = olc_run(model, {"x": x}, level=level, expect_kernel="olc_tensor::Transpose")
+        assert_same(got[0], np.ascontiguousarray(np.transpose(x, (0, 2, 1))), f"{rows}x{cols}")
 
 
 # --------------------------------------------------------------------- Gather
