@@ -1,0 +1,418 @@
+"""Differential tests of the binary kernels against onnx.reference: every
+operator x manifest type x attribute at a few broadcast shapes on every SIMD
+level, every broadcast family at a few op x type pairs (1 and 2 threads, up
+to a million elements), special values, errors raised before any output,
+in-place reuse, and the manifest against the onnx schemas."""
+
+from __future__ import annotations
+
+import zlib
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from onnx.reference import ReferenceEvaluator
+
+import olc_core
+from olc_elementwise import binary_manifest as bm
+
+LEVELS = [lv for lv in ("scalar", "avx2", "avx512")
+          if olc_core.SIMD_LEVELS.index(lv) <= olc_core.SIMD_LEVELS.index(olc_core.detected_simd_level())]
+
+NP = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "float16": np.dtype(np.float16),
+      "bfloat16": np.dtype(ml_dtypes.bfloat16), "bool": np.dtype(np.bool_),
+      **{t: np.dtype(t) for t in bm.INT}}
+ONNX = {"float32": TensorProto.FLOAT, "float64": TensorProto.DOUBLE, "float16": TensorProto.FLOAT16,
+        "bfloat16": TensorProto.BFLOAT16, "bool": TensorProto.BOOL, "int8": TensorProto.INT8,
+        "int16": TensorProto.INT16, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
+        "uint8": TensorProto.UINT8, "uint16": TensorProto.UINT16, "uint32": TensorProto.UINT32,
+        "uint64": TensorProto.UINT64}
+FLOATS = bm.F4
+BINARY = [o for o in bm.NARY_OPS if o.kind == "binary"]
+SCHEMA_SKIP = {"string", "complex64", "complex128"}
+
+VARIANTS = {"Mod": [{"fmod": 0}, {"fmod": 1}], "BitShift": [{"direction": "LEFT"}, {"direction": "RIGHT"}]}
+
+# Small shapes: every family once, tails around vector widths, empty.
+SHAPES = [((33,), (33,)), ((), (257,)), ((31,), ()), ((7, 17), (17,)), ((5, 33), (5, 1)),
+          ((2, 1, 4, 1, 3, 1), (1, 3, 1, 5, 1, 7)), ((0, 3), (3,)), ((2, 3, 4, 5), (3, 1, 1))]
+
+
+def newest_opset(spec, t, constraint="T"):
+    return max(s.since for s in spec.segments if t in s.types.get(constraint, ()))
+
+
+def make_model(op, in_types, out_type, opset, attrs=None, names=None):
+    names = names or [f"x{i}" for i in range(len(in_types))]
+    node = helper.make_node(op, names, ["y"], name="node0", **(attrs or {}))
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info(n, ONNX[t], None) for n, t in zip(names, in_types)],
+        [helper.make_tensor_value_info("y", ONNX[out_type], None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+_sessions: dict = {}
+
+
+def session(model_key, model, level, threads=1):
+    key = (model_key, level, threads)
+    if key not in _sessions:
+        with olc_core.simd_cap(level):
+            _sessions[key] = olc_core.Session(model, threads=threads, strict=True, record_usage=True)
+    return _sessions[key]
+
+
+# ---------------------------------------------------------------- inputs
+
+def float_values(t, n, rng, lo=-100.0, hi=100.0):
+    x = rng.uniform(lo, hi, n)
+    x = np.where(rng.random(n) < 0.2, np.round(x), x)  # exact ties, integers
+    x = x.astype(NP[t])
+    sp = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 0.5], np.float64).astype(NP[t])
+    k = min(n, len(sp))
+    if n:
+        x[rng.choice(n, k, replace=False)] = sp[:k] if n >= len(sp) else rng.choice(sp, k, replace=False)
+    return x
+
+
+def int_values(t, n, rng, lo=None, hi=None):
+    info = np.iinfo(NP[t])
+    lo = info.min if lo is None else max(lo, info.min)
+    hi = info.max if hi is None else min(hi, info.max)
+    x = rng.integers(lo, hi, n, dtype=NP[t], endpoint=True)
+    if n and lo == info.min and hi == info.max:
+        edge = np.array([info.min, info.max, 0, 1] + ([-1] if info.min < 0 else []), NP[t])
+        k = min(n, len(edge))
+        x[rng.choice(n, k, replace=False)] = edge[:k]
+    return x
+
+
+def gen(op, attrs, t, shape, rng, role):
+    """Input `role` (0: A, 1: B) of op with element type t."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if t == "bool":
+        return rng.integers(0, 2, n).astype(np.bool_).reshape(shape)
+    if op == "Pow":
+        if role == 0:
+            x = float_values(t, n, rng, -3, 3) if t in FLOATS else int_values(t, n, rng, -4, 4)
+        else:
+            x = float_values(t, n, rng, -3, 3) if t in FLOATS else int_values(t, n, rng, 0, 5)
+        return x.reshape(shape)
+    if t in FLOATS:
+        return float_values(t, n, rng).reshape(shape)
+    if op == "BitShift" and role == 1:
+        bits = NP[t].itemsize * 8
+        return int_values(t, n, rng, -3 if t in bm.SINT else 0, bits + 3).reshape(shape)
+    x = int_values(t, n, rng)
+    if op in ("Div", "Mod") and role == 1:
+        x[x == 0] = 3
+        if op == "Div" and t in bm.SINT:
+            x[x == -1] = -2  # INT_MIN / -1 is an error (tested separately)
+    return x.reshape(shape)
+
+
+def pow_exponent(t_base, t_exp, shape, rng):
+    n = int(np.prod(shape, dtype=np.int64))
+    if t_exp in FLOATS:
+        x = rng.uniform(-3, 3, n)
+        x = np.where(rng.random(n) < 0.3, np.round(x), x).astype(NP[t_exp])
+        if t_base not in FLOATS:  # integer bases: results in range, non-negative exponents
+            x = np.abs(np.round(x)).astype(NP[t_exp])
+    else:
+        lo = 0 if (t_base not in FLOATS or t_exp in bm.UINT) else -3
+        x = int_values(t_exp, n, rng, lo, 5)
+    return x.reshape(shape)
+
+
+# ---------------------------------------------------------------- oracle
+
+def reference(model, feeds):
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ReferenceEvaluator(model).run(None, feeds)[0]
+
+
+def tolerance(op, t):
+    if op == "Pow" and t in FLOATS:
+        return {"float32": 4e-7, "float64": 1e-15, "float16": 1e-3, "bfloat16": 8e-3}[t]
+    return 0.0
+
+
+def check(op, y, ref, t_out, rtol=0.0, signed_zero=True):
+    ref = np.asarray(ref)
+    assert y.shape == ref.shape, f"shape {y.shape} != {ref.shape}"
+    if t_out == "bool":
+        assert y.dtype == np.bool_
+        np.testing.assert_array_equal(y.view(np.uint8), ref.astype(np.uint8))
+        return
+    assert y.dtype == NP[t_out], f"dtype {y.dtype} != {t_out}"
+    if t_out not in FLOATS:
+        np.testing.assert_array_equal(y, ref.astype(NP[t_out]))
+        return
+    y64 = y.astype(np.float64)
+    r64 = ref.astype(NP[t_out]).astype(np.float64)
+    nan_y, nan_r = np.isnan(y64), np.isnan(r64)
+    bad = nan_y != nan_r
+    assert not bad.any(), f"{op}: NaN mismatch y={y[bad][:5]} ref={ref[bad][:5]}"
+    with np.errstate(invalid="ignore"):
+        ok = nan_r | (y64 == r64)
+        if signed_zero:
+            ok &= nan_r | (np.signbit(y64) == np.signbit(r64))
+        if rtol:
+            ok |= np.abs(y64 - r64) <= rtol * np.abs(r64)
+    bad = ~ok
+    assert not bad.any(), f"{op}: {bad.sum()} of {bad.size} differ: y={y[bad][:6]} ref={ref[bad][:6]}"
+
+
+# ---------------------------------------------------------------- manifest
+
+def test_manifest_matches_schemas():
+    for spec in bm.NARY_OPS:
+        assert onnx.defs.has(spec.op), spec.op
+        for seg in spec.segments:
+            top = min(seg.until, onnx.defs.onnx_opset_version())
+            for v in range(seg.since, top + 1):
+                schema = onnx.defs.get_schema(spec.op, v)
+                allowed = {tc.type_param_str: {s[len("tensor("):-1] for s in tc.allowed_type_strs}
+                           for tc in schema.type_constraints}
+                names = {"double": "float64", "float": "float32"}
+                for c, types in seg.types.items():
+                    want = {names.get(x, x) for x in allowed[c]} - SCHEMA_SKIP
+                    assert set(types) == want, f"{spec.op}-{v} {c}: manifest {sorted(types)} schema {sorted(want)}"
+        # segments are contiguous, and the first one has broadcasting semantics
+        for a, b in zip(spec.segments, spec.segments[1:]):
+            assert a.until + 1 == b.since
+
+
+def test_registrations_match_manifest():
+    regs = [r for r in olc_core.registered_kernels() if r.kernel_name.startswith("olc_elementwise::")]
+    for spec in bm.NARY_OPS:
+        mine = [r for r in regs if r.op_type == spec.op]
+        assert [(r.since_version, r.until_version) for r in mine] == [(s.since, s.until) for s in spec.segments]
+        for r, s in zip(mine, spec.segments):
+            assert {k: tuple(v) for k, v in r.types.items()} == s.types
+
+
+# ---------------------------------------------------------------- every op x type
+
+def binary_cases():
+    for spec in BINARY:
+        for attrs in VARIANTS.get(spec.op, [{}]):
+            for t in spec.types("T"):
+                if spec.op == "Pow":
+                    continue
+                yield spec.op, t, t, attrs
+    pow_spec = bm.BY_NAME["Pow"]
+    for ta in pow_spec.types("T"):
+        for tb in pow_spec.types("T1"):
+            yield "Pow", ta, tb, {}
+
+
+def case_id(c):
+    op, ta, tb, attrs = c
+    return f"{op}-{ta}" + (f"-{tb}" if tb != ta else "") + "".join(f"-{k}={v}" for k, v in attrs.items())
+
+
+@pytest.mark.parametrize("case", list(binary_cases()), ids=case_id)
+def test_binary_differential(case):
+    op, ta, tb, attrs = case
+    spec = bm.BY_NAME[op]
+    opset = max(newest_opset(spec, ta), newest_opset(spec, tb, "T1") if op == "Pow" else 0)
+    t_out = "bool" if spec.bool_out else ta
+    model = make_model(op, [ta, tb], t_out, opset, attrs)
+    rng = np.random.default_rng(zlib.crc32(case_id(case).encode()))
+    shapes = SHAPES if op != "Pow" or ta == tb else SHAPES[:1] + SHAPES[3:4]
+    data = []
+    if op == "PRelu":  # unidirectional: the slope broadcasts to X's shape
+        shapes = [(sa, sb) for sa, sb in shapes if np.broadcast_shapes(sa, sb) == tuple(sa)]
+    for sa, sb in shapes:
+        a = gen(op, attrs, ta, sa, rng, 0)
+        b = pow_exponent(ta, tb, sb, rng) if op == "Pow" else gen(op, attrs, tb, sb, rng, 1)
+        data.append((a, b, reference(model, {"x0": a, "x1": b})))
+    for level in LEVELS:
+        sess = session(case_id(case), model, level)
+        for a, b, ref in data:
+            y = sess.run(None, {"x0": a, "x1": b})[0]
+            assert sess.kernel_usage() == [bm.kernel_name(op)]
+            check(op, y, ref, t_out, tolerance(op, ta))
+
+
+# ---------------------------------------------------------------- broadcast families
+
+FAMILIES = {
+    "contiguous": ((4099,), (4099,)),
+    "left_scalar": ((), (4099,)),
+    "right_scalar": ((1, 1), (3, 1371)),
+    "row": ((63, 65), (65,)),
+    "column": ((65, 63), (65, 1)),
+    "nchw": ((2, 64, 32, 32), (64, 1, 1)),
+    "nhwc": ((2, 32, 32, 64), (64,)),
+    "attention": ((2, 16, 128, 128), (1, 16, 1, 1)),
+    "leading_rank": ((3, 1, 5, 7), (2, 1, 1, 1, 7)),
+    "alternating": ((2, 1, 4, 1, 8, 1), (1, 3, 1, 5, 1, 7)),
+    "outer_product": ((37, 1), (1, 41)),
+    "rank8": ((2, 1, 2, 3, 1, 2, 1, 5), (1, 3, 1, 3, 2, 2, 4, 1)),
+    "rank0": ((), ()),
+    "empty_dim": ((3, 0, 5), (1, 5)),
+    "empty_broadcast": ((0,), ()),
+    "left_expands": ((5, 1), (5, 33)),
+}
+FAMILY_OPS = [("Add", "float32", {}), ("Mul", "bfloat16", {}), ("Sub", "int32", {}), ("Less", "float32", {}),
+              ("Div", "float64", {}), ("Mod", "int16", {"fmod": 0}), ("Pow", "float32", {}), ("And", "bool", {}),
+              ("Equal", "float16", {})]
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_broadcast_families(family):
+    sa, sb = FAMILIES[family]
+    for op, t, attrs in FAMILY_OPS:
+        spec = bm.BY_NAME[op]
+        t_out = "bool" if spec.bool_out else t
+        model = make_model(op, [t, t], t_out, newest_opset(spec, t), attrs)
+        rng = np.random.default_rng(zlib.crc32(f"{family}/{op}".encode()))
+        pairs = []
+        for xa, xb in ((sa, sb), (sb, sa)):  # both sides broadcast in turn
+            a, b = gen(op, attrs, t, xa, rng, 0), gen(op, attrs, t, xb, rng, 1)
+            pairs.append((a, b, reference(model, {"x0": a, "x1": b})))
+        for level in LEVELS:
+            for threads in (1, 2):
+                sess = session((op, t, str(attrs)), model, level, threads)
+                for a, b, ref in pairs:
+                    y = sess.run(None, {"x0": a, "x1": b})[0]
+                    check(op, y, ref, t_out, tolerance(op, t))
+
+
+SIZES = (0, 1, 7, 31, 32, 33, 255, 256, 257, 4096, 65536, 1048576)
+
+
+@pytest.mark.parametrize("op,t", [("Add", "float32"), ("Mul", "bfloat16"), ("Greater", "float16"),
+                                  ("Sub", "int64"), ("PRelu", "float32")])
+def test_sizes(op, t):
+    """Element counts around vector widths up to a million: contiguous, row
+    broadcast and right scalar, 1 and 2 threads (the split starts at sizes
+    like these)."""
+    spec = bm.BY_NAME[op]
+    t_out = "bool" if spec.bool_out else t
+    model = make_model(op, [t, t], t_out, newest_opset(spec, t))
+    rng = np.random.default_rng(zlib.crc32(f"sizes/{op}/{t}".encode()))
+    for n in SIZES:
+        a = gen(op, {}, t, (n,), rng, 0)
+        for b in (gen(op, {}, t, (n,), rng, 1), gen(op, {}, t, (), rng, 1)):
+            ref = reference(model, {"x0": a, "x1": b})
+            levels = LEVELS if n <= 65536 else LEVELS[-1:]
+            for level in levels:
+                for threads in (1, 2):
+                    y = session((op, t), model, level, threads).run(None, {"x0": a, "x1": b})[0]
+                    check(op, y, ref, t_out)
+        if n >= 64 and n % 64 == 0:  # row broadcast [n/64, 64] op [64]
+            a2 = a.reshape(-1, 64)
+            b2 = gen(op, {}, t, (64,), rng, 1)
+            ref = reference(model, {"x0": a2, "x1": b2})
+            for threads in (1, 2):
+                check(op, session((op, t), model, LEVELS[-1], threads).run(None, {"x0": a2, "x1": b2})[0], ref, t_out)
+
+
+# ---------------------------------------------------------------- semantics
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_semantics_table(level):
+    def run(op, a, b, t_out=None, **attrs):
+        a, b = np.asarray(a), np.asarray(b)
+        t = {v: k for k, v in NP.items()}[a.dtype]
+        tb = {v: k for k, v in NP.items()}[b.dtype]
+        spec = bm.BY_NAME[op]
+        out = "bool" if spec.bool_out else t
+        m = make_model(op, [t, tb], out, 28 if op in ("Mod", "BitShift") else newest_opset(spec, t), attrs)
+        return session(("table", op, t, tb, str(attrs)), m, level).run(None, {"x0": a, "x1": b})[0]
+
+    i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+    f = lambda *v: np.array(v, np.float32)  # noqa: E731
+    # integer Div truncates toward zero; Mod fmod=0 is Python's, fmod=1 C's
+    assert run("Div", i32(7, -7, 7, -7), i32(2, 2, -2, -2)).tolist() == [3, -3, -3, 3]
+    assert run("Mod", i32(7, -7, 7, -7), i32(3, 3, -3, -3), fmod=0).tolist() == [1, 2, -2, -1]
+    assert run("Mod", i32(7, -7, 7, -7), i32(3, 3, -3, -3), fmod=1).tolist() == [1, -1, 1, -1]
+    assert run("Mod", i32(-2**31), i32(-1), fmod=0).tolist() == [0]
+    # float Mod: fmod=1 is C fmod; fmod=0 floors, zero takes the divisor's sign
+    y = run("Mod", f(5.5, -5.5, 0.0, np.inf, 1.0), f(2, 2, -3, 2, 0), fmod=1)
+    assert y[:3].tolist() == [1.5, -1.5, 0.0] and np.isnan(y[3:]).all()
+    y = run("Mod", f(5.5, -5.5, 4.0, -4.0, 1.0), f(2, 2, -2, 2, -np.inf), fmod=0)
+    assert y.tolist() == [1.5, 0.5, -0.0, 0.0, -np.inf] and np.signbit(y[2]) and not np.signbit(y[3])
+    # wrap-around without UB
+    assert run("Add", i32(2**31 - 1), i32(1)).tolist() == [-2**31]
+    assert run("Mul", np.array([65535], np.uint16), np.array([65535], np.uint16)).tolist() == [1]
+    assert run("Sub", np.array([-128], np.int8), np.array([1], np.int8)).tolist() == [127]
+    # shifts outside [0, bits): the sign fill alone (opset 28)
+    assert run("BitShift", np.array([1, 1, 255], np.uint8), np.array([7, 8, 9], np.uint8), direction="LEFT").tolist() == [128, 0, 0]
+    assert run("BitShift", np.array([-8, -8, 8, -8], np.int16), np.array([1, 16, 16, -1], np.int16),
+               direction="RIGHT").tolist() == [-4, -1, 0, -1]
+    # comparisons with NaN, signed zeros
+    assert run("Equal", f(np.nan, 0.0), f(np.nan, -0.0)).tolist() == [False, True]
+    assert run("Less", f(np.nan, -np.inf), f(1, np.inf)).tolist() == [False, True]
+    # PRelu keeps NaN and positive values
+    y = run("PRelu", f(np.nan, 2.0, -2.0, -0.0), f(0.5))
+    assert np.isnan(y[0]) and y[1:].tolist() == [2.0, -1.0, -0.0]
+    # Pow: integer bases, negative integer exponents truncate toward zero
+    assert run("Pow", i32(2, -3, 1, -1, 5), i32(10, 3, -4, -3, -1)).tolist() == [1024, -27, 1, -1, 0]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_errors_before_output(level):
+    def sess(op, t, opset=14, **attrs):
+        spec = bm.BY_NAME[op]
+        return session(("err", op, t, str(attrs)), make_model(op, [t, t], "bool" if spec.bool_out else t, opset, attrs),
+                       level)
+
+    with pytest.raises(Exception, match=r"node0.*Div.*zero"):
+        sess("Div", "int32").run(None, {"x0": np.ones(4, np.int32), "x1": np.array([1, 0, 2, 3], np.int32)})
+    with pytest.raises(Exception, match=r"Mod.*zero"):
+        sess("Mod", "uint8", fmod=1).run(None, {"x0": np.ones(4, np.uint8), "x1": np.zeros((), np.uint8)})
+    with pytest.raises(Exception, match=r"overflow"):
+        sess("Div", "int64").run(None, {"x0": np.array([[-2**63], [5]], np.int64), "x1": np.array([-1, 2], np.int64)})
+    # the same values that never meet in the broadcast are fine
+    y = sess("Div", "int64").run(None, {"x0": np.array([-2**63, 5], np.int64), "x1": np.array([2, -1], np.int64)})[0]
+    assert y.tolist() == [-2**62, -5]
+    with pytest.raises(Exception, match=r"broadcast"):
+        sess("Add", "float32").run(None, {"x0": np.ones((2, 3), np.float32), "x1": np.ones((4,), np.float32)})
+    with pytest.raises(Exception, match=r"unidirectional"):
+        sess("PRelu", "float32", opset=16).run(None, {"x0": np.ones((3,), np.float32), "x1": np.ones((2, 3), np.float32)})
+    # float division by zero is not an error
+    y = sess("Div", "float32").run(None, {"x0": np.array([1, -1, 0], np.float32), "x1": np.zeros(3, np.float32)})[0]
+    assert y[0] == np.inf and y[1] == -np.inf and np.isnan(y[2])
+
+
+def test_bad_attributes():
+    m = make_model("BitShift", ["uint8", "uint8"], "uint8", 11, {"direction": "UP"})
+    with pytest.raises(Exception, match="direction"):
+        olc_core.Session(m, strict=True)
+    m = make_model("Mod", ["int32", "int32"], "int32", 13, {"fmod": 2})
+    with pytest.raises(Exception, match="fmod"):
+        olc_core.Session(m, strict=True)
+
+
+# ---------------------------------------------------------------- in place
+
+def test_output_reuse():
+    """Two nodes where the intermediate dies at the second: the runtime may
+    hand its buffer to the output (the kernel allows in place on a full
+    input 0). Checked full, broadcast-on-input-1 and broadcast-on-input-0."""
+    for sa, sb in (((64, 65), (64, 65)), ((64, 65), (65,)), ((65,), (64, 65)), ((64, 1), (64, 65))):
+        nodes = [helper.make_node("Add", ["x", "c"], ["t"]), helper.make_node("Mul", ["t", "d"], ["y"]),
+                 ]
+        g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                                           for n in ("x", "c", "d")],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+        rng = np.random.default_rng(5)
+        x = rng.standard_normal(sa).astype(np.float32)
+        c = rng.standard_normal(sa).astype(np.float32)
+        d = rng.standard_normal(sb).astype(np.float32)
+        for level in LEVELS:
+            for threads in (1, 2):
+                with olc_core.simd_cap(level):
+                    s = olc_core.Session(model, threads=threads, strict=True, fusion=False)
+                y = s.run(None, {"x": x, "c": c, "d": d})[0]
+                np.testing.assert_array_equal(y, (x + c) * d)
