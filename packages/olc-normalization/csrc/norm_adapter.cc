@@ -313,7 +313,7 @@ void* norm_create(const olc_core_api* api, const olc_node_info* node, char* erro
   // Outputs of at least this many bytes are written with non-temporal
   // stores (0: never), where the level has them: an output that cannot stay
   // in the cache then costs no read-for-ownership traffic.
-  st->stream_min_bytes = api->tuning_declare_int(kLibrary, spec->name, st->isa, key_t, "stream_min_bytes", 16 << 20);
+  st->stream_min_bytes = api->tuning_declare_int(kLibrary, spec->name, st->isa, key_t, "stream_min_bytes", 0);
   return st.release();
 }
 
