@@ -219,6 +219,12 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"Tile", &make_tile},
       {"Cast", &make_cast},
       {"CastLike", &make_cast_like},
+      {"ReduceSum", &make_reduce_sum},
+      {"ReduceMean", &make_reduce_mean},
+      {"ReduceMax", &make_reduce_max},
+      {"ReduceMin", &make_reduce_min},
+      {"ArgMax", &make_argmax},
+      {"ArgMin", &make_argmin},
   };
 }
 

@@ -20,6 +20,12 @@ Kernel* make_expand(const olc_node_info* node, std::string* error);
 Kernel* make_tile(const olc_node_info* node, std::string* error);
 Kernel* make_cast(const olc_node_info* node, std::string* error);
 Kernel* make_cast_like(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_sum(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_mean(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_max(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_min(const olc_node_info* node, std::string* error);
+Kernel* make_argmax(const olc_node_info* node, std::string* error);
+Kernel* make_argmin(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

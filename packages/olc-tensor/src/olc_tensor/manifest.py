@@ -56,6 +56,21 @@ def _bf16_from_13(since: int) -> tuple[Segment, ...]:
     return (Segment(since, 12, ALL_NO_BF16), Segment(13, MAX_OPSET, ALL))
 
 
+def _split(since: int, changes: dict[int, tuple[str, ...]]) -> tuple[Segment, ...]:
+    """Segments from {first opset: types}; each runs until the next one."""
+    starts = sorted(changes)
+    assert starts[0] == since
+    return tuple(Segment(s, (starts[k + 1] - 1) if k + 1 < len(starts) else MAX_OPSET, changes[s])
+                 for k, s in enumerate(starts))
+
+
+def _bf16_from_13_numeric(since: int) -> tuple[Segment, ...]:
+    return (Segment(since, 12, NUMERIC), Segment(13, MAX_OPSET, NUMERIC + ("bfloat16",)))
+
+
+RED = ("float32", "float64", "float16", "int32", "int64", "uint32", "uint64")
+BYTE = ("int8", "uint8")
+
 OPS: tuple[TensorOp, ...] = (
     TensorOp("Transpose", _bf16_from_13(1), ("T",), description="blocked 2-D tiles after merging dims"),
     TensorOp("Gather", _bf16_from_13(1), ("T", "Tind"), (("Tind", INDEX),), "row copies, indices checked first"),
@@ -70,6 +85,14 @@ OPS: tuple[TensorOp, ...] = (
     TensorOp("Tile", _bf16_from_13(6), ("T", None)),
     TensorOp("Cast", _bf16_from_13(6), ("T1",), description="SIMD float32 <-> float16/bfloat16"),
     TensorOp("CastLike", (Segment(15, MAX_OPSET, ALL),), ("T1", "T2"), (("T2", ALL),)),
+    # Reductions: axes as an attribute until the opset where they become an
+    # input (ReduceSum 13, the others 18); int8/uint8 join Max/Min at 12.
+    TensorOp("ReduceSum", _split(1, {1: RED, 13: RED + ("bfloat16",)}), ("T", None)),
+    TensorOp("ReduceMean", _split(1, {1: RED, 13: RED + ("bfloat16",)}), ("T", None)),
+    TensorOp("ReduceMax", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",)}), ("T", None)),
+    TensorOp("ReduceMin", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",)}), ("T", None)),
+    TensorOp("ArgMax", _bf16_from_13_numeric(1), ("T",)),
+    TensorOp("ArgMin", _bf16_from_13_numeric(1), ("T",)),
 )
 
 BY_NAME: dict[str, list[TensorOp]] = {}
