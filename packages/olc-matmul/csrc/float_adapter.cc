@@ -47,9 +47,15 @@ std::map<CacheKey, std::weak_ptr<PackedB>>& cache() {
 
 std::shared_ptr<PackedB> packed_constant(const KernelSet& ks, const olc_tensor& b, bool transB, int64_t K,
                                          int64_t N, int64_t nmat, bool* shared) {
-  const int32_t layout = b.dtype == OLC_DTYPE_DOUBLE ? static_cast<int32_t>(PackLayout::kF64)
-                                                     : static_cast<int32_t>(PackLayout::kF32);
-  const int nr = b.dtype == OLC_DTYPE_DOUBLE ? ks.isa->nr_f64 : ks.isa->nr_f32;
+  int32_t layout = static_cast<int32_t>(PackLayout::kF32);
+  int nr = ks.isa->nr_f32;
+  if (b.dtype == OLC_DTYPE_DOUBLE) {
+    layout = static_cast<int32_t>(PackLayout::kF64);
+    nr = ks.isa->nr_f64;
+  } else if (b.dtype == OLC_DTYPE_BFLOAT16 && ks.uk_bf16) {
+    layout = static_cast<int32_t>(PackLayout::kBf16);
+    nr = ks.nr_bf16;
+  }
   CacheKey key{b.data, b.dtype, std::vector<int64_t>(b.shape, b.shape + b.ndim), transB, layout, nr};
   std::lock_guard<std::mutex> lock(g_cache_mu);
   auto& m = cache();
@@ -160,8 +166,8 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
       }
     }
   }
-  for (int i = 0; i < kNumPaths; ++i)
-    st->details[i] = std::string(st->ks.isa_name) + " " + kPaths[i] + pack_note;
+  const char* isa = (dt == OLC_DTYPE_BFLOAT16 && st->ks.uk_bf16) ? "avx512bf16" : st->ks.isa_name;
+  for (int i = 0; i < kNumPaths; ++i) st->details[i] = std::string(isa) + " " + kPaths[i] + pack_note;
   return st.release();
 }
 

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <new>
+#include <type_traits>
 
 namespace olc_mm {
 
@@ -97,6 +98,66 @@ void pack_a(const S* A, bool transA, int64_t lda, int64_t m0, int mr, int64_t k0
   }
 }
 
+// bfloat16 pair layouts for vdpbf16ps. B: per panel, ceil(kc / 2) pairs x
+// NR columns x 2 (k, k + 1), zero padded in k and n. A: per pair, MR 32-bit
+// entries (row i: A(i, k) low half, A(i, k + 1) high half).
+void pack_b_pairs(const uint16_t* B, bool transB, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                  int NR, int64_t pstride, uint16_t* dst) {
+  const int64_t kc2 = (kc + 1) / 2;
+  for (int64_t j = 0; j * NR < nc; ++j) {
+    uint16_t* d = dst + j * pstride;
+    const int64_t c0 = n0 + j * NR;
+    const int w = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+    if (!transB) {
+      for (int64_t q = 0; q < kc2; ++q) {
+        const uint16_t* r0 = B + (k0 + 2 * q) * ldb + c0;
+        const bool has1 = 2 * q + 1 < kc;
+        const uint16_t* r1 = r0 + ldb;
+        uint16_t* o = d + q * 2 * NR;
+        int c = 0;
+        for (; c < w; ++c) {
+          o[2 * c] = r0[c];
+          o[2 * c + 1] = has1 ? r1[c] : 0;
+        }
+        for (; c < NR; ++c) o[2 * c] = o[2 * c + 1] = 0;
+      }
+    } else {
+      for (int c = 0; c < NR; ++c) {
+        if (c >= w) {
+          for (int64_t q = 0; q < kc2; ++q) d[q * 2 * NR + 2 * c] = d[q * 2 * NR + 2 * c + 1] = 0;
+          continue;
+        }
+        const uint16_t* src = B + (c0 + c) * ldb + k0;
+        for (int64_t q = 0; q < kc2; ++q) {
+          d[q * 2 * NR + 2 * c] = src[2 * q];
+          d[q * 2 * NR + 2 * c + 1] = 2 * q + 1 < kc ? src[2 * q + 1] : 0;
+        }
+      }
+    }
+  }
+}
+
+void pack_a_pairs(const uint16_t* A, bool transA, int64_t lda, int64_t m0, int mr, int64_t k0, int64_t kc, int MR,
+                  uint16_t* dst) {
+  const int64_t kc2 = (kc + 1) / 2;
+  for (int64_t q = 0; q < kc2; ++q) {
+    const bool has1 = 2 * q + 1 < kc;
+    for (int i = 0; i < mr; ++i) {
+      const int64_t k = k0 + 2 * q;
+      uint16_t lo, hi;
+      if (!transA) {
+        lo = A[(m0 + i) * lda + k];
+        hi = has1 ? A[(m0 + i) * lda + k + 1] : 0;
+      } else {
+        lo = A[k * lda + m0 + i];
+        hi = has1 ? A[(k + 1) * lda + m0 + i] : 0;
+      }
+      dst[2 * (q * MR + i)] = lo;
+      dst[2 * (q * MR + i) + 1] = hi;
+    }
+  }
+}
+
 struct Plan {
   int64_t tm, tn, tk;       // task grid per batch entry (tk > 1: split K)
   int64_t mstep, nstep, kstep;
@@ -114,10 +175,92 @@ struct Job {
   T* partials;  // split K: tk buffers of M x N
 };
 
+// bfloat16 through vdpbf16ps: float32 accumulation in a workspace (or the
+// split-K partial), rounded to bfloat16 once at the end.
+template <typename S>
+void general_task_bf16(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t ka,
+                       int64_t kb, float* part) {
+  const GemmDesc& d = *job.d;
+  const GemmBatch& b = *job.b;
+  const KernelSet& ks = *job.ks;
+  const int MR = ks.mr_bf16, NR = ks.nr_bf16;
+  const int64_t KC = (job.tun->kc + 1) / 2 * 2;
+  const int64_t NC = std::max<int64_t>(NR, job.tun->nc / NR * NR);
+  const uint16_t* A = static_cast<const uint16_t*>(b.a[bi]);
+  const uint16_t* B = b.packed ? nullptr : static_cast<const uint16_t*>(b.b[bi]);
+  uint16_t* C = static_cast<uint16_t*>(b.c[bi]);
+  const PackedB* pk = b.packed;
+  const uint16_t* pk_base = pk ? static_cast<const uint16_t*>(pk->data) + b.b_mat[bi] * pk->mat_stride : nullptr;
+  const int64_t mlen = m1 - m0;
+  uint16_t* apack = static_cast<uint16_t*>(t_apack.get(sizeof(uint16_t) * MR * (KC + 2)));
+  uint16_t* bpack =
+      pk ? nullptr : static_cast<uint16_t*>(t_bpack.get(sizeof(uint16_t) * (KC + 2) * ((NC + NR - 1) / NR * NR)));
+  if (!apack || (!pk && !bpack)) std::abort();
+  Epi<float> ep{};
+  const float* bias = static_cast<const float*>(d.bias);
+  for (int64_t nc0 = n0; nc0 < n1; nc0 += NC) {
+    const int64_t nc = std::min(NC, n1 - nc0);
+    float* Ct;
+    int64_t ldct;
+    if (part) {
+      Ct = part + m0 * d.N + nc0;
+      ldct = d.N;
+    } else {
+      ldct = nc;
+      Ct = static_cast<float*>(t_cwork.get(sizeof(float) * mlen * nc));
+      if (!Ct) std::abort();
+    }
+    for (int64_t k0 = ka; k0 < kb; k0 += KC) {
+      const int64_t kc = std::min(KC, kb - k0);
+      const int64_t kc2 = (kc + 1) / 2;
+      const int flags = (k0 == ka ? kFirst : 0) | (k0 + kc == kb ? kLast : 0);
+      int64_t pstride;
+      const uint16_t* bblock;
+      if (pk) {
+        pstride = pk->panel_stride;
+        bblock = pk_base + (nc0 / NR) * pk->panel_stride + (k0 / 2) * 2 * NR;
+      } else {
+        pstride = kc2 * 2 * NR;
+        pack_b_pairs(B, d.transB, d.ldb, k0, kc, nc0, nc, NR, pstride, bpack);
+        bblock = bpack;
+      }
+      for (int64_t m = m0; m < m1; m += MR) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+        pack_a_pairs(A, d.transA, d.lda, m, mr, k0, kc, MR, apack);
+        float* crow = Ct + (m - m0) * ldct;
+        for (int64_t j = 0; j * NR < nc; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+          if (part) {
+            ep.alpha = 1.0f;
+            ep.bias = nullptr;
+          } else {
+            ep.alpha = static_cast<float>(d.alpha);
+            ep.beta = static_cast<float>(d.beta);
+            ep.bias = bias ? bias + m * d.bias_rs + (nc0 + j * NR) * d.bias_cs : nullptr;
+            ep.bias_rs = d.bias_rs;
+            ep.bias_cs = d.bias_cs;
+          }
+          ks.uk_bf16(kc2, apack, bblock + j * pstride, crow + j * NR, ldct, mr, nr, flags, &ep);
+        }
+      }
+    }
+    if (!part) {
+      for (int64_t i = 0; i < mlen; ++i) {
+        uint16_t* o = C + (m0 + i) * d.ldc + nc0;
+        const float* w = Ct + i * ldct;
+        for (int64_t j = 0; j < nc; ++j) o[j] = f32_to_bf16(w[j]);
+      }
+    }
+  }
+}
+
 template <typename S>
 void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1, int64_t ka,
                   int64_t kb, typename ComputeOf<S>::type* part) {
   using T = typename ComputeOf<S>::type;
+  if constexpr (std::is_same<S, BF16>::value) {
+    if (job.ks->uk_bf16) return general_task_bf16<S>(job, bi, m0, m1, n0, n1, ka, kb, part);
+  }
   const GemmDesc& d = *job.d;
   const GemmBatch& b = *job.b;
   const IsaKernels* isa = job.ks->isa;
@@ -329,7 +472,11 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
     }
   }
   const IsaKernels* isa = ks.isa;
-  const int MR = mr_of<T>(isa), NR = nr_of<T>(isa);
+  int MR = mr_of<T>(isa), NR = nr_of<T>(isa);
+  if (std::is_same<S, BF16>::value && ks.uk_bf16) {
+    MR = ks.mr_bf16;
+    NR = ks.nr_bf16;
+  }
   Job<S> job{&ks, &tun, &d, &b, {}, nullptr};
   Plan& p = job.plan;
   const int64_t bm = ceil_div(d.M, MR), bn = ceil_div(d.N, NR);
@@ -351,7 +498,7 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
   }
   p.mstep = ceil_div(bm, p.tm) * MR;
   p.nstep = ceil_div(bn, p.tn) * NR;
-  p.kstep = ceil_div(d.K, p.tk);
+  p.kstep = ceil_div(ceil_div(d.K, p.tk), 8) * 8;  // even: bfloat16 pairs never straddle shares
   p.tm = ceil_div(d.M, p.mstep);
   p.tn = ceil_div(d.N, p.nstep);
   p.tasks = b.n * p.tm * p.tn * p.tk;
@@ -444,13 +591,40 @@ static std::shared_ptr<PackedB> pack_typed(const KernelSet& ks, const S* B, bool
   return pk;
 }
 
+static std::shared_ptr<PackedB> pack_bf16_pairs(const KernelSet& ks, const uint16_t* B, bool transB, int64_t K,
+                                                int64_t N, int64_t nmat) {
+  const int NR = ks.nr_bf16;
+  auto pk = std::make_shared<PackedB>();
+  pk->layout = PackLayout::kBf16;
+  pk->nr = NR;
+  pk->K = K;
+  pk->N = N;
+  pk->nmat = nmat;
+  pk->panel_stride = (K + 1) / 2 * 2 * NR;
+  pk->mat_stride = ceil_div(N, NR) * pk->panel_stride;
+  pk->bytes = static_cast<size_t>(std::max<int64_t>(1, pk->mat_stride * nmat)) * sizeof(uint16_t);
+  pk->data = std::aligned_alloc(64, (pk->bytes + 63) & ~size_t(63));
+  if (!pk->data) {
+    pk->bytes = 0;
+    return nullptr;
+  }
+  g_packed_bytes.fetch_add(static_cast<int64_t>(pk->bytes));
+  uint16_t* dst = static_cast<uint16_t*>(pk->data);
+  const int64_t ldb = transB ? K : N;
+  for (int64_t m = 0; m < nmat; ++m)
+    pack_b_pairs(B + m * K * N, transB, ldb, 0, K, 0, N, NR, pk->panel_stride, dst + m * pk->mat_stride);
+  return pk;
+}
+
 std::shared_ptr<PackedB> pack_b_constant(const KernelSet& ks, int32_t dtype, const void* B, bool transB, int64_t K,
                                          int64_t N, int64_t nmat) {
   switch (dtype) {
     case OLC_DTYPE_FLOAT: return pack_typed<float>(ks, static_cast<const float*>(B), transB, K, N, nmat);
     case OLC_DTYPE_DOUBLE: return pack_typed<double>(ks, static_cast<const double*>(B), transB, K, N, nmat);
     case OLC_DTYPE_FLOAT16: return pack_typed<F16>(ks, static_cast<const F16*>(B), transB, K, N, nmat);
-    case OLC_DTYPE_BFLOAT16: return pack_typed<BF16>(ks, static_cast<const BF16*>(B), transB, K, N, nmat);
+    case OLC_DTYPE_BFLOAT16:
+      if (ks.uk_bf16) return pack_bf16_pairs(ks, static_cast<const uint16_t*>(B), transB, K, N, nmat);
+      return pack_typed<BF16>(ks, static_cast<const BF16*>(B), transB, K, N, nmat);
     default: return nullptr;
   }
 }

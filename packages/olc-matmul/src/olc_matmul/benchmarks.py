@@ -1,0 +1,154 @@
+"""Benchmark cases of olc-matmul for ``tools/benchmark_parity.py --suite matmul``.
+
+Groups: ``gemm`` (the float32 Gemm corpus of 19 shapes), ``const`` (its
+constant-B cases, also listed in ``gemm``), ``matmul`` (batched, broadcast
+and vector MatMul), ``bf16``, ``integer`` (MatMulInteger), ``nbits_m1`` and
+``nbits_m128`` (MatMulNBits 4-bit, block 32). ``benchmark_gates()`` gives
+the acceptance gates, ``benchmark_extras(threads)`` the figures that are not
+ratios against onnxruntime (FMA peak, GFLOP/s at 1024 cubed).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+F32 = "float32"
+
+
+def _inp(shape, dtype=F32, generator="normal", constant=False):
+    return {"shape": list(shape), "dtype": dtype, "generator": generator, "constant": constant}
+
+
+def _gemm(name, M, N, K, *, ta=0, tb=0, bias=None, const_b=False, group="gemm"):
+    a = _inp((K, M) if ta else (M, K))
+    b = _inp((N, K) if tb else (K, N), constant=const_b)
+    inputs = [a, b]
+    if bias is not None:
+        shape = {"scalar": (), "row": (N,), "column": (M, 1), "matrix": (M, N)}[bias]
+        inputs.append(_inp(shape))
+    attrs = {}
+    if ta:
+        attrs["transA"] = 1
+    if tb:
+        attrs["transB"] = 1
+    return {
+        "op": "Gemm", "domain": "", "opset": 13, "attributes": attrs, "inputs": inputs, "outputs": [F32],
+        "expected_kernel": "olc_matmul::Gemm", "name": f"Gemm {name} {M}x{N}x{K}", "size": M * N * K,
+        "rtol": 1e-4, "atol": 1e-3 * max(1.0, K ** 0.5 / 8), "group": group,
+    }
+
+
+def _matmul(name, sa, sb, *, const_b=False, dtype=F32, group="matmul", opset=13):
+    k = sa[-1]
+    return {
+        "op": "MatMul", "domain": "", "opset": opset, "attributes": {},
+        "inputs": [_inp(sa, dtype), _inp(sb, dtype, constant=const_b)], "outputs": [dtype],
+        "expected_kernel": "olc_matmul::MatMul", "name": f"MatMul {name} {sa}x{sb}",
+        "size": int(np.prod(sa)) * (sb[-1] if len(sb) > 1 else 1),
+        "rtol": 1e-4 if dtype == F32 else 2e-2, "atol": (1e-3 if dtype == F32 else 5e-2) * max(1.0, k ** 0.5 / 8),
+        "group": group,
+    }
+
+
+def gemm_corpus() -> list[dict[str, Any]]:
+    c = [
+        _gemm("direct", 32, 128, 16),
+        _gemm("tiny", 1, 64, 64),
+        _gemm("tiny const-B", 1, 64, 64, const_b=True),
+        _gemm("square", 128, 128, 128),
+        _gemm("square", 512, 512, 512),
+        _gemm("square", 1024, 1024, 1024),
+    ]
+    for layout in ("scalar", "row", "column", "matrix"):
+        c.append(_gemm(f"bias-{layout}", 256, 256, 256, bias=layout))
+    c += [
+        _gemm("skinny", 1, 1024, 1024),
+        _gemm("skinny", 1024, 1, 1024),
+        _gemm("large-K", 32, 32, 4096),
+        _gemm("split-K", 2, 2, 4096),
+        _gemm("transA", 128, 128, 128, ta=1),
+        _gemm("transB", 128, 128, 128, tb=1),
+        _gemm("transAB", 128, 128, 128, ta=1, tb=1),
+        _gemm("transformer", 128, 3072, 768),
+        _gemm("transformer const-B", 128, 3072, 768, const_b=True),
+    ]
+    return c
+
+
+def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
+    cases = gemm_corpus()
+    cases += [{**case, "group": "const"} for case in gemm_corpus() if case["inputs"][1].get("constant")]
+    cases += [
+        _matmul("batched", (8, 128, 64), (8, 64, 128)),
+        _matmul("broadcast", (8, 128, 64), (64, 128)),
+        _matmul("vector-matrix", (1024,), (1024, 1024)),
+        _matmul("matrix-vector", (1024, 1024), (1024,)),
+        _matmul("vector-vector", (4096,), (4096,)),
+    ]
+    return cases
+
+
+def benchmark_gates() -> list[dict[str, Any]]:
+    return [
+        {"name": "float32 Gemm corpus", "group": "gemm", "median_at_least": 1.0, "min_at_least": 0.85},
+        {"name": "constant B", "group": "const", "median_at_least": 1.1, "min_at_least": None},
+        {"name": "MatMul batched/broadcast/vector", "group": "matmul", "median_at_least": 1.0, "min_at_least": 0.85},
+    ]
+
+
+def _time_matmul(m, n, k, dtype, threads, min_time=0.5) -> float:
+    """Median seconds of one olc MatMul [m, k] x [k, n] (B dynamic)."""
+    import ml_dtypes
+    import olc_core
+    from onnx import TensorProto, helper
+
+    code = {"float32": TensorProto.FLOAT, "bfloat16": TensorProto.BFLOAT16}[dtype]
+    npt = np.float32 if dtype == "float32" else ml_dtypes.bfloat16
+    g = helper.make_graph([helper.make_node("MatMul", ["a", "b"], ["y"])], "g",
+                          [helper.make_tensor_value_info("a", code, [m, k]),
+                           helper.make_tensor_value_info("b", code, [k, n])],
+                          [helper.make_tensor_value_info("y", code, [m, n])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    sess = olc_core.Session(model, threads=threads, strict=True)
+    rng = np.random.default_rng(0)
+    feeds = {"a": rng.standard_normal((m, k)).astype(npt), "b": rng.standard_normal((k, n)).astype(npt)}
+    sess.run(None, feeds)
+    samples = []
+    end = time.perf_counter() + min_time
+    while time.perf_counter() < end or len(samples) < 5:
+        t0 = time.perf_counter_ns()
+        sess.run(None, feeds)
+        samples.append(time.perf_counter_ns() - t0)
+    return float(np.median(samples)) * 1e-9
+
+
+def benchmark_extras(threads) -> list[dict[str, Any]]:
+    """threads: the thread counts of the run (an int or a list of ints)."""
+    out = []
+    for t in ([threads] if isinstance(threads, int) else list(threads)):
+        out += _extras_for(int(t))
+    return out
+
+
+def _extras_for(threads: int) -> list[dict[str, Any]]:
+    from . import _ext
+
+    out = []
+    n = 1024
+    flops = 2.0 * n * n * n
+    f32 = flops / _time_matmul(n, n, n, "float32", threads) * 1e-9
+    if threads == 1:
+        peak = max(_ext.fma_peak_gflops(20_000_000) for _ in range(3))
+        out.append({"name": "FMA peak (AVX-512, 1 thread)", "value": peak, "unit": "GFLOP/s", "at_least": None,
+                    "detail": "24 independent zmm FMA chains, best of 3"})
+        out.append({"name": "float32 MatMul 1024^3 / FMA peak", "value": f32 / peak if peak else 0.0,
+                    "unit": "fraction", "at_least": 0.75, "detail": f"{f32:.1f} GFLOP/s"})
+    out.append({"name": f"float32 MatMul 1024^3 ({threads} threads)", "value": f32, "unit": "GFLOP/s",
+                "at_least": None, "detail": ""})
+    bf = flops / _time_matmul(n, n, n, "bfloat16", threads) * 1e-9
+    out.append({"name": f"bfloat16 / float32 MatMul 1024^3 ({threads} threads)", "value": bf / f32,
+                "unit": "ratio", "at_least": 1.5, "detail": f"bfloat16 {bf:.1f} GFLOP/s, float32 {f32:.1f}"})
+    return out
