@@ -856,7 +856,11 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
     if (par_min <= 0 || n < par_min || rows < 2 || api->concurrency(ctx) <= 1) {
       run_rows<T>(&j, 0, rows);
     } else {
-      const int64_t grain = std::max<int64_t>(1, grain_el / std::max<int64_t>(D, 1));
+      // At most 4 ranges per thread: each thread streams through long
+      // contiguous blocks (Softmax [2048, 4096] on 2 threads: 10.2 ms with
+      // 2-row ranges, 9.6 ms with 256-row ranges).
+      const int64_t per_thread = (rows + 4 * api->concurrency(ctx) - 1) / (4 * api->concurrency(ctx));
+      const int64_t grain = std::max<int64_t>({1, grain_el / std::max<int64_t>(D, 1), per_thread});
       api->parallel_for(ctx, rows, grain, 0, &run_rows<T>, &j);
     }
   }

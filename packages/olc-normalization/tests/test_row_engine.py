@@ -1,0 +1,59 @@
+"""The float32 row engine called directly at each ISA level, on every row
+length from 1 to 130 (every tail of the 4 x 16-lane AVX-512 and 4 x 8-lane
+AVX2 loops) and around 4096, against float64 oracles; and the accuracy the
+README states for Softmax."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from norm_testlib import LEVELS
+from olc_normalization import _ext
+
+LENGTHS = list(range(1, 131)) + [4095, 4096, 4097]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_every_length(level):
+    rng = np.random.default_rng(50)
+    for n in LENGTHS:
+        x = rng.uniform(-30, 30, n).astype(np.float32)
+        xd = x.astype(np.float64)
+        y, _ = _ext.engine_f32(level, "softmax", x)
+        e = np.exp(xd - xd.max())
+        np.testing.assert_allclose(y, e / e.sum(), rtol=1e-5, atol=1e-7 * (e / e.sum()).max(), err_msg=f"n={n}")
+        y, _ = _ext.engine_f32(level, "logsoftmax", x)
+        np.testing.assert_allclose(y, xd - xd.max() - np.log(e.sum()), rtol=1e-5, atol=1e-6, err_msg=f"n={n}")
+        (mean,), var = _ext.engine_f32(level, "moments", x)
+        np.testing.assert_allclose(mean, xd.mean(), rtol=1e-5, atol=1e-5, err_msg=f"n={n}")
+        np.testing.assert_allclose(var, xd.var(), rtol=1e-5, err_msg=f"n={n}")
+        (ss,), _ = _ext.engine_f32(level, "sum_squares", x)
+        np.testing.assert_allclose(ss, (xd * xd).sum(), rtol=1e-5, err_msg=f"n={n}")
+        (sa,), _ = _ext.engine_f32(level, "sum_abs", x)
+        np.testing.assert_allclose(sa, np.abs(xd).sum(), rtol=1e-5, err_msg=f"n={n}")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_softmax_accuracy_claim(level):
+    """Max relative error over rows of 4097 values in [-20, 20] stays under
+    the 2^-24 * max|x - max| bound of the float32 argument plus a few ulps
+    (README: about 2.1e-6 measured)."""
+    rng = np.random.default_rng(51)
+    worst = 0.0
+    for _ in range(8):
+        x = rng.uniform(-20, 20, 4097).astype(np.float32)
+        xd = x.astype(np.float64)
+        y, _ = _ext.engine_f32(level, "softmax", x)
+        e = np.exp(xd - xd.max())
+        ref = e / e.sum()
+        keep = ref > 1e-30
+        worst = max(worst, float(np.max(np.abs(y[keep] - ref[keep]) / ref[keep])))
+    assert worst < 40 * 2.0**-24 + 8 * 2.0**-24, worst
+
+
+def test_unavailable_level_is_refused():
+    with pytest.raises(ValueError):
+        _ext.engine_f32("neon", "softmax", np.ones(3, np.float32))
+    with pytest.raises(ValueError):
+        _ext.engine_f32("scalar", "softmax", np.ones(0, np.float32))
