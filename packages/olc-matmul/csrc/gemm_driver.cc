@@ -542,6 +542,21 @@ PackedB::~PackedB() {
 
 int64_t packed_bytes_live() { return g_packed_bytes.load(); }
 
+std::shared_ptr<PackedB> make_packed(PackLayout layout, size_t bytes) {
+  auto pk = std::make_shared<PackedB>();
+  pk->layout = layout;
+  pk->nr = 0;
+  pk->K = pk->N = pk->nmat = pk->panel_stride = pk->mat_stride = 0;
+  pk->bytes = std::max<size_t>(bytes, 1);
+  pk->data = std::aligned_alloc(64, (pk->bytes + 63) & ~size_t(63));
+  if (!pk->data) {
+    pk->bytes = 0;
+    return nullptr;
+  }
+  g_packed_bytes.fetch_add(static_cast<int64_t>(pk->bytes));
+  return pk;
+}
+
 GemmTuning default_gemm_tuning() {
   GemmTuning t;
   t.parallel_min_macs = 1 << 16;

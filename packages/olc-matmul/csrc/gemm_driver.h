@@ -28,6 +28,8 @@ enum class PackLayout : int32_t {
   kF32 = 1,   // float32 panels (float32, float16 and bfloat16 inputs)
   kF64 = 2,   // float64 panels
   kBf16 = 3,  // bfloat16 k-pair panels for vdpbf16ps
+  kInt = 4,   // integer group panels (MatMulInteger, QLinearMatMul)
+  kNBits = 5, // MatMulNBits weights in the kernel's block layout
 };
 
 // B (one or more matrices) packed into the microkernel layout: per matrix,
@@ -84,6 +86,10 @@ std::shared_ptr<PackedB> pack_b_constant(const KernelSet& ks, int32_t dtype, con
 // Runs the batch; returns a short description of the path taken.
 const char* gemm_run(const olc_core_api* api, olc_context* ctx, const KernelSet& ks, const GemmTuning& tun,
                      const GemmDesc& d, const GemmBatch& b);
+
+// An empty PackedB of `bytes` (64-byte aligned, counted in
+// packed_bytes_live()); NULL on allocation failure.
+std::shared_ptr<PackedB> make_packed(PackLayout layout, size_t bytes);
 
 // Total bytes held by live PackedB objects.
 int64_t packed_bytes_live();

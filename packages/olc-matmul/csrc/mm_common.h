@@ -48,11 +48,20 @@ using GemvCols = void (*)(int64_t n, int64_t k, const T* X, int64_t ldx, const T
 using UKernelBf16 = void (*)(int64_t kc2, const uint16_t* Ap, const uint16_t* Bp, float* C, int64_t ldc, int mr,
                              int nr, int flags, const Epi<float>* ep);
 
-// Integer microkernel: C[mr x nr] (int32, wrapping) (+)= sum over kc4 groups
-// of 4 k of Ap (u8, 4 per row per group, MR rows) x Bp (s8, 4 per column
-// per group, NR columns). kc4 groups.
-using UKernelU8S8 = void (*)(int64_t kc4, const uint8_t* Ap, const int8_t* Bp, int32_t* C, int64_t ldc, int mr,
-                             int nr, int first);
+// Integer microkernel over k groups: C[mr x nr] (int32, wrapping) (+)=
+// sum over ng groups of the dot product of A's and B's 32-bit group entries.
+// Ap: per group MR entries, Bp: per group NR entries. A group entry holds
+// 4 k values as bytes (u8 for A, s8 for B: vpdpbusd) or 2 k values as int16
+// (pmaddwd; exact for any int8/uint8 operands).
+using UKernelI32 = void (*)(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr,
+                            int nr, int first);
+
+struct IntKernel {
+  const char* name;
+  int mr, nr;
+  int group;  // k values per 32-bit entry: 4 (u8 x s8 bytes) or 2 (int16 pairs)
+  UKernelI32 uk;
+};
 
 struct IsaKernels {
   const char* name;
@@ -67,8 +76,6 @@ struct IsaKernels {
   // NULL where the level has no such kernel.
   int mr_bf16, nr_bf16;
   UKernelBf16 uk_bf16;
-  int mr_i8, nr_i8;
-  UKernelU8S8 uk_u8s8;
 };
 
 namespace scalar { const IsaKernels* kernels(); }
@@ -77,7 +84,10 @@ namespace avx512 { const IsaKernels* kernels(); }
 // AVX512_BF16 (vdpbf16ps) and AVX512_VNNI (vpdpbusd) kernels: NULL members
 // when not built.
 namespace avx512bf16 { UKernelBf16 uk_bf16(int* mr, int* nr); }
-namespace avx512vnni { UKernelU8S8 uk_u8s8(int* mr, int* nr); }
+namespace avx512vnni { IntKernel int_kernel(); }
+namespace avx512 { IntKernel int_kernel(); }
+namespace avx2 { IntKernel int_kernel(); }
+namespace scalar { IntKernel int_kernel(); }
 
 static inline float bf16_to_f32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;

@@ -18,6 +18,7 @@ MAX_OPSET = 2**31 - 1
 
 F3 = ("float32", "float64", "float16")
 F4 = F3 + ("bfloat16",)
+I8 = ("uint8", "int8")
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,13 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("Gemm", "", (Segment(7, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T", "T"), ("T",)),
     # MatMul 1..8: float types; 9: integers (not claimed here); 13: bfloat16.
     OpSpec("MatMul", "", (Segment(1, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T"), ("T",)),
+    # Zero points (inputs 2, 3) are optional and may be absent in the middle:
+    # their types are checked in create().
+    OpSpec("MatMulInteger", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", "T2", None, None), ("T3",),
+           (("T2", I8), ("T3", ("int32",)))),
+    # Scales: float32 at 10; float32/float16/bfloat16 at 21 (checked in create()).
+    OpSpec("QLinearMatMul", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", None, "T1", "T2", None, "T2", None, "T3"),
+           ("T3",), (("T2", I8), ("T3", I8))),
 )
 
 BY_NAME = {s.op: s for s in OPS}

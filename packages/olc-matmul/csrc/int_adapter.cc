@@ -1,0 +1,465 @@
+// MatMulInteger and QLinearMatMul: validation, zero points and scales, the
+// integer GEMM driver (packing into the kernel's group layout, 2-D tasks)
+// and the exact zero-point compensation:
+//   sum_k (A - za)(B - zb) = S' - zb' rowsum(A') - za' colsum(B') + K za' zb'
+// where A' = A + oa and B' = B - ob are the operands as the kernel sees
+// them (oa, ob = 128 where vpdpbusd needs u8 x s8, else 0), za' = za + oa
+// and zb' = zb - ob. All int32 sums wrap through uint32 arithmetic.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "adapter_util.h"
+#include "batch_util.h"
+#include "gemm_driver.h"
+#include "int_adapter.h"
+
+namespace olc_mm {
+namespace {
+
+const olc_core_api* g_api = nullptr;
+
+constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups
+
+IntKernel select_int_kernel(const olc_core_api* api) {
+  const int32_t level = api->simd_level();
+  const uint64_t f = api->cpu_features();
+  if (level >= OLC_SIMD_AVX512 && (f & OLC_CPU_AVX512_VNNI)) return avx512vnni::int_kernel();
+  if (level >= OLC_SIMD_AVX512) return avx512::int_kernel();
+  if (level >= OLC_SIMD_AVX2) return avx2::int_kernel();
+  return scalar::int_kernel();
+}
+
+// How the kernel sees an operand value.
+struct Operand {
+  bool is_signed;  // int8 (else uint8)
+  int group;
+  bool is_a;
+  // The kernel value of byte x and its offset (kernel value = x + off).
+  int32_t offset() const {
+    if (group == 2) return 0;
+    if (is_a) return is_signed ? 128 : 0;   // A' = A + 128 for int8
+    return is_signed ? 0 : -128;             // B' = B - 128 for uint8
+  }
+  int32_t value(uint8_t x) const {
+    const int32_t v = is_signed ? static_cast<int8_t>(x) : x;
+    return v + offset();
+  }
+};
+
+// Entry for k values k0 .. k0 + g - 1 (values past kend are 0).
+template <typename Get>
+inline uint32_t make_entry(const Operand& op, Get get, int64_t k, int64_t kend) {
+  uint32_t e = 0;
+  if (op.group == 4) {
+    for (int t = 0; t < 4; ++t)
+      if (k + t < kend) e |= static_cast<uint32_t>(static_cast<uint8_t>(op.value(get(k + t)))) << (8 * t);
+  } else {
+    for (int t = 0; t < 2; ++t)
+      if (k + t < kend) e |= static_cast<uint32_t>(static_cast<uint16_t>(op.value(get(k + t)))) << (16 * t);
+  }
+  return e;
+}
+
+// B block [k0, k0 + kc) x [n0, n0 + nc) -> panels of ng x NR entries.
+void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
+                int NR, int64_t pstride, uint32_t* dst) {
+  const int g = op.group;
+  const int64_t ng = (kc + g - 1) / g;
+  const int64_t kend = k0 + kc;
+  for (int64_t j = 0; j * NR < nc; ++j) {
+    uint32_t* d = dst + j * pstride;
+    for (int c = 0; c < NR; ++c) {
+      const int64_t col = n0 + j * NR + c;
+      if (j * NR + c >= nc) {
+        for (int64_t q = 0; q < ng; ++q) d[q * NR + c] = 0;
+        continue;
+      }
+      auto get = [&](int64_t k) { return B[k * ldb + col]; };
+      for (int64_t q = 0; q < ng; ++q) d[q * NR + c] = make_entry(op, get, k0 + q * g, kend);
+    }
+  }
+}
+
+void pack_a_int(const Operand& op, const uint8_t* A, int64_t lda, int64_t m0, int mr, int64_t k0, int64_t kc, int MR,
+                uint32_t* dst) {
+  const int g = op.group;
+  const int64_t ng = (kc + g - 1) / g;
+  const int64_t kend = k0 + kc;
+  for (int i = 0; i < mr; ++i) {
+    const uint8_t* row = A + (m0 + i) * lda;
+    auto get = [&](int64_t k) { return row[k]; };
+    for (int64_t q = 0; q < ng; ++q) dst[q * MR + i] = make_entry(op, get, k0 + q * g, kend);
+  }
+}
+
+struct IntState {
+  bool qlinear;
+  IntKernel ik;
+  int32_t a_type, b_type, y_type;
+  std::shared_ptr<PackedB> packed;  // constant B (2-D), whole K
+  std::vector<int32_t> packed_colsum;
+  std::vector<int64_t> packed_shape;
+  std::string detail;
+};
+
+// Quantization parameters of one run, per row / per column.
+struct Quant {
+  std::vector<int32_t> za, zb;   // size 1 or M / N (already za' and zb')
+  std::vector<float> sa, sb, sy; // QLinearMatMul: size 1 or M / N / M
+  std::vector<int32_t> zy;       // size 1 or M
+};
+
+struct IntJob {
+  const IntState* st;
+  Operand opa, opb;
+  int64_t M, N, K;
+  const uint8_t* A;
+  const uint8_t* B;
+  const uint32_t* packed;  // whole-K panels, or NULL
+  const int32_t* colsum;   // colsum(B') [N]
+  const int32_t* rowsum;   // rowsum(A') [M]
+  const Quant* q;
+  void* Y;
+  int64_t tm, tn, mstep, nstep;
+};
+
+struct IntScratch {
+  void* p = nullptr;
+  size_t cap = 0;
+  ~IntScratch() { std::free(p); }
+  void* get(size_t bytes) {
+    if (bytes > cap) {
+      std::free(p);
+      cap = (bytes + 4095) & ~size_t(4095);
+      p = std::aligned_alloc(64, cap);
+      if (!p) cap = 0;
+    }
+    return p;
+  }
+};
+thread_local IntScratch t_ia, t_ib, t_ic;
+
+inline int32_t wrap_add(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
+}
+inline int32_t wrap_mul(int32_t a, int32_t b) {
+  return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
+}
+
+void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const IntKernel& ik = job.st->ik;
+  const int MR = ik.mr, NR = ik.nr, g = ik.group;
+  const int64_t KC = kGroupsPerBlock * g;
+  const int64_t mlen = m1 - m0, nlen = n1 - n0;
+  const int64_t ng_total = (job.K + g - 1) / g;
+  int32_t* C;
+  int64_t ldc;
+  if (!job.st->qlinear) {
+    C = static_cast<int32_t*>(job.Y) + m0 * job.N + n0;
+    ldc = job.N;
+  } else {
+    C = static_cast<int32_t*>(t_ic.get(sizeof(int32_t) * mlen * nlen));
+    ldc = nlen;
+  }
+  uint32_t* ap = static_cast<uint32_t*>(t_ia.get(sizeof(uint32_t) * MR * kGroupsPerBlock));
+  uint32_t* bp = job.packed ? nullptr
+                            : static_cast<uint32_t*>(t_ib.get(sizeof(uint32_t) * kGroupsPerBlock *
+                                                              ((nlen + NR - 1) / NR * NR)));
+  if (!C || !ap || (!job.packed && !bp)) std::abort();
+  if (job.K == 0) {
+    for (int64_t i = 0; i < mlen; ++i)
+      for (int64_t j = 0; j < nlen; ++j) C[i * ldc + j] = 0;
+  }
+  for (int64_t k0 = 0; k0 < job.K; k0 += KC) {
+    const int64_t kc = std::min(KC, job.K - k0);
+    const int64_t ng = (kc + g - 1) / g;
+    const int first = k0 == 0;
+    const uint32_t* bblock;
+    int64_t pstride;
+    if (job.packed) {
+      pstride = ng_total * NR;
+      bblock = job.packed + (n0 / NR) * pstride + (k0 / g) * NR;
+    } else {
+      pstride = ng * NR;
+      pack_b_int(job.opb, job.B, job.N, k0, kc, n0, nlen, NR, pstride, bp);
+      bblock = bp;
+    }
+    for (int64_t m = m0; m < m1; m += MR) {
+      const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+      pack_a_int(job.opa, job.A, job.K, m, mr, k0, kc, MR, ap);
+      for (int64_t j = 0; j * NR < nlen; ++j) {
+        const int nr = static_cast<int>(std::min<int64_t>(NR, nlen - j * NR));
+        ik.uk(ng, ap, bblock + j * pstride, C + (m - m0) * ldc + j * NR, ldc, mr, nr, first);
+      }
+    }
+  }
+  // Compensation and output.
+  const Quant& q = *job.q;
+  for (int64_t i = 0; i < mlen; ++i) {
+    const int64_t gi = m0 + i;
+    const int32_t za = q.za.size() == 1 ? q.za[0] : q.za[gi];
+    const int32_t rs = job.rowsum[gi];
+    for (int64_t j = 0; j < nlen; ++j) {
+      const int64_t gj = n0 + j;
+      const int32_t zb = q.zb.size() == 1 ? q.zb[0] : q.zb[gj];
+      int32_t v = C[i * ldc + j];
+      v = wrap_add(v, -wrap_mul(zb, rs));
+      v = wrap_add(v, -wrap_mul(za, job.colsum[gj]));
+      v = wrap_add(v, wrap_mul(wrap_mul(static_cast<int32_t>(job.K), za), zb));
+      if (!job.st->qlinear) {
+        C[i * ldc + j] = v;
+      } else {
+        const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
+        const float sb = q.sb.size() == 1 ? q.sb[0] : q.sb[gj];
+        const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
+        const int32_t zy = q.zy.size() == 1 ? q.zy[0] : q.zy[gi];
+        const float mult = (sa * sb) / sy;
+        double d = std::nearbyint(static_cast<double>(v) * static_cast<double>(mult) + static_cast<double>(zy));
+        if (job.st->y_type == OLC_DTYPE_UINT8) {
+          d = std::min(255.0, std::max(0.0, d));
+          static_cast<uint8_t*>(job.Y)[gi * job.N + gj] = static_cast<uint8_t>(d);
+        } else {
+          d = std::min(127.0, std::max(-128.0, d));
+          static_cast<int8_t*>(job.Y)[gi * job.N + gj] = static_cast<int8_t>(d);
+        }
+      }
+    }
+  }
+}
+
+void int_range(void* user, int64_t begin, int64_t end) {
+  const IntJob& job = *static_cast<const IntJob*>(user);
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t im = t / job.tn, in = t % job.tn;
+    const int64_t m0 = im * job.mstep, m1 = std::min(job.M, m0 + job.mstep);
+    const int64_t n0 = in * job.nstep, n1 = std::min(job.N, n0 + job.nstep);
+    if (m0 < m1 && n0 < n1) int_task(job, m0, m1, n0, n1);
+  }
+}
+
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  AttrReader ar{node, error, esize};
+  if (!ar.check_known({})) return nullptr;
+  auto st = std::make_unique<IntState>();
+  st->qlinear = qlinear;
+  const int ia = 0, ib = qlinear ? 3 : 1;
+  const int want_in = qlinear ? 8 : 4;
+  if (node->n_inputs < (qlinear ? 8 : 2) || node->n_inputs > want_in)
+    return fail_create(error, esize, "expects %s inputs, got %d", qlinear ? "8" : "2 to 4", node->n_inputs);
+  st->a_type = node->input_dtypes[ia];
+  st->b_type = node->input_dtypes[ib];
+  auto is8 = [](int32_t t) { return t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8; };
+  if (!is8(st->a_type) || !is8(st->b_type))
+    return fail_create(error, esize, "A and B must be uint8 or int8, got %s and %s", olc_dtype_name(st->a_type),
+                       olc_dtype_name(st->b_type));
+  if (!qlinear) {
+    if (node->n_inputs > 2 && node->input_dtypes[2] != OLC_DTYPE_UNDEFINED && node->input_dtypes[2] != st->a_type)
+      return fail_create(error, esize, "a_zero_point type %s differs from A's %s", olc_dtype_name(node->input_dtypes[2]),
+                         olc_dtype_name(st->a_type));
+    if (node->n_inputs > 3 && node->input_dtypes[3] != OLC_DTYPE_UNDEFINED && node->input_dtypes[3] != st->b_type)
+      return fail_create(error, esize, "b_zero_point type %s differs from B's %s", olc_dtype_name(node->input_dtypes[3]),
+                         olc_dtype_name(st->b_type));
+    st->y_type = OLC_DTYPE_INT32;
+  } else {
+    st->y_type = node->input_dtypes[7];
+    if (!is8(st->y_type)) return fail_create(error, esize, "y_zero_point must be uint8 or int8");
+    for (int i : {1, 4, 6}) {
+      const int32_t t = node->input_dtypes[i];
+      const bool ok = t == OLC_DTYPE_FLOAT || (node->opset >= 21 && (t == OLC_DTYPE_FLOAT16 || t == OLC_DTYPE_BFLOAT16));
+      if (!ok) return fail_create(error, esize, "input %d (a scale) has unsupported type %s", i, olc_dtype_name(t));
+    }
+    if (node->input_dtypes[2] != st->a_type || node->input_dtypes[5] != st->b_type)
+      return fail_create(error, esize, "zero points must have the types of A and B");
+  }
+  st->ik = select_int_kernel(api);
+  // Constant 2-D B: packed once for the whole K with its column sums.
+  const olc_tensor* cb = node->input_constants ? &node->input_constants[ib] : nullptr;
+  std::string note;
+  if (cb && cb->data && cb->ndim == 2 && cb->dtype == st->b_type && cb->shape[0] > 0 && cb->shape[1] > 0) {
+    const int64_t K = cb->shape[0], N = cb->shape[1];
+    const IntKernel& ik = st->ik;
+    const int64_t ng = cdiv(K, ik.group);
+    const int64_t panels = cdiv(N, ik.nr);
+    st->packed = make_packed(PackLayout::kInt, sizeof(uint32_t) * ng * ik.nr * panels);
+    if (st->packed) {
+      Operand opb{st->b_type == OLC_DTYPE_INT8, ik.group, false};
+      pack_b_int(opb, static_cast<const uint8_t*>(cb->data), N, 0, K, 0, N, ik.nr, ng * ik.nr,
+                 static_cast<uint32_t*>(st->packed->data));
+      st->packed_colsum.assign(N, 0);
+      const uint8_t* B = static_cast<const uint8_t*>(cb->data);
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < N; ++j) st->packed_colsum[j] = wrap_add(st->packed_colsum[j], opb.value(B[k * N + j]));
+      st->packed_shape = {K, N};
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " prepacked-B %.1f KiB", st->packed->bytes / 1024.0);
+      note = buf;
+    }
+  }
+  st->detail = std::string(st->ik.name) + note;
+  return st.release();
+}
+
+void* mmi_create(const olc_core_api* api, const olc_node_info* node, char* e, size_t n) {
+  return int_create(false, api, node, e, n);
+}
+void* qlm_create(const olc_core_api* api, const olc_node_info* node, char* e, size_t n) {
+  return int_create(true, api, node, e, n);
+}
+void int_destroy(void* s) { delete static_cast<IntState*>(s); }
+
+bool read_scale(olc_context* ctx, const olc_tensor& t, int64_t per, const char* what, const char* dim,
+                std::vector<float>* out) {
+  const int64_t n = olc_element_count(&t);
+  if (!(n == 1 || (n == per && t.ndim == 1))) {
+    fail_run(ctx, "%s of shape %s must be a scalar or 1-D with %lld elements (%s)", what, shape_str(t).c_str(),
+             (long long)per, dim);
+    return false;
+  }
+  out->resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float v;
+    if (t.dtype == OLC_DTYPE_FLOAT) v = static_cast<const float*>(t.data)[i];
+    else if (t.dtype == OLC_DTYPE_FLOAT16) v = f16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    else v = bf16_to_f32(static_cast<const uint16_t*>(t.data)[i]);
+    (*out)[i] = v;
+  }
+  return true;
+}
+
+bool read_zp(olc_context* ctx, const olc_tensor* t, int32_t dtype, int64_t per, const char* what, const char* dim,
+             int32_t offset_sign_add, std::vector<int32_t>* out) {
+  if (!t) {
+    out->assign(1, offset_sign_add);
+    return true;
+  }
+  if (t->dtype != dtype) {
+    fail_run(ctx, "%s has type %s, expected %s", what, olc_dtype_name(t->dtype), olc_dtype_name(dtype));
+    return false;
+  }
+  const int64_t n = olc_element_count(t);
+  bool shape_ok = n == 1 || n == per;
+  if (n == per && n != 1) {
+    // 1-D [per], or [per, 1] / [1, per] style with one non-unit dimension.
+    int non1 = 0;
+    for (int32_t d = 0; d < t->ndim; ++d) non1 += t->shape[d] != 1;
+    shape_ok = non1 == 1;
+  }
+  if (!shape_ok) {
+    fail_run(ctx, "%s of shape %s must be a scalar or have %lld elements (%s)", what, shape_str(*t).c_str(),
+             (long long)per, dim);
+    return false;
+  }
+  out->resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t x = static_cast<const uint8_t*>(t->data)[i];
+    const int32_t v = dtype == OLC_DTYPE_INT8 ? static_cast<int8_t>(x) : x;
+    (*out)[i] = v + offset_sign_add;
+  }
+  return true;
+}
+
+int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) {
+  const IntState* st = static_cast<const IntState*>(state);
+  const bool ql = st->qlinear;
+  if (n_outputs != 1) return fail_run(ctx, "expects 1 output");
+  const olc_tensor& a = in[0];
+  const olc_tensor& b = in[ql ? 3 : 1];
+  auto present = [&](int i) { return i < n_inputs && in[i].dtype != OLC_DTYPE_UNDEFINED ? &in[i] : nullptr; };
+  if (a.dtype != st->a_type || b.dtype != st->b_type) return fail_run(ctx, "A or B type differs from the model's");
+  for (int i = 0; i < n_inputs; ++i) {
+    if (!present(i)) continue;
+    const int64_t n = olc_element_count(&in[i]);
+    if (n < 0) return fail_run(ctx, "input %d has a negative dimension or too many elements", i);
+    if (n > 0 && !in[i].data) return fail_run(ctx, "input %d has no data", i);
+  }
+  MatmulShape ms;
+  const std::string err = matmul_shape(a, b, &ms);
+  if (!err.empty())
+    return fail_run(ctx, "A %s and B %s: %s", shape_str(a).c_str(), shape_str(b).c_str(), err.c_str());
+  const int g = st->ik.group;
+  Operand opa{st->a_type == OLC_DTYPE_INT8, g, true};
+  Operand opb{st->b_type == OLC_DTYPE_INT8, g, false};
+  Quant q;
+  // za' = za + oa, zb' = zb - ob (kernel-space zero points).
+  if (!read_zp(ctx, present(ql ? 2 : 2), st->a_type, ms.M, "a_zero_point", "per row of A", opa.offset(), &q.za))
+    return OLC_ERROR;
+  if (!read_zp(ctx, present(ql ? 5 : 3), st->b_type, ms.N, "b_zero_point", "per column of B", opb.offset(), &q.zb))
+    return OLC_ERROR;
+  if (ql) {
+    if (!read_scale(ctx, in[1], ms.M, "a_scale", "per row of A", &q.sa) ||
+        !read_scale(ctx, in[4], ms.N, "b_scale", "per column of B", &q.sb) ||
+        !read_scale(ctx, in[6], ms.M, "y_scale", "per row of Y", &q.sy))
+      return OLC_ERROR;
+    std::vector<int32_t> zy;
+    const olc_tensor* tz = present(7);
+    if (!tz) return fail_run(ctx, "y_zero_point is required");
+    if (!read_zp(ctx, tz, st->y_type, ms.M, "y_zero_point", "per row of Y", 0, &q.zy)) return OLC_ERROR;
+  }
+  void* y = g_api->allocate_output(ctx, 0, st->y_type, static_cast<int32_t>(ms.out_shape.size()), ms.out_shape.data());
+  const int64_t total = ms.nbatch * ms.M * ms.N;
+  if (!y && total > 0) return OLC_ERROR;
+  g_api->record_usage_detail(ctx, st->detail.c_str());
+  if (total == 0) return OLC_OK;
+  const bool use_packed = st->packed && b.ndim == 2 && b.shape[0] == st->packed_shape[0] &&
+                          b.shape[1] == st->packed_shape[1];
+  const size_t ysize = olc_dtype_size(st->y_type);
+  std::vector<int32_t> rowsum(ms.M), colsum;
+  const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= (1 << 16)) ? g_api->concurrency(ctx) : 1;
+  for (int64_t t = 0; t < ms.nbatch; ++t) {
+    const uint8_t* A = static_cast<const uint8_t*>(a.data) + ms.a_index[t] * ms.M * ms.K;
+    const uint8_t* B = static_cast<const uint8_t*>(b.data) + ms.b_index[t] * ms.K * ms.N;
+    for (int64_t i = 0; i < ms.M; ++i) {
+      int32_t s = 0;
+      for (int64_t k = 0; k < ms.K; ++k) s = wrap_add(s, opa.value(A[i * ms.K + k]));
+      rowsum[i] = s;
+    }
+    const int32_t* cs;
+    if (use_packed) {
+      cs = st->packed_colsum.data();
+    } else if (t == 0 || ms.b_index[t] != ms.b_index[t - 1]) {
+      colsum.assign(ms.N, 0);
+      for (int64_t k = 0; k < ms.K; ++k)
+        for (int64_t j = 0; j < ms.N; ++j) colsum[j] = wrap_add(colsum[j], opb.value(B[k * ms.N + j]));
+      cs = colsum.data();
+    } else {
+      cs = colsum.data();
+    }
+    IntJob job{st, opa, opb, ms.M, ms.N, ms.K, A, B,
+               use_packed ? static_cast<const uint32_t*>(st->packed->data) : nullptr, cs, rowsum.data(), &q,
+               static_cast<char*>(y) + t * ms.M * ms.N * ysize, 1, 1, 0, 0};
+    const int64_t bm = cdiv(ms.M, st->ik.mr), bn = cdiv(ms.N, st->ik.nr);
+    if (threads > 1) {
+      if (bn >= threads) job.tn = threads;
+      else {
+        job.tn = bn;
+        job.tm = std::min(bm, cdiv(threads, bn));
+      }
+    }
+    job.mstep = cdiv(bm, job.tm) * st->ik.mr;
+    job.nstep = cdiv(bn, job.tn) * st->ik.nr;
+    job.tm = cdiv(ms.M, job.mstep);
+    job.tn = cdiv(ms.N, job.nstep);
+    const int64_t tasks = job.tm * job.tn;
+    if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &int_range, &job);
+    else int_range(&job, 0, tasks);
+  }
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kMMI = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulInteger", mmi_create, int_run, int_destroy};
+const olc_kernel_vtable kQLM = {OLC_ABI_VERSION, 0, "olc_matmul::QLinearMatMul", qlm_create, int_run, int_destroy};
+
+}  // namespace
+
+void set_int_api(const olc_core_api* api) { g_api = api; }
+const olc_kernel_vtable* matmul_integer_vtable() { return &kMMI; }
+const olc_kernel_vtable* qlinear_matmul_vtable() { return &kQLM; }
+
+}  // namespace olc_mm
