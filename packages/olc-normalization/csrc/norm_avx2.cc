@@ -65,8 +65,7 @@ struct V8 {
                                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
-    __m256 p = _mm256_set1_ps(kC6);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC5));
+    __m256 p = _mm256_set1_ps(kC5);
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC4));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC3));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));

@@ -63,8 +63,7 @@ struct V16 {
                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), xc);
     r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
-    __m512 p = _mm512_set1_ps(kC6);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC5));
+    __m512 p = _mm512_set1_ps(kC5);
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC4));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC3));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));

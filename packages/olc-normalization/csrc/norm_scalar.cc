@@ -22,8 +22,7 @@ float exp_nonpos_f32(float x) {
   const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
   float r = x - n * kLn2Hi;
   r = r - n * kLn2Lo;
-  float p = kC6;
-  p = p * r + kC5;
+  float p = kC5;
   p = p * r + kC4;
   p = p * r + kC3;
   p = p * r + kC2;
