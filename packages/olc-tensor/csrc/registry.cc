@@ -225,6 +225,10 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"ReduceMin", &make_reduce_min},
       {"ArgMax", &make_argmax},
       {"ArgMin", &make_argmin},
+      {"ScatterND", &make_scatter_nd},
+      {"NonZero", &make_nonzero},
+      {"TopK", &make_topk},
+      {"Pad", &make_pad},
   };
 }
 

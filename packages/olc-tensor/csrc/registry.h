@@ -26,6 +26,10 @@ Kernel* make_reduce_max(const olc_node_info* node, std::string* error);
 Kernel* make_reduce_min(const olc_node_info* node, std::string* error);
 Kernel* make_argmax(const olc_node_info* node, std::string* error);
 Kernel* make_argmin(const olc_node_info* node, std::string* error);
+Kernel* make_scatter_nd(const olc_node_info* node, std::string* error);
+Kernel* make_nonzero(const olc_node_info* node, std::string* error);
+Kernel* make_topk(const olc_node_info* node, std::string* error);
+Kernel* make_pad(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

@@ -93,6 +93,13 @@ OPS: tuple[TensorOp, ...] = (
     TensorOp("ReduceMin", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",)}), ("T", None)),
     TensorOp("ArgMax", _bf16_from_13_numeric(1), ("T",)),
     TensorOp("ArgMin", _bf16_from_13_numeric(1), ("T",)),
+    TensorOp("ScatterND", _bf16_from_13(11), ("T", None, "T")),
+    TensorOp("NonZero", (Segment(9, 12, ALL_NO_BF16), Segment(13, MAX_OPSET, ALL)), ("T",)),
+    TensorOp("TopK", _bf16_from_13_numeric(1), ("T", None)),
+    # Pad 2-10: pads/value attributes, float types; 11+: inputs, numeric;
+    # 13+: bool and bfloat16 too.
+    TensorOp("Pad", (Segment(2, 10, ("float32", "float64", "float16")), Segment(11, 12, NUMERIC),
+                     Segment(13, MAX_OPSET, ALL)), ("T", None, None, None)),
 )
 
 BY_NAME: dict[str, list[TensorOp]] = {}
