@@ -63,6 +63,26 @@ struct IntKernel {
   UKernelI32 uk;
 };
 
+// MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
+//   y[n] = sum_b scale[n, b] * dot(q block, a block) - dot(sz[n, :], asum)
+//          (+ bias[n])
+// where sz = scale * zero point and asum holds the per-block sums of a. For
+// 4 bits, `a` is permuted per chunk of 2 * chunk lanes: the even-k values,
+// then the odd-k values (low and high nibbles of the same bytes).
+struct NbGemv {
+  int bits;
+  int chunk;  // bytes per inner step (from nbits_chunk())
+  int64_t bs, kb, blob;
+  const uint8_t* B;      // [N, kb, blob]
+  const float* scales;   // [N, kb]
+  const float* sz;       // [N, kb]
+  const float* a;        // kb * bs values (permuted for 4 bits), zero padded
+  const float* asum;     // [kb]
+  const float* bias;     // [N] or NULL
+  float* y;
+};
+using NbGemvFn = void (*)(const NbGemv* p, int64_t n0, int64_t n1);
+
 struct IsaKernels {
   const char* name;
   int mr_f32, nr_f32;
@@ -73,6 +93,8 @@ struct IsaKernels {
   GemvCols<float> gemv_cols_f32;
   GemvRows<double> gemv_rows_f64;
   GemvCols<double> gemv_cols_f64;
+  NbGemvFn nbits_gemv;
+  int (*nbits_chunk)(int bits, int64_t bs);
   // NULL where the level has no such kernel.
   int mr_bf16, nr_bf16;
   UKernelBf16 uk_bf16;

@@ -8,6 +8,7 @@
 #include "adapter_util.h"
 #include "float_adapter.h"
 #include "int_adapter.h"
+#include "nbits_adapter.h"
 #include "gemm_driver.h"
 #include "olc/python_api.h"
 
@@ -41,6 +42,7 @@ PYBIND11_MODULE(_ext, m) {
   olc_mm::set_core_api(api);
   olc_mm::set_float_api(api);
   olc_mm::set_int_api(api);
+  olc_mm::set_nbits_api(api);
 
   m.def(
       "vtable",
@@ -50,6 +52,7 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "MatMul") vt = olc_mm::matmul_vtable();
         else if (op == "MatMulInteger") vt = olc_mm::matmul_integer_vtable();
         else if (op == "QLinearMatMul") vt = olc_mm::qlinear_matmul_vtable();
+        else if (op == "MatMulNBits") vt = olc_mm::matmul_nbits_vtable();
         if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
       },

@@ -58,6 +58,10 @@ OPS: tuple[OpSpec, ...] = (
     # Scales: float32 at 10; float32/float16/bfloat16 at 21 (checked in create()).
     OpSpec("QLinearMatMul", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", None, "T1", "T2", None, "T2", None, "T3"),
            ("T3",), (("T2", I8), ("T3", I8))),
+    # com.microsoft: A, scales and bias share T1; B uint8; zero points uint8 or T1;
+    # g_idx refused in create().
+    OpSpec("MatMulNBits", "com.microsoft", (Segment(1, MAX_OPSET, ("float32", "float16", "bfloat16")),), "T1",
+           ("T1", "T2", "T1", None, None, "T1"), ("T1",), (("T2", ("uint8",)),)),
 )
 
 BY_NAME = {s.op: s for s in OPS}

@@ -1,0 +1,389 @@
+// com.microsoft MatMulNBits: Y[..., N] = A[..., K] x dequant(B)^T (+ bias),
+// B blockwise quantized to 4 or 8 bits: B [N, k_blocks, blob_size] uint8,
+// scales [N * k_blocks], zero points packed uint8 [N * ceil(k_blocks * bits
+// / 8)] or float [N * k_blocks] (default 2^(bits - 1)), g_idx unsupported.
+//   w[n, k] = (q[n, k] - zp[n, k / block]) * scale[n, k / block]
+// Small M: a GEMV per activation row that dequantizes inside the dot
+// product. Larger M: each task dequantizes one K block of its columns into
+// the float32 microkernel's panel layout and runs the register-blocked
+// kernel over all rows; the whole weight matrix is never expanded.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "adapter_util.h"
+#include "gemm_driver.h"
+#include "nbits_adapter.h"
+
+namespace olc_mm {
+namespace {
+
+const olc_core_api* g_api = nullptr;
+
+struct QuantParams {
+  std::vector<float> scales;  // [N * kb]
+  std::vector<float> zp;      // [N * kb], dequantized zero points
+  std::vector<float> sz;      // scales * zp
+};
+
+struct NbState {
+  int64_t K, N, bits, bs, kb, blob, zp_bytes_per_row;
+  int32_t a_type;
+  int32_t zp_type;  // OLC_DTYPE_UNDEFINED: absent
+  bool has_bias;
+  KernelSet ks;
+  int64_t gemv_max_m;
+  // Precomputed from constant scales / zero points.
+  bool quant_const = false;
+  const void* const_scales = nullptr;
+  const void* const_zp = nullptr;
+  QuantParams qp;
+  std::string detail_gemv, detail_gemm;
+};
+
+float to_f32(int32_t dtype, const void* p, int64_t i) {
+  switch (dtype) {
+    case OLC_DTYPE_FLOAT: return static_cast<const float*>(p)[i];
+    case OLC_DTYPE_FLOAT16: return f16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    case OLC_DTYPE_BFLOAT16: return bf16_to_f32(static_cast<const uint16_t*>(p)[i]);
+    default: return 0.0f;
+  }
+}
+
+void build_quant(const NbState& st, const void* scales, const void* zp, QuantParams* qp) {
+  const int64_t nkb = st.N * st.kb;
+  qp->scales.resize(nkb);
+  qp->zp.resize(nkb);
+  qp->sz.resize(nkb);
+  const float def = static_cast<float>(1 << (st.bits - 1));
+  for (int64_t n = 0; n < st.N; ++n)
+    for (int64_t b = 0; b < st.kb; ++b) {
+      const int64_t i = n * st.kb + b;
+      const float s = to_f32(st.a_type, scales, i);
+      float z = def;
+      if (zp && st.zp_type == OLC_DTYPE_UINT8) {
+        const uint8_t* zr = static_cast<const uint8_t*>(zp) + n * st.zp_bytes_per_row;
+        z = st.bits == 8 ? zr[b] : static_cast<float>((zr[b / 2] >> (4 * (b & 1))) & 0xF);
+      } else if (zp) {
+        z = to_f32(st.zp_type, zp, i);
+      }
+      qp->scales[i] = s;
+      qp->zp[i] = z;
+      qp->sz[i] = s * z;
+    }
+}
+
+bool is_pow2(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  AttrReader ar{node, error, esize};
+  if (!ar.check_known({"K", "N", "bits", "block_size", "accuracy_level"})) return nullptr;
+  auto st = std::make_unique<NbState>();
+  st->K = ar.get_int("K", -1);
+  st->N = ar.get_int("N", -1);
+  st->bits = ar.get_int("bits", 4);
+  st->bs = ar.get_int("block_size", -1);
+  const int64_t acc = ar.get_int("accuracy_level", 0);
+  if (!ar.ok) return nullptr;
+  if (st->K <= 0 || st->N <= 0)
+    return fail_create(error, esize, "attributes K and N are required and must be positive, got K=%lld N=%lld",
+                       (long long)st->K, (long long)st->N);
+  if (st->bits != 4 && st->bits != 8)
+    return fail_create(error, esize, "unsupported bits=%lld (4 and 8 are supported)", (long long)st->bits);
+  if (!is_pow2(st->bs) || st->bs < 16 || st->bs > 256)
+    return fail_create(error, esize, "block_size must be a power of two from 16 to 256, got %lld", (long long)st->bs);
+  if (acc < 0 || acc > 4) return fail_create(error, esize, "accuracy_level must be 0 to 4, got %lld", (long long)acc);
+  if (node->n_inputs < 3) return fail_create(error, esize, "expects at least 3 inputs, got %d", node->n_inputs);
+  if (node->n_inputs > 4 && node->input_dtypes[4] != OLC_DTYPE_UNDEFINED)
+    return fail_create(error, esize, "g_idx (input 4) is not supported");
+  st->a_type = node->input_dtypes[0];
+  if (st->a_type != OLC_DTYPE_FLOAT && st->a_type != OLC_DTYPE_FLOAT16 && st->a_type != OLC_DTYPE_BFLOAT16)
+    return fail_create(error, esize, "A must be float32, float16 or bfloat16, got %s", olc_dtype_name(st->a_type));
+  if (node->input_dtypes[1] != OLC_DTYPE_UINT8)
+    return fail_create(error, esize, "B must be uint8, got %s", olc_dtype_name(node->input_dtypes[1]));
+  if (node->input_dtypes[2] != st->a_type)
+    return fail_create(error, esize, "scales must have A's type %s, got %s", olc_dtype_name(st->a_type),
+                       olc_dtype_name(node->input_dtypes[2]));
+  st->zp_type = node->n_inputs > 3 ? node->input_dtypes[3] : OLC_DTYPE_UNDEFINED;
+  if (st->zp_type != OLC_DTYPE_UNDEFINED && st->zp_type != OLC_DTYPE_UINT8 && st->zp_type != st->a_type)
+    return fail_create(error, esize, "zero_points must be uint8 or A's type, got %s", olc_dtype_name(st->zp_type));
+  st->has_bias = node->n_inputs > 5 && node->input_dtypes[5] != OLC_DTYPE_UNDEFINED;
+  if (st->has_bias && node->input_dtypes[5] != st->a_type)
+    return fail_create(error, esize, "bias must have A's type");
+  st->kb = (st->K + st->bs - 1) / st->bs;
+  st->blob = st->bs * st->bits / 8;
+  st->zp_bytes_per_row = (st->kb * st->bits + 7) / 8;
+  st->ks = select_kernels(api);
+  st->gemv_max_m = 4;
+  // Constant scales and zero points: dequantization parameters once.
+  const olc_tensor* c = node->input_constants;
+  if (c && c[2].data && (st->zp_type == OLC_DTYPE_UNDEFINED || c[3].data)) {
+    const int64_t ns = olc_element_count(&c[2]);
+    const int64_t nz = st->zp_type == OLC_DTYPE_UNDEFINED ? -1 : olc_element_count(&c[3]);
+    const int64_t want_z = st->zp_type == OLC_DTYPE_UINT8 ? st->N * st->zp_bytes_per_row : st->N * st->kb;
+    if (ns != st->N * st->kb)
+      return fail_create(error, esize, "scales has %lld elements, expected N * k_blocks = %lld", (long long)ns,
+                         (long long)(st->N * st->kb));
+    if (nz >= 0 && nz != want_z)
+      return fail_create(error, esize, "zero_points has %lld elements, expected %lld", (long long)nz, (long long)want_z);
+    build_quant(*st, c[2].data, st->zp_type == OLC_DTYPE_UNDEFINED ? nullptr : c[3].data, &st->qp);
+    st->quant_const = true;
+    st->const_scales = c[2].data;
+    st->const_zp = st->zp_type == OLC_DTYPE_UNDEFINED ? nullptr : c[3].data;
+  }
+  const std::string base = std::string(st->ks.isa_name) + " " + std::to_string(st->bits) + "-bit block " +
+                           std::to_string(st->bs);
+  st->detail_gemv = base + " gemv";
+  st->detail_gemm = base + " gemm";
+  return st.release();
+}
+
+void nb_destroy(void* s) { delete static_cast<NbState*>(s); }
+
+struct Scratch {
+  void* p = nullptr;
+  size_t cap = 0;
+  ~Scratch() { std::free(p); }
+  void* get(size_t bytes) {
+    if (bytes > cap) {
+      std::free(p);
+      cap = (bytes + 4095) & ~size_t(4095);
+      p = std::aligned_alloc(64, cap);
+      if (!p) cap = 0;
+    }
+    return p;
+  }
+};
+thread_local Scratch t_nb_b, t_nb_a;
+
+struct GemvJob {
+  const NbState* st;
+  NbGemv p;
+  int64_t chunk;
+};
+
+void gemv_range(void* user, int64_t begin, int64_t end) {
+  const GemvJob& j = *static_cast<const GemvJob*>(user);
+  const int64_t n0 = begin * j.chunk, n1 = std::min(j.st->N, end * j.chunk);
+  if (n0 < n1) j.st->ks.isa->nbits_gemv(&j.p, n0, n1);
+}
+
+struct GemmJob {
+  const NbState* st;
+  const uint8_t* B;
+  const QuantParams* qp;
+  const float* A;  // [M, K] float32
+  const float* bias;
+  float* Y;        // [M, N] float32
+  int64_t M;
+  int64_t nstep;
+};
+
+// Dequantizes w[n, k] for k in [k0, k0 + kc), n in [n0, n0 + nc) into
+// panels of kc x NR (zero padded columns).
+void dequant_panels(const NbState& st, const uint8_t* B, const QuantParams& qp, int64_t k0, int64_t kc, int64_t n0,
+                    int64_t nc, int NR, float* dst) {
+  for (int64_t j = 0; j * NR < nc; ++j) {
+    float* d = dst + j * kc * NR;
+    for (int c = 0; c < NR; ++c) {
+      const int64_t n = n0 + j * NR + c;
+      if (j * NR + c >= nc) {
+        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = 0.0f;
+        continue;
+      }
+      const uint8_t* row = B + n * st.kb * st.blob;
+      for (int64_t k = k0; k < k0 + kc;) {
+        const int64_t b = k / st.bs;
+        const float s = qp.scales[n * st.kb + b], z = qp.zp[n * st.kb + b];
+        const int64_t kend = std::min(k0 + kc, (b + 1) * st.bs);
+        const uint8_t* q = row + b * st.blob;
+        for (; k < kend; ++k) {
+          const int64_t r = k - b * st.bs;
+          const float v = st.bits == 8 ? q[r] : static_cast<float>((q[r >> 1] >> (4 * (r & 1))) & 0xF);
+          d[(k - k0) * NR + c] = (v - z) * s;
+        }
+      }
+    }
+  }
+}
+
+void gemm_range(void* user, int64_t begin, int64_t end) {
+  const GemmJob& job = *static_cast<const GemmJob*>(user);
+  const NbState& st = *job.st;
+  const IsaKernels* isa = st.ks.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int64_t KC = std::max<int64_t>(st.bs, 256);
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t n0 = t * job.nstep, n1 = std::min(st.N, n0 + job.nstep);
+    if (n0 >= n1) continue;
+    const int64_t nc = n1 - n0;
+    const int64_t panels = (nc + NR - 1) / NR;
+    float* bp = static_cast<float*>(t_nb_b.get(sizeof(float) * KC * panels * NR));
+    float* ap = static_cast<float*>(t_nb_a.get(sizeof(float) * KC * MR));
+    if (!bp || !ap) std::abort();
+    Epi<float> ep{1.0f, 1.0f, nullptr, 0, 1};
+    for (int64_t k0 = 0; k0 < st.K; k0 += KC) {
+      const int64_t kc = std::min(KC, st.K - k0);
+      const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == st.K ? kLast : 0);
+      dequant_panels(st, job.B, *job.qp, k0, kc, n0, nc, NR, bp);
+      for (int64_t m = 0; m < job.M; m += MR) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, job.M - m));
+        for (int i = 0; i < mr; ++i) {
+          const float* src = job.A + (m + i) * st.K + k0;
+          for (int64_t k = 0; k < kc; ++k) ap[k * MR + i] = src[k];
+        }
+        for (int64_t j = 0; j < panels; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+          ep.bias = job.bias ? job.bias + n0 + j * NR : nullptr;
+          isa->uk_f32(kc, ap, bp + j * kc * NR, job.Y + m * st.N + n0 + j * NR, st.N, mr, nr, flags, &ep);
+        }
+      }
+    }
+  }
+}
+
+int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) {
+  const NbState* st = static_cast<const NbState*>(state);
+  if (n_inputs < 3 || n_outputs != 1) return fail_run(ctx, "expects 3 to 6 inputs and 1 output");
+  auto present = [&](int i) { return i < n_inputs && in[i].dtype != OLC_DTYPE_UNDEFINED ? &in[i] : nullptr; };
+  for (int i = 0; i < n_inputs; ++i) {
+    if (!present(i)) continue;
+    const int64_t n = olc_element_count(&in[i]);
+    if (n < 0) return fail_run(ctx, "input %d has a negative dimension or too many elements", i);
+    if (n > 0 && !in[i].data) return fail_run(ctx, "input %d has no data", i);
+  }
+  if (present(4)) return fail_run(ctx, "g_idx (input 4) is not supported");
+  const olc_tensor& a = in[0];
+  const olc_tensor& b = in[1];
+  const olc_tensor& sc = in[2];
+  const olc_tensor* zp = present(3);
+  const olc_tensor* bias = present(5);
+  if (a.dtype != st->a_type) return fail_run(ctx, "A has type %s, expected %s", olc_dtype_name(a.dtype), olc_dtype_name(st->a_type));
+  if (a.ndim < 1 || a.shape[a.ndim - 1] != st->K)
+    return fail_run(ctx, "A %s: the last dimension must be K = %lld", shape_str(a).c_str(), (long long)st->K);
+  const bool b_ok = b.dtype == OLC_DTYPE_UINT8 &&
+                    ((b.ndim == 3 && b.shape[0] == st->N && b.shape[1] == st->kb && b.shape[2] == st->blob) ||
+                     (b.ndim == 2 && b.shape[0] == st->N && b.shape[1] == st->kb * st->blob));
+  if (!b_ok)
+    return fail_run(ctx, "B %s must be uint8 [N, k_blocks, blob_size] = [%lld, %lld, %lld]", shape_str(b).c_str(),
+                    (long long)st->N, (long long)st->kb, (long long)st->blob);
+  if (sc.dtype != st->a_type || olc_element_count(&sc) != st->N * st->kb)
+    return fail_run(ctx, "scales %s must hold N * k_blocks = %lld values of A's type", shape_str(sc).c_str(),
+                    (long long)(st->N * st->kb));
+  if (zp) {
+    const int64_t want = zp->dtype == OLC_DTYPE_UINT8 ? st->N * st->zp_bytes_per_row : st->N * st->kb;
+    if (zp->dtype != st->zp_type || olc_element_count(zp) != want)
+      return fail_run(ctx, "zero_points %s (%s) must hold %lld values (%s)", shape_str(*zp).c_str(),
+                      olc_dtype_name(zp->dtype), (long long)want,
+                      zp->dtype == OLC_DTYPE_UINT8 ? "N * ceil(k_blocks * bits / 8) packed" : "N * k_blocks");
+  }
+  if (bias && (bias->dtype != st->a_type || olc_element_count(bias) != st->N))
+    return fail_run(ctx, "bias %s must hold N = %lld values of A's type", shape_str(*bias).c_str(), (long long)st->N);
+  std::vector<int64_t> out_shape(a.shape, a.shape + a.ndim);
+  out_shape.back() = st->N;
+  int64_t M = 1;
+  for (int32_t d = 0; d + 1 < a.ndim; ++d) M *= a.shape[d];
+  void* y = g_api->allocate_output(ctx, 0, st->a_type, a.ndim, out_shape.data());
+  if (!y && M * st->N > 0) return OLC_ERROR;
+  const bool gemv = M <= st->gemv_max_m;
+  g_api->record_usage_detail(ctx, (gemv ? st->detail_gemv : st->detail_gemm).c_str());
+  if (M == 0) return OLC_OK;
+
+  QuantParams local;
+  const QuantParams* qp = &st->qp;
+  if (!st->quant_const || sc.data != st->const_scales || (zp ? zp->data : nullptr) != st->const_zp) {
+    build_quant(*st, sc.data, zp ? zp->data : nullptr, &local);
+    qp = &local;
+  }
+  const bool f32 = st->a_type == OLC_DTYPE_FLOAT;
+  std::vector<float> a32, y32, bias32;
+  const float* A = static_cast<const float*>(a.data);
+  if (!f32) {
+    a32.resize(M * st->K);
+    for (int64_t i = 0; i < M * st->K; ++i) a32[i] = to_f32(st->a_type, a.data, i);
+    A = a32.data();
+    y32.resize(M * st->N);
+  }
+  float* Y = f32 ? static_cast<float*>(y) : y32.data();
+  const float* bias_p = nullptr;
+  if (bias) {
+    if (f32) bias_p = static_cast<const float*>(bias->data);
+    else {
+      bias32.resize(st->N);
+      for (int64_t i = 0; i < st->N; ++i) bias32[i] = to_f32(st->a_type, bias->data, i);
+      bias_p = bias32.data();
+    }
+  }
+  const int64_t threads = g_api->concurrency(ctx);
+  const uint8_t* B = static_cast<const uint8_t*>(b.data);
+  if (gemv) {
+    const IsaKernels* isa = st->ks.isa;
+    const int chunk = isa->nbits_chunk(static_cast<int>(st->bits), st->bs);
+    const int64_t kpad = st->kb * st->bs;
+    std::vector<float> ap(kpad), asum(st->kb);
+    for (int64_t m = 0; m < M; ++m) {
+      const float* arow = A + m * st->K;
+      for (int64_t bk = 0; bk < st->kb; ++bk) {
+        float s = 0;
+        for (int64_t k = bk * st->bs; k < std::min(st->K, (bk + 1) * st->bs); ++k) s += arow[k];
+        asum[bk] = s;
+      }
+      if (st->bits == 4) {
+        const int64_t span = 2 * chunk;
+        for (int64_t base = 0; base < kpad; base += span)
+          for (int i = 0; i < chunk; ++i) {
+            const int64_t k0 = base + 2 * i, k1 = k0 + 1;
+            ap[base + i] = k0 < st->K ? arow[k0] : 0.0f;
+            ap[base + chunk + i] = k1 < st->K ? arow[k1] : 0.0f;
+          }
+      } else {
+        for (int64_t k = 0; k < kpad; ++k) ap[k] = k < st->K ? arow[k] : 0.0f;
+      }
+      GemvJob job{st, {}, 64};
+      job.p.bits = static_cast<int>(st->bits);
+      job.p.chunk = chunk;
+      job.p.bs = st->bs;
+      job.p.kb = st->kb;
+      job.p.blob = st->blob;
+      job.p.B = B;
+      job.p.scales = qp->scales.data();
+      job.p.sz = qp->sz.data();
+      job.p.a = ap.data();
+      job.p.asum = asum.data();
+      job.p.bias = bias_p;
+      job.p.y = Y + m * st->N;
+      const int64_t nchunks = (st->N + job.chunk - 1) / job.chunk;
+      if (threads > 1 && st->N * st->K >= (1 << 15)) g_api->parallel_for(ctx, nchunks, 1, 0, &gemv_range, &job);
+      else gemv_range(&job, 0, nchunks);
+    }
+  } else {
+    const int NR = st->ks.isa->nr_f32;
+    const int64_t bn = (st->N + NR - 1) / NR;
+    // Column tasks: each dequantizes only its own columns. More tasks than
+    // threads keeps the pieces balanced.
+    const int64_t tasks = std::min<int64_t>(bn, threads > 1 ? threads * 4 : 1);
+    GemmJob job{st, B, qp, A, bias_p, Y, M, (bn + tasks - 1) / tasks * NR};
+    const int64_t nt = (st->N + job.nstep - 1) / job.nstep;
+    if (threads > 1 && nt > 1) g_api->parallel_for(ctx, nt, 1, 0, &gemm_range, &job);
+    else gemm_range(&job, 0, nt);
+  }
+  if (!f32) {
+    uint16_t* o = static_cast<uint16_t*>(y);
+    for (int64_t i = 0; i < M * st->N; ++i)
+      o[i] = st->a_type == OLC_DTYPE_FLOAT16 ? f32_to_f16(y32[i]) : f32_to_bf16(y32[i]);
+  }
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kNB = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulNBits", nb_create, nb_run, nb_destroy};
+
+}  // namespace
+
+void set_nbits_api(const olc_core_api* api) { g_api = api; }
+const olc_kernel_vtable* matmul_nbits_vtable() { return &kNB; }
+
+}  // namespace olc_mm
