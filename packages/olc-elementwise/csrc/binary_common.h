@@ -68,6 +68,8 @@ using SwiGluFn = void (*)(const void* a, const void* b, void* y, int64_t n, doub
   WhereFn select_where(int32_t elem_size);                                                        \
   ClipFn select_clip(int32_t dtype);                                                              \
   SwiGluFn select_swiglu(int32_t dtype);                                                          \
+  void stream_copy(void* dst, const void* src, int64_t bytes);                                    \
+  void stream_fence();                                                                             \
   }
 // Each returns nullptr / false when that level has no variant; callers
 // then try the next lower level. The scalar level covers every supported

@@ -71,6 +71,8 @@ struct SplitParams {
 };
 
 using RangeFn = void (*)(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1);
+// True when run_split would run everything on the calling thread.
+bool runs_serial(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp);
 void run_split(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp, RangeFn fn, void* user);
 
 // Loop family names, for tuning parameter names.

@@ -416,3 +416,20 @@ def test_output_reuse():
                     s = olc_core.Session(model, threads=threads, strict=True, fusion=False)
                 y = s.run(None, {"x": x, "c": c, "d": d})[0]
                 np.testing.assert_array_equal(y, (x + c) * d)
+
+
+@pytest.mark.parametrize("op,t", [("Add", "float32"), ("Mul", "float64"), ("Less", "float32")])
+def test_streaming_scalar_outputs(op, t):
+    """One thread, a scalar operand and an output of at least 8 MiB: the
+    chunked path with non-temporal stores (odd sizes: a plain tail)."""
+    spec = bm.BY_NAME[op]
+    t_out = "bool" if spec.bool_out else t
+    model = make_model(op, [t, t], t_out, newest_opset(spec, t))
+    rng = np.random.default_rng(9)
+    n = 8_400_007 if t_out == "bool" else 2_100_003
+    a = gen(op, {}, t, (n,), rng, 0)
+    s = gen(op, {}, t, (), rng, 1)
+    for x0, x1 in ((a, s), (s, a)):
+        ref = reference(model, {"x0": x0, "x1": x1})
+        for level in LEVELS:
+            check(op, session((op, t, "stream"), model, level).run(None, {"x0": x0, "x1": x1})[0], ref, t_out)
