@@ -390,14 +390,21 @@ void fill_k0(const GemmDesc& d, const GemmBatch& b) {
   }
 }
 
-// GEMV: M == 1 or N == 1, B not prepacked, float32/float64 storage.
+// GEMV family: M <= 4 or N <= 4, B not prepacked, float32/float64 storage.
+// Rows mode (M <= N): output row i = op(A)[i, :] . op(B). Columns mode:
+// output column j = op(A) . op(B)[:, j]. Each task computes one chunk of
+// one output vector.
 template <typename T>
 struct GemvJob {
   const KernelSet* ks;
   const GemmDesc* d;
   const GemmBatch* b;
-  int64_t chunk, chunks;  // output chunk length and chunks per batch entry
+  bool rows;
+  int64_t nvec, len;      // vectors per entry and their length
+  int64_t chunk, chunks;  // chunk length and chunks per vector
 };
+
+thread_local Scratch t_gemv_v, t_gemv_y;
 
 template <typename T>
 void gemv_range(void* user, int64_t begin, int64_t end) {
@@ -415,32 +422,50 @@ void gemv_range(void* user, int64_t begin, int64_t end) {
   }
   const T* bias = static_cast<const T*>(d.bias);
   const T alpha = static_cast<T>(d.alpha), beta = static_cast<T>(d.beta);
+  T* vbuf = static_cast<T*>(t_gemv_v.get(sizeof(T) * d.K));
+  T* ybuf = job.rows ? nullptr : static_cast<T*>(t_gemv_y.get(sizeof(T) * job.chunk));
+  if (!vbuf || (!job.rows && !ybuf)) std::abort();
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t bi = t / job.chunks;
+    const int64_t per = job.nvec * job.chunks;
+    const int64_t bi = t / per;
+    const int64_t vi = (t % per) / job.chunks;
     const int64_t ci = t % job.chunks;
+    const int64_t o0 = ci * job.chunk, o1 = std::min(job.len, o0 + job.chunk);
     const T* A = static_cast<const T*>(job.b->a[bi]);
     const T* B = static_cast<const T*>(job.b->b[bi]);
     T* C = static_cast<T*>(job.b->c[bi]);
-    if (d.M == 1) {
-      // y[1, N] = a[K] . op(B)
-      const int64_t j0 = ci * job.chunk, j1 = std::min(d.N, j0 + job.chunk);
-      if (d.transB) rows(j1 - j0, d.K, B + j0 * d.ldb, d.ldb, A, C + j0);
-      else cols(j1 - j0, d.K, B + j0, d.ldb, A, C + j0);
-      for (int64_t j = j0; j < j1; ++j) {
-        T v = C[j] * alpha;
-        if (bias) v += bias[j * d.bias_cs] * beta;
-        C[j] = v;
+    if (job.rows) {
+      const int64_t i = vi;
+      const T* v;
+      if (!d.transA) {
+        v = A + i * d.lda;
+      } else {
+        for (int64_t k = 0; k < d.K; ++k) vbuf[k] = A[k * d.lda + i];
+        v = vbuf;
+      }
+      T* y = C + i * d.ldc;
+      if (d.transB) rows(o1 - o0, d.K, B + o0 * d.ldb, d.ldb, v, y + o0);
+      else cols(o1 - o0, d.K, B + o0, d.ldb, v, y + o0);
+      for (int64_t j = o0; j < o1; ++j) {
+        T r = y[j] * alpha;
+        if (bias) r += bias[i * d.bias_rs + j * d.bias_cs] * beta;
+        y[j] = r;
       }
     } else {
-      // y[M, 1] = op(A) . b[K]
-      const int64_t i0 = ci * job.chunk, i1 = std::min(d.M, i0 + job.chunk);
-      T* y = C;  // ldc == 1 here: the output is [M, 1]
-      if (d.transA) cols(i1 - i0, d.K, A + i0, d.lda, B, y + i0);
-      else rows(i1 - i0, d.K, A + i0 * d.lda, d.lda, B, y + i0);
-      for (int64_t i = i0; i < i1; ++i) {
-        T v = y[i] * alpha;
-        if (bias) v += bias[i * d.bias_rs] * beta;
-        y[i] = v;
+      const int64_t j = vi;
+      const T* v;
+      if (d.transB) {
+        v = B + j * d.ldb;
+      } else {
+        for (int64_t k = 0; k < d.K; ++k) vbuf[k] = B[k * d.ldb + j];
+        v = vbuf;
+      }
+      if (d.transA) cols(o1 - o0, d.K, A + o0, d.lda, v, ybuf);
+      else rows(o1 - o0, d.K, A + o0 * d.lda, d.lda, v, ybuf);
+      for (int64_t i = o0; i < o1; ++i) {
+        T r = ybuf[i - o0] * alpha;
+        if (bias) r += bias[i * d.bias_rs + j * d.bias_cs] * beta;
+        C[i * d.ldc + j] = r;
       }
     }
   }
@@ -458,14 +483,15 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
   const int64_t macs = d.M * d.N * d.K;  // per entry; bounded by the sizes of the operands
   const int64_t threads = (macs * b.n >= tun.parallel_min_macs) ? std::max<int32_t>(1, api->concurrency(ctx)) : 1;
   if constexpr (std::is_same<S, T>::value) {
-    if (!b.packed && (d.M == 1 || d.N == 1)) {
-      GemvJob<T> job{&ks, &d, &b, 0, 0};
-      const int64_t len = d.M == 1 ? d.N : d.M;
+    if (!b.packed && (d.M <= tun.gemv_max || d.N <= tun.gemv_max)) {
+      GemvJob<T> job{&ks, &d, &b, d.M <= d.N, 0, 0, 0, 0};
+      job.nvec = job.rows ? d.M : d.N;
+      job.len = job.rows ? d.N : d.M;
       int64_t chunks = 1;
-      if (threads > 1 && b.n < threads) chunks = std::min<int64_t>(threads, ceil_div(len, 64));
-      job.chunk = ceil_div(ceil_div(len, chunks), 16) * 16;
-      job.chunks = ceil_div(len, job.chunk);
-      const int64_t total = b.n * job.chunks;
+      if (threads > 1 && b.n * job.nvec < threads) chunks = std::min<int64_t>(threads, ceil_div(job.len, 64));
+      job.chunk = ceil_div(ceil_div(job.len, chunks), 16) * 16;
+      job.chunks = ceil_div(job.len, job.chunk);
+      const int64_t total = b.n * job.nvec * job.chunks;
       if (threads > 1 && total > 1) api->parallel_for(ctx, total, 1, 0, &gemv_range<T>, &job);
       else gemv_range<T>(&job, 0, total);
       return "gemv";
@@ -563,6 +589,7 @@ GemmTuning default_gemm_tuning() {
   t.kc = 256;
   t.nc = 512;
   t.split_k_min = 1024;
+  t.gemv_max = 4;
   return t;
 }
 

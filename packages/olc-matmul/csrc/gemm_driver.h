@@ -75,6 +75,7 @@ struct GemmTuning {
   int64_t parallel_min_macs;
   int64_t kc, nc;
   int64_t split_k_min;
+  int64_t gemv_max;  // M or N up to this: the GEMV family (B not prepacked)
 };
 GemmTuning default_gemm_tuning();
 

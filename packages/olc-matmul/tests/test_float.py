@@ -17,8 +17,8 @@ import olc_matmul
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 # Around the tiles: scalar 4x8 (f64 4x4), avx2 6x16, avx512 12x32 (f64 12x16).
-DIMS_M = (0, 1, 5, 12, 13, 25)
-DIMS_N = (0, 1, 7, 16, 33, 65)
+DIMS_M = (0, 1, 3, 5, 12, 13, 25)
+DIMS_N = (0, 1, 4, 7, 16, 33, 65)
 DIMS_K = (0, 1, 17, 300)
 
 

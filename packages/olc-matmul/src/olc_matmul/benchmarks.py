@@ -27,7 +27,7 @@ def _gemm(name, M, N, K, *, ta=0, tb=0, bias=None, const_b=False, group="gemm"):
     b = _inp((N, K) if tb else (K, N), constant=const_b)
     inputs = [a, b]
     if bias is not None:
-        shape = {"scalar": (), "row": (N,), "column": (M, 1), "matrix": (M, N)}[bias]
+        shape = {"scalar": (1,), "row": (N,), "column": (M, 1), "matrix": (M, N)}[bias]
         inputs.append(_inp(shape))
     attrs = {}
     if ta:
@@ -88,7 +88,48 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
         _matmul("matrix-vector", (1024, 1024), (1024,)),
         _matmul("vector-vector", (4096,), (4096,)),
     ]
+    for M in (1, 128):
+        for K in (2048, 4096):
+            for N in (2048, 4096):
+                cases.append(_nbits(M, N, K))
+    cases += [_mmi(n) for n in (128, 512, 1024)]
     return cases
+
+
+def _gen_u8(rng, shape, dtype):
+    return rng.integers(0, 256, size=shape, dtype=np.uint8)
+
+
+def _gen_s8(rng, shape, dtype):
+    return rng.integers(-128, 128, size=shape, dtype=np.int64).astype(np.int8)
+
+
+def _gen_scales(rng, shape, dtype):
+    return rng.uniform(0.002, 0.02, size=shape).astype(dtype)
+
+
+def _nbits(M, N, K, bits=4, bs=32):
+    kb = (K + bs - 1) // bs
+    return {
+        "op": "MatMulNBits", "domain": "com.microsoft", "opset": 1,
+        "attributes": {"K": K, "N": N, "bits": bits, "block_size": bs},
+        "inputs": [_inp((M, K)), _inp((N, kb, bs * bits // 8), "uint8", _gen_u8, True),
+                   _inp((N * kb,), F32, _gen_scales, True),
+                   _inp((N * ((kb * bits + 7) // 8),), "uint8", _gen_u8, True)],
+        "outputs": [F32], "expected_kernel": "olc_matmul::MatMulNBits",
+        "name": f"MatMulNBits {bits}-bit block {bs} M={M} N={N} K={K}", "size": M * N * K,
+        "rtol": 1e-4, "atol": 1e-3, "group": "nbits_m1" if M == 1 else "nbits_m128",
+    }
+
+
+def _mmi(n):
+    return {
+        "op": "MatMulInteger", "domain": "", "opset": 10, "attributes": {},
+        "inputs": [_inp((n, n), "uint8", _gen_u8), _inp((n, n), "int8", _gen_s8),
+                   _inp((1,), "uint8", _gen_u8), _inp((1,), "int8", _gen_s8)],
+        "outputs": ["int32"], "expected_kernel": "olc_matmul::MatMulInteger", "name": f"MatMulInteger {n}^3",
+        "size": n ** 3, "rtol": 0, "atol": 0, "group": "integer",
+    }
 
 
 def benchmark_gates() -> list[dict[str, Any]]:
@@ -96,6 +137,9 @@ def benchmark_gates() -> list[dict[str, Any]]:
         {"name": "float32 Gemm corpus", "group": "gemm", "median_at_least": 1.0, "min_at_least": 0.85},
         {"name": "constant B", "group": "const", "median_at_least": 1.1, "min_at_least": None},
         {"name": "MatMul batched/broadcast/vector", "group": "matmul", "median_at_least": 1.0, "min_at_least": 0.85},
+        {"name": "MatMulNBits 4-bit M=1", "group": "nbits_m1", "median_at_least": 1.0, "min_at_least": None},
+        {"name": "MatMulNBits 4-bit M=128", "group": "nbits_m128", "median_at_least": 0.9, "min_at_least": None},
+        {"name": "MatMulInteger", "group": "integer", "median_at_least": 1.0, "min_at_least": None},
     ]
 
 
