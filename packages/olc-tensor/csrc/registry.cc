@@ -117,11 +117,28 @@ std::string shape_str(const int64_t* shape, int ndim) {
   return s + "]";
 }
 
+namespace {
+// Tuning handles of the kernels' parallel thresholds, declared once at
+// module init (declaring takes the registry's lock; reading is one load).
+struct ParParam {
+  const char* kernel;
+  const olc_tuning_param* handle;
+};
+ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElements", nullptr},
+                    {"Concat", nullptr},    {"Split", nullptr},     {"Slice", nullptr},
+                    {"Expand", nullptr},    {"Tile", nullptr},      {"Reduce", nullptr},
+                    {"ArgReduce", nullptr}, {"ScatterND", nullptr}, {"TopK", nullptr},
+                    {"Pad", nullptr}};
+void declare_parallel_params() {
+  for (ParParam& p : g_par)
+    p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
+}
+}  // namespace
+
 int64_t parallel_min_bytes(const char* kernel) {
-  // Declared once per kernel name; the handle is stable.
-  const olc_tuning_param* p =
-      g_api->tuning_declare_int(kLibrary, kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
-  return g_api->tuning_read_int(p);
+  for (const ParParam& p : g_par)
+    if (p.handle && !std::strcmp(p.kernel, kernel)) return g_api->tuning_read_int(p.handle);
+  return 256 << 10;
 }
 
 void parallel_copy(olc_context* ctx, void* dst, const void* src, int64_t n, int64_t min_parallel_bytes) {
@@ -184,6 +201,7 @@ void k_destroy(void* state) { delete static_cast<Kernel*>(state); }
 void register_all() {
   auto& es = entries();
   if (!es.empty()) return;
+  declare_parallel_params();
   for (const auto& [op, f] : factories()) es.push_back({op, f, std::string("olc_tensor::") + op, {}});
   for (Entry& e : es) {
     e.vt.abi_version = OLC_ABI_VERSION;
