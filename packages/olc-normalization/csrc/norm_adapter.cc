@@ -488,7 +488,26 @@ struct Job {
   T* stat_inv = nullptr;
   T eps;
   bool stream = false;  // non-temporal stores of Y (Softmax, LogSoftmax, Layer/RMS/Simplified)
+  // Softmax over a middle axis, vectorized across columns: work item w is
+  // block w % col_blocks of outer slice w / col_blocks.
+  bool cols = false;
+  int64_t axis_len = 0, inner = 0, col_blocks = 0;
 };
+
+constexpr int64_t kColBlock = 256;  // columns per work item of the column softmax
+
+template <class T>
+void run_cols(void* user, int64_t begin, int64_t end) {
+  const Job<T>& j = *static_cast<const Job<T>*>(user);
+  const T* x = static_cast<const T*>(j.x);
+  T* y = static_cast<T*>(j.y);
+  const int log = j.st->op == Op::LogSoftmax;
+  for (int64_t w = begin; w < end; ++w) {
+    const int64_t o = w / j.col_blocks, c0 = (w % j.col_blocks) * kColBlock;
+    const int64_t off = o * j.axis_len * j.inner + c0;
+    j.ops->softmax_cols(x + off, y + off, j.axis_len, j.inner, std::min(kColBlock, j.inner - c0), log);
+  }
+}
 
 // nt: y may be written with non-temporal stores (scratch: D elements).
 template <class T>
@@ -725,8 +744,23 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
           return err("axis %lld is out of range for an input of rank %d (expected [%d, %d])", (long long)st->axis,
                      rank, -rank, rank - 1);
         std::vector<bool> red(rank, false);
-        red[norm_axis(st->axis, rank)] = true;
+        const int64_t a = norm_axis(st->axis, rank);
+        red[a] = true;
         j.L = layout_over(rank, x.shape, red);
+        int64_t outer = 1, inner = 1;
+        for (int32_t i = 0; i < rank; ++i) {
+          if (i < a) outer *= x.shape[i];
+          if (i > a) inner *= x.shape[i];
+        }
+        // A middle axis with the data already in the compute type: down the
+        // columns, W at a time, instead of gathering each row.
+        if (inner > 1 && x.shape[a] > 0 && x.dtype == dtype_of<T>() && j.y_t == dtype_of<T>()) {
+          j.cols = true;
+          j.axis_len = x.shape[a];
+          j.inner = inner;
+          j.col_blocks = (inner + kColBlock - 1) / kColBlock;
+          j.L = layout_2d(outer * j.col_blocks, j.axis_len * std::min(kColBlock, inner));
+        }
       }
       break;
     }
@@ -846,14 +880,18 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
     const int64_t stream_min = api->tuning_read_int(st->stream_min_bytes);
     const bool streamable = st->op == Op::Softmax || st->op == Op::LogSoftmax || st->op == Op::LayerNorm ||
                             st->op == Op::RMSNorm || st->op == Op::SimplifiedLayerNorm;
-    j.stream = streamable && stream_min > 0 && j.ops->softmax_nt != nullptr &&
+    j.stream = !j.cols && streamable && stream_min > 0 && j.ops->softmax_nt != nullptr &&
                n * static_cast<int64_t>(olc_dtype_size(j.y_t)) >= stream_min;
     // Streaming applies where Y is written in place (contiguous rows of the compute type).
     const bool streams = j.stream && j.L.contiguous && j.y_t == dtype_of<T>();
     api->record_usage_detail(ctx, streams ? st->isa_stream.c_str() : st->isa);
     const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
     const int64_t grain_el = std::max<int64_t>(1, api->tuning_read_int(st->grain_elements));
-    if (par_min <= 0 || n < par_min || rows < 2 || api->concurrency(ctx) <= 1) {
+    if (j.cols) {
+      j.stream = false;
+      if (par_min <= 0 || n < par_min || rows < 2 || api->concurrency(ctx) <= 1) run_cols<T>(&j, 0, rows);
+      else api->parallel_for(ctx, rows, std::max<int64_t>(1, grain_el / std::max<int64_t>(D, 1)), 0, &run_cols<T>, &j);
+    } else if (par_min <= 0 || n < par_min || rows < 2 || api->concurrency(ctx) <= 1) {
       run_rows<T>(&j, 0, rows);
     } else {
       // At most 4 ranges per thread: each thread streams through long

@@ -42,6 +42,7 @@ struct V8 {
   static R add(R a, R b) { return _mm256_add_ps(a, b); }
   static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
   static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
+  static R div(R a, R b) { return _mm256_div_ps(a, b); }
   static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   static R max(R a, R b) { return _mm256_max_ps(a, b); }
   static R abs(R a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }

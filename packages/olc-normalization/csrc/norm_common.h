@@ -33,6 +33,11 @@ struct RowOps {
   // in `scratch` (n elements) meanwhile. Null where a level has none.
   void (*softmax_nt)(const T* x, T* y, int64_t n, int log, T* scratch);
   void (*apply_nt)(const T* x, T* y, int64_t n, T shift, T mul, const T* scale, const T* bias);
+  // Softmax (log != 0: LogSoftmax) down columns: for each c in [0, ncols),
+  // the L values x[k * stride + c], k in [0, L), form one row (a middle
+  // axis of length L, with `stride` the product of the axes after it).
+  // Vectorized across the columns; L >= 1.
+  void (*softmax_cols)(const T* x, T* y, int64_t L, int64_t stride, int64_t ncols, int log);
 };
 
 // Element conversions between the storage types and float32.

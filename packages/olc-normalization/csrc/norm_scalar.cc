@@ -52,6 +52,7 @@ struct VS {
   static R add(R a, R b) { return a + b; }
   static R sub(R a, R b) { return a - b; }
   static R mul(R a, R b) { return a * b; }
+  static R div(R a, R b) { return a / b; }
   static R fmadd(R a, R b, R c) { return a * b + c; }
   // NaN in b wins, as the vector max(a, b) of x86.
   static R max(R a, R b) { return a > b ? a : b; }

@@ -154,3 +154,24 @@ def test_non_temporal_output_path(op):
                     want = "scalar" if level == "scalar" else f"{level},stream"
                     assert s.kernel_usage_details() == [f"olc_normalization::{op}[{want}]"]
                     assert_close(y, expected, "float32", f"{op} n={n} {level}")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", OPS)
+def test_middle_axis_columns(op, level):
+    """Softmax over a middle axis runs down the columns, W at a time, in
+    blocks of 256 columns: column counts around the vector width and the
+    block size, special values down a column, float32 and float64, 1 and 2
+    threads; float16 takes the gather path."""
+    rng = np.random.default_rng(7)
+    for shape, axis in [((2, 3, 7), 1), ((2, 5, 16), 1), ((3, 4, 17), -2), ((2, 21, 300), 1), ((1, 9, 2, 257), 1),
+                        ((2, 1, 33), 1), ((4, 513), 0)]:
+        for t in ("float32", "float64", "float16"):
+            x = rand(rng, shape, t, -15, 15)
+            x.reshape(-1)[::11] = -np.inf
+            if t == "float32" and axis == 1 and x.ndim == 3:
+                x[0, :, 3 % shape[2]] = -np.inf  # an all -inf column: NaN
+                x[-1, 0, 2 % shape[2]] = np.nan
+            for threads in (1, 2):
+                assert_close(run(op, t, 13, x, axis, level, threads), ref(op, x, axis, 13), t,
+                             f"{op} {t} {shape} axis={axis} threads={threads}")

@@ -18,6 +18,7 @@ from .manifest import kernel_name
 ROWS = (1, 128, 2048)
 HIDDEN = (768, 4096)
 ATTENTION = ((1, 16, 128, 128), (1, 32, 512, 512))
+SEGMENTATION = (1, 21, 128, 128)
 GROUP = "transformer"
 
 
@@ -46,6 +47,12 @@ def benchmark_cases() -> list[dict[str, Any]]:
     for shape in ATTENTION:
         cases.append(_case("Softmax", 13, list(shape), [], {"axis": -1},
                            "Softmax scores [" + ", ".join(map(str, shape)) + "]"))
+    # Not gated: Softmax over the channel axis of a segmentation output
+    # (a middle axis: the column path of the row engine).
+    seg = _case("Softmax", 13, list(SEGMENTATION), [], {"axis": 1},
+                "Softmax axis 1 [" + ", ".join(map(str, SEGMENTATION)) + "]")
+    seg["group"] = "middle-axis"
+    cases.append(seg)
     return cases
 
 
