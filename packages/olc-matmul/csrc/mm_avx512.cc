@@ -15,8 +15,15 @@ namespace avx512 {
 #define OLC_ISA_NAME "avx512"
 #include "mm_kernels.inc"
 
+void nbits_gemv_generic(const NbGemv* p, int64_t n0, int64_t n1) { nbits_gemv(p, n0, n1); }
+
 const IsaKernels* kernels() {
-  static const IsaKernels table = make_table();
+  static const IsaKernels table = [] {
+    IsaKernels t = make_table();
+    t.nbits_gemv = &nbits_gemv_fast;        // nbits_avx512.cc
+    t.nbits_dequant = &nbits_dequant_fast;  // nbits_avx512.cc
+    return t;
+  }();
   return &table;
 }
 

@@ -83,6 +83,21 @@ struct NbGemv {
 };
 using NbGemvFn = void (*)(const NbGemv* p, int64_t n0, int64_t n1);
 
+// MatMulNBits dequantization of w[n, k], n in [n0, n0 + nc), k in
+// [k0, k0 + kc) (k0 a multiple of the block size), into float32 panels of
+// kc x NR (zero padded columns): w = q * scale + nzs, nzs = -zp * scale.
+struct NbDequant {
+  int bits;
+  int64_t bs, kb, blob;
+  const uint8_t* B;
+  const float* scales;  // [N, kb]
+  const float* nzs;     // [N, kb]
+  int64_t n0, nc, k0, kc;
+  int NR;
+  float* dst;
+};
+using NbDequantFn = void (*)(const NbDequant* p);
+
 struct IsaKernels {
   const char* name;
   int mr_f32, nr_f32;
@@ -95,6 +110,7 @@ struct IsaKernels {
   GemvCols<double> gemv_cols_f64;
   NbGemvFn nbits_gemv;
   int (*nbits_chunk)(int bits, int64_t bs);
+  NbDequantFn nbits_dequant;
   // NULL where the level has no such kernel.
   int mr_bf16, nr_bf16;
   UKernelBf16 uk_bf16;
@@ -107,7 +123,12 @@ namespace avx512 { const IsaKernels* kernels(); }
 // when not built.
 namespace avx512bf16 { UKernelBf16 uk_bf16(int* mr, int* nr); }
 namespace avx512vnni { IntKernel int_kernel(); }
-namespace avx512 { IntKernel int_kernel(); }
+namespace avx512 {
+IntKernel int_kernel();
+void nbits_gemv_generic(const NbGemv* p, int64_t n0, int64_t n1);
+void nbits_gemv_fast(const NbGemv* p, int64_t n0, int64_t n1);
+void nbits_dequant_fast(const NbDequant* p);
+}  // namespace avx512
 namespace avx2 { IntKernel int_kernel(); }
 namespace scalar { IntKernel int_kernel(); }
 

@@ -28,6 +28,7 @@ struct QuantParams {
   std::vector<float> scales;  // [N * kb]
   std::vector<float> zp;      // [N * kb], dequantized zero points
   std::vector<float> sz;      // scales * zp
+  std::vector<float> nzs;     // -scales * zp
 };
 
 struct NbState {
@@ -59,6 +60,7 @@ void build_quant(const NbState& st, const void* scales, const void* zp, QuantPar
   qp->scales.resize(nkb);
   qp->zp.resize(nkb);
   qp->sz.resize(nkb);
+  qp->nzs.resize(nkb);
   const float def = static_cast<float>(1 << (st.bits - 1));
   for (int64_t n = 0; n < st.N; ++n)
     for (int64_t b = 0; b < st.kb; ++b) {
@@ -74,6 +76,7 @@ void build_quant(const NbState& st, const void* scales, const void* zp, QuantPar
       qp->scales[i] = s;
       qp->zp[i] = z;
       qp->sz[i] = s * z;
+      qp->nzs[i] = -(s * z);
     }
 }
 
@@ -176,40 +179,12 @@ struct GemmJob {
   const NbState* st;
   const uint8_t* B;
   const QuantParams* qp;
-  const float* A;  // [M, K] float32
+  const float* Apk;  // A packed: per MR rows, K x MR (k-major)
   const float* bias;
   float* Y;        // [M, N] float32
   int64_t M;
   int64_t nstep;
 };
-
-// Dequantizes w[n, k] for k in [k0, k0 + kc), n in [n0, n0 + nc) into
-// panels of kc x NR (zero padded columns).
-void dequant_panels(const NbState& st, const uint8_t* B, const QuantParams& qp, int64_t k0, int64_t kc, int64_t n0,
-                    int64_t nc, int NR, float* dst) {
-  for (int64_t j = 0; j * NR < nc; ++j) {
-    float* d = dst + j * kc * NR;
-    for (int c = 0; c < NR; ++c) {
-      const int64_t n = n0 + j * NR + c;
-      if (j * NR + c >= nc) {
-        for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = 0.0f;
-        continue;
-      }
-      const uint8_t* row = B + n * st.kb * st.blob;
-      for (int64_t k = k0; k < k0 + kc;) {
-        const int64_t b = k / st.bs;
-        const float s = qp.scales[n * st.kb + b], z = qp.zp[n * st.kb + b];
-        const int64_t kend = std::min(k0 + kc, (b + 1) * st.bs);
-        const uint8_t* q = row + b * st.blob;
-        for (; k < kend; ++k) {
-          const int64_t r = k - b * st.bs;
-          const float v = st.bits == 8 ? q[r] : static_cast<float>((q[r >> 1] >> (4 * (r & 1))) & 0xF);
-          d[(k - k0) * NR + c] = (v - z) * s;
-        }
-      }
-    }
-  }
-}
 
 void gemm_range(void* user, int64_t begin, int64_t end) {
   const GemmJob& job = *static_cast<const GemmJob*>(user);
@@ -217,29 +192,29 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
   const IsaKernels* isa = st.ks.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const int64_t KC = std::max<int64_t>(st.bs, 256);
+  const int64_t NC = std::max<int64_t>(NR, 256 / NR * NR);  // dequantized block KC x NC stays in L2
+  float* bp = static_cast<float*>(t_nb_b.get(sizeof(float) * KC * NC));
+  if (!bp) std::abort();
+  Epi<float> ep{1.0f, 1.0f, nullptr, 0, 1};
   for (int64_t t = begin; t < end; ++t) {
     const int64_t n0 = t * job.nstep, n1 = std::min(st.N, n0 + job.nstep);
-    if (n0 >= n1) continue;
-    const int64_t nc = n1 - n0;
-    const int64_t panels = (nc + NR - 1) / NR;
-    float* bp = static_cast<float*>(t_nb_b.get(sizeof(float) * KC * panels * NR));
-    float* ap = static_cast<float*>(t_nb_a.get(sizeof(float) * KC * MR));
-    if (!bp || !ap) std::abort();
-    Epi<float> ep{1.0f, 1.0f, nullptr, 0, 1};
-    for (int64_t k0 = 0; k0 < st.K; k0 += KC) {
-      const int64_t kc = std::min(KC, st.K - k0);
-      const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == st.K ? kLast : 0);
-      dequant_panels(st, job.B, *job.qp, k0, kc, n0, nc, NR, bp);
-      for (int64_t m = 0; m < job.M; m += MR) {
-        const int mr = static_cast<int>(std::min<int64_t>(MR, job.M - m));
-        for (int i = 0; i < mr; ++i) {
-          const float* src = job.A + (m + i) * st.K + k0;
-          for (int64_t k = 0; k < kc; ++k) ap[k * MR + i] = src[k];
-        }
-        for (int64_t j = 0; j < panels; ++j) {
-          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
-          ep.bias = job.bias ? job.bias + n0 + j * NR : nullptr;
-          isa->uk_f32(kc, ap, bp + j * kc * NR, job.Y + m * st.N + n0 + j * NR, st.N, mr, nr, flags, &ep);
+    for (int64_t nc0 = n0; nc0 < n1; nc0 += NC) {
+      const int64_t nc = std::min(NC, n1 - nc0);
+      const int64_t panels = (nc + NR - 1) / NR;
+      for (int64_t k0 = 0; k0 < st.K; k0 += KC) {
+        const int64_t kc = std::min(KC, st.K - k0);
+        const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == st.K ? kLast : 0);
+        NbDequant dq{static_cast<int>(st.bits), st.bs, st.kb, st.blob, job.B, job.qp->scales.data(),
+                     job.qp->nzs.data(), nc0, nc, k0, kc, NR, bp};
+        isa->nbits_dequant(&dq);
+        for (int64_t m = 0; m < job.M; m += MR) {
+          const int mr = static_cast<int>(std::min<int64_t>(MR, job.M - m));
+          const float* ap = job.Apk + (m / MR) * st.K * MR + k0 * MR;
+          for (int64_t j = 0; j < panels; ++j) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+            ep.bias = job.bias ? job.bias + nc0 + j * NR : nullptr;
+            isa->uk_f32(kc, ap, bp + j * kc * NR, job.Y + m * st.N + nc0 + j * NR, st.N, mr, nr, flags, &ep);
+          }
         }
       }
     }
@@ -366,7 +341,18 @@ int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
     // Column tasks: each dequantizes only its own columns. More tasks than
     // threads keeps the pieces balanced.
     const int64_t tasks = std::min<int64_t>(bn, threads > 1 ? threads * 4 : 1);
-    GemmJob job{st, B, qp, A, bias_p, Y, M, (bn + tasks - 1) / tasks * NR};
+    const int MR = st->ks.isa->mr_f32;
+    const int64_t mblocks = (M + MR - 1) / MR;
+    std::vector<float> apk(static_cast<size_t>(mblocks * MR * st->K));
+    for (int64_t mb = 0; mb < mblocks; ++mb) {
+      float* d = apk.data() + mb * st->K * MR;
+      const int mr = static_cast<int>(std::min<int64_t>(MR, M - mb * MR));
+      for (int i = 0; i < mr; ++i) {
+        const float* src = A + (mb * MR + i) * st->K;
+        for (int64_t k = 0; k < st->K; ++k) d[k * MR + i] = src[k];
+      }
+    }
+    GemmJob job{st, B, qp, apk.data(), bias_p, Y, M, (bn + tasks - 1) / tasks * NR};
     const int64_t nt = (st->N + job.nstep - 1) / job.nstep;
     if (threads > 1 && nt > 1) g_api->parallel_for(ctx, nt, 1, 0, &gemm_range, &job);
     else gemm_range(&job, 0, nt);
