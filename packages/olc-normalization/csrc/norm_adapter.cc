@@ -394,6 +394,10 @@ constexpr int32_t dtype_of() {
 struct Layout {
   int64_t rows = 0, D = 0;
   bool contiguous = true;
+  // Non-contiguous layouts: elements [k, k + run) of a row (k a multiple of
+  // run) are adjacent in memory (run = the product of the trailing axes of
+  // the tensor that are all reduced; 1 when the last axis is kept).
+  int64_t run = 1;
   std::vector<int64_t> off;
   std::vector<int64_t> kept_dims, kept_strides;  // row index -> base, row-major over kept axes
 
@@ -439,6 +443,7 @@ Layout layout_over(int32_t ndim, const int64_t* shape, const std::vector<bool>& 
       L.kept_dims.push_back(shape[i]);
       L.kept_strides.push_back(strides[i]);
     }
+  for (int32_t i = ndim - 1; i >= 0 && reduced[i]; --i) L.run *= shape[i];
   L.off.assign(static_cast<size_t>(L.D), 0);
   std::vector<int64_t> rd, rs;
   for (int32_t i = 0; i < ndim; ++i)
@@ -505,7 +510,9 @@ void run_cols(void* user, int64_t begin, int64_t end) {
   for (int64_t w = begin; w < end; ++w) {
     const int64_t o = w / j.col_blocks, c0 = (w % j.col_blocks) * kColBlock;
     const int64_t off = o * j.axis_len * j.inner + c0;
-    j.ops->softmax_cols(x + off, y + off, j.axis_len, j.inner, std::min(kColBlock, j.inner - c0), log);
+    const int64_t nc = std::min(kColBlock, j.inner - c0);
+    if (j.st->op == Op::LpNorm) j.ops->lp_cols(x + off, y + off, j.axis_len, j.inner, nc, static_cast<int>(j.st->p));
+    else j.ops->softmax_cols(x + off, y + off, j.axis_len, j.inner, nc, log);
   }
 }
 
@@ -570,7 +577,7 @@ void row_compute(const Job<T>& j, int64_t r, const T* x, T* y, bool nt, T* scrat
       if (norm == T(0)) {
         for (int64_t i = 0; i < D; ++i) y[i] = T(0);  // the reference's 0 / 0 = 0
       } else {
-        o.affine(x, y, D, T(0), T(1) / norm, T(0));
+        apply(x, y, D, T(0), T(1) / norm, nullptr, nullptr);  // keeps the sign of a zero
       }
       return;
     }
@@ -608,7 +615,9 @@ void run_rows(void* user, int64_t begin, int64_t end) {
       xr = xb.get();
     } else {
       const char* src = static_cast<const char*>(j.x);
-      for (int64_t k = 0; k < D; ++k) std::memcpy(raw.get() + k * xs, src + (b + j.L.off[k]) * xs, xs);
+      const int64_t run = j.L.run;
+      for (int64_t k = 0; k < D; k += run)
+        std::memcpy(raw.get() + k * xs, src + (b + j.L.off[k]) * xs, static_cast<size_t>(run) * xs);
       load_as<T>(st->cv, raw.get(), j.x_t, xb.get(), D);
       xr = xb.get();
     }
@@ -620,7 +629,9 @@ void run_rows(void* user, int64_t begin, int64_t end) {
     } else {
       store_as<T>(st->cv, yr, raw.get(), j.y_t, D);
       char* dst = static_cast<char*>(j.y);
-      for (int64_t k = 0; k < D; ++k) std::memcpy(dst + (b + j.L.off[k]) * ys, raw.get() + k * ys, ys);
+      const int64_t run = j.L.run;
+      for (int64_t k = 0; k < D; k += run)
+        std::memcpy(dst + (b + j.L.off[k]) * ys, raw.get() + k * ys, static_cast<size_t>(run) * ys);
     }
   }
 }
@@ -705,6 +716,24 @@ bool channel_param(const KernelState* st, const olc_tensor& p, int64_t count, co
   return true;
 }
 
+// A middle axis `a` with the data already in the compute type: the op runs
+// down the columns, W at a time, instead of gathering each row.
+template <class T>
+void set_columns(Job<T>* j, const olc_tensor& x, int64_t a) {
+  int64_t outer = 1, inner = 1;
+  for (int32_t i = 0; i < x.ndim; ++i) {
+    if (i < a) outer *= x.shape[i];
+    if (i > a) inner *= x.shape[i];
+  }
+  if (inner > 1 && x.shape[a] > 0 && x.dtype == dtype_of<T>() && j->y_t == dtype_of<T>()) {
+    j->cols = true;
+    j->axis_len = x.shape[a];
+    j->inner = inner;
+    j->col_blocks = (inner + kColBlock - 1) / kColBlock;
+    j->L = layout_2d(outer * j->col_blocks, j->axis_len * std::min(kColBlock, inner));
+  }
+}
+
 template <class T>
 int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) {
   const olc_core_api* api = g_api;
@@ -747,20 +776,7 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
         const int64_t a = norm_axis(st->axis, rank);
         red[a] = true;
         j.L = layout_over(rank, x.shape, red);
-        int64_t outer = 1, inner = 1;
-        for (int32_t i = 0; i < rank; ++i) {
-          if (i < a) outer *= x.shape[i];
-          if (i > a) inner *= x.shape[i];
-        }
-        // A middle axis with the data already in the compute type: down the
-        // columns, W at a time, instead of gathering each row.
-        if (inner > 1 && x.shape[a] > 0 && x.dtype == dtype_of<T>() && j.y_t == dtype_of<T>()) {
-          j.cols = true;
-          j.axis_len = x.shape[a];
-          j.inner = inner;
-          j.col_blocks = (inner + kColBlock - 1) / kColBlock;
-          j.L = layout_2d(outer * j.col_blocks, j.axis_len * std::min(kColBlock, inner));
-        }
+        set_columns(&j, x, a);
       }
       break;
     }
@@ -833,8 +849,10 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
         return err("axis %lld is out of range for an input of rank %d (expected [%d, %d])", (long long)st->axis, rank,
                    -rank, rank - 1);
       std::vector<bool> red(rank, false);
-      red[norm_axis(st->axis, rank)] = true;
+      const int64_t a = norm_axis(st->axis, rank);
+      red[a] = true;
       j.L = layout_over(rank, x.shape, red);
+      set_columns(&j, x, a);
       break;
     }
     case Op::MeanVarianceNorm: {

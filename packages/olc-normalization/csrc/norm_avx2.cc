@@ -43,6 +43,8 @@ struct V8 {
   static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
   static R mul(R a, R b) { return _mm256_mul_ps(a, b); }
   static R div(R a, R b) { return _mm256_div_ps(a, b); }
+  static R sqrt(R a) { return _mm256_sqrt_ps(a); }
+  static R keep_if_nonzero(R v, R d) { return _mm256_and_ps(_mm256_cmp_ps(d, _mm256_setzero_ps(), _CMP_NEQ_UQ), v); }
   static R fmadd(R a, R b, R c) { return _mm256_fmadd_ps(a, b, c); }
   static R max(R a, R b) { return _mm256_max_ps(a, b); }
   static R abs(R a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }

@@ -38,6 +38,10 @@ struct V16 {
   static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
   static R mul(R a, R b) { return _mm512_mul_ps(a, b); }
   static R div(R a, R b) { return _mm512_div_ps(a, b); }
+  static R sqrt(R a) { return _mm512_sqrt_ps(a); }
+  static R keep_if_nonzero(R v, R d) {
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(d, _mm512_setzero_ps(), _CMP_NEQ_UQ), v);
+  }
   static R fmadd(R a, R b, R c) { return _mm512_fmadd_ps(a, b, c); }
   static R max(R a, R b) { return _mm512_max_ps(a, b); }
   static R abs(R a) { return _mm512_abs_ps(a); }

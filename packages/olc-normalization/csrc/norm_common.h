@@ -38,6 +38,10 @@ struct RowOps {
   // axis of length L, with `stride` the product of the axes after it).
   // Vectorized across the columns; L >= 1.
   void (*softmax_cols)(const T* x, T* y, int64_t L, int64_t stride, int64_t ncols, int log);
+  // LpNormalization down columns (same layout as softmax_cols): y = x / norm
+  // with norm the L1 (p == 1) or L2 norm of the column, and +0 for a column
+  // whose norm is 0.
+  void (*lp_cols)(const T* x, T* y, int64_t L, int64_t stride, int64_t ncols, int p);
 };
 
 // Element conversions between the storage types and float32.

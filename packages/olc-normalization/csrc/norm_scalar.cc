@@ -53,6 +53,8 @@ struct VS {
   static R sub(R a, R b) { return a - b; }
   static R mul(R a, R b) { return a * b; }
   static R div(R a, R b) { return a / b; }
+  static R sqrt(R a) { return std::sqrt(a); }
+  static R keep_if_nonzero(R v, R d) { return d != T(0) ? v : T(0); }
   static R fmadd(R a, R b, R c) { return a * b + c; }
   // NaN in b wins, as the vector max(a, b) of x86.
   static R max(R a, R b) { return a > b ? a : b; }
