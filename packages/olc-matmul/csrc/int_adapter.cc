@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -23,7 +24,8 @@ namespace {
 
 const olc_core_api* g_api = nullptr;
 
-constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups
+constexpr int64_t kGroupsPerBlock = 128;  // K block, in groups
+constexpr int64_t kColsPerBlock = 512;    // N block: a packed B block of at most 256 KiB
 
 IntKernel select_int_kernel(const olc_core_api* api) {
   const int32_t level = api->simd_level();
@@ -51,50 +53,102 @@ struct Operand {
   }
 };
 
-// Entry for k values k0 .. k0 + g - 1 (values past kend are 0).
-template <typename Get>
-inline uint32_t make_entry(const Operand& op, Get get, int64_t k, int64_t kend) {
-  uint32_t e = 0;
-  if (op.group == 4) {
-    for (int t = 0; t < 4; ++t)
-      if (k + t < kend) e |= static_cast<uint32_t>(static_cast<uint8_t>(op.value(get(k + t)))) << (8 * t);
-  } else {
-    for (int t = 0; t < 2; ++t)
-      if (k + t < kend) e |= static_cast<uint32_t>(static_cast<uint16_t>(op.value(get(k + t)))) << (16 * t);
-  }
-  return e;
-}
-
-// B block [k0, k0 + kc) x [n0, n0 + nc) -> panels of ng x NR entries.
+// B block [k0, k0 + kc) x [n0, n0 + nc) -> panels of ng x NR 32-bit
+// entries; k past the block and columns past nc are zero.
 void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
                 int NR, int64_t pstride, uint32_t* dst) {
   const int g = op.group;
   const int64_t ng = (kc + g - 1) / g;
-  const int64_t kend = k0 + kc;
+  alignas(64) static const uint8_t zeros[4096] = {};
+  const uint8_t flip = (g == 4 && !op.is_signed) ? 0x80 : 0;  // u8 -> s8 for vpdpbusd
   for (int64_t j = 0; j * NR < nc; ++j) {
     uint32_t* d = dst + j * pstride;
-    for (int c = 0; c < NR; ++c) {
-      const int64_t col = n0 + j * NR + c;
-      if (j * NR + c >= nc) {
-        for (int64_t q = 0; q < ng; ++q) d[q * NR + c] = 0;
-        continue;
+    const int64_t c0 = n0 + j * NR;
+    const int w = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+    for (int64_t q = 0; q < ng; ++q) {
+      const uint8_t* r[4];
+      for (int t = 0; t < g; ++t) {
+        const int64_t k = k0 + q * g + t;
+        r[t] = k < k0 + kc ? B + k * ldb + c0 : zeros;
       }
-      auto get = [&](int64_t k) { return B[k * ldb + col]; };
-      for (int64_t q = 0; q < ng; ++q) d[q * NR + c] = make_entry(op, get, k0 + q * g, kend);
+      uint32_t* o = d + q * NR;
+      if (g == 4) {
+        uint8_t* ob = reinterpret_cast<uint8_t*>(o);
+        const uint8_t f0 = r[0] == zeros ? 0 : flip, f1 = r[1] == zeros ? 0 : flip;
+        const uint8_t f2 = r[2] == zeros ? 0 : flip, f3 = r[3] == zeros ? 0 : flip;
+        for (int c = 0; c < w; ++c) {
+          ob[4 * c] = r[0][c] ^ f0;
+          ob[4 * c + 1] = r[1][c] ^ f1;
+          ob[4 * c + 2] = r[2][c] ^ f2;
+          ob[4 * c + 3] = r[3][c] ^ f3;
+        }
+      } else if (op.is_signed) {
+        for (int c = 0; c < w; ++c)
+          o[c] = static_cast<uint16_t>(static_cast<int8_t>(r[0][c])) |
+                 static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int8_t>(r[1][c]))) << 16;
+      } else {
+        for (int c = 0; c < w; ++c) o[c] = r[0][c] | static_cast<uint32_t>(r[1][c]) << 16;
+      }
+      for (int c = w; c < NR; ++c) o[c] = 0;
     }
   }
 }
 
+// A rows [m0, m0 + mr) over [k0, k0 + kc) -> ng x MR entries.
 void pack_a_int(const Operand& op, const uint8_t* A, int64_t lda, int64_t m0, int mr, int64_t k0, int64_t kc, int MR,
                 uint32_t* dst) {
   const int g = op.group;
+  const int64_t full = kc / g;
   const int64_t ng = (kc + g - 1) / g;
-  const int64_t kend = k0 + kc;
+  const uint32_t flip = (g == 4 && op.is_signed) ? 0x80808080u : 0;  // s8 -> u8 for vpdpbusd
   for (int i = 0; i < mr; ++i) {
-    const uint8_t* row = A + (m0 + i) * lda;
-    auto get = [&](int64_t k) { return row[k]; };
-    for (int64_t q = 0; q < ng; ++q) dst[q * MR + i] = make_entry(op, get, k0 + q * g, kend);
+    const uint8_t* row = A + (m0 + i) * lda + k0;
+    if (g == 4) {
+      for (int64_t q = 0; q < full; ++q) {
+        uint32_t v;
+        std::memcpy(&v, row + 4 * q, 4);
+        dst[q * MR + i] = v ^ flip;
+      }
+      if (full < ng) {
+        uint32_t v = 0;
+        for (int64_t t = 0; t < kc - 4 * full; ++t) v |= static_cast<uint32_t>(row[4 * full + t] ^ 0x80u * (flip != 0)) << (8 * t);
+        dst[full * MR + i] = v;
+      }
+    } else {
+      for (int64_t q = 0; q < ng; ++q) {
+        const int64_t k = 2 * q;
+        const int32_t a0 = op.is_signed ? static_cast<int8_t>(row[k]) : row[k];
+        const int32_t a1 = k + 1 < kc ? (op.is_signed ? static_cast<int8_t>(row[k + 1]) : row[k + 1]) : 0;
+        dst[q * MR + i] = static_cast<uint16_t>(a0) | static_cast<uint32_t>(static_cast<uint16_t>(a1)) << 16;
+      }
+    }
   }
+}
+
+// Sums of the kernel-space values: raw sums plus count * offset.
+void row_sums(const Operand& op, const uint8_t* A, int64_t M, int64_t K, int32_t* out) {
+  for (int64_t i = 0; i < M; ++i) {
+    const uint8_t* r = A + i * K;
+    int32_t s = 0;
+    if (op.is_signed)
+      for (int64_t k = 0; k < K; ++k) s += static_cast<int8_t>(r[k]);
+    else
+      for (int64_t k = 0; k < K; ++k) s += r[k];
+    out[i] = static_cast<int32_t>(static_cast<uint32_t>(s) + static_cast<uint32_t>(K) * static_cast<uint32_t>(op.offset()));
+  }
+}
+
+void col_sums(const Operand& op, const uint8_t* B, int64_t K, int64_t N, int32_t* out) {
+  std::fill(out, out + N, 0);
+  for (int64_t k = 0; k < K; ++k) {
+    const uint8_t* r = B + k * N;
+    if (op.is_signed)
+      for (int64_t j = 0; j < N; ++j) out[j] += static_cast<int8_t>(r[j]);
+    else
+      for (int64_t j = 0; j < N; ++j) out[j] += r[j];
+  }
+  for (int64_t j = 0; j < N; ++j)
+    out[j] = static_cast<int32_t>(static_cast<uint32_t>(out[j]) + static_cast<uint32_t>(K) * static_cast<uint32_t>(op.offset()));
 }
 
 struct IntState {
@@ -112,6 +166,7 @@ struct Quant {
   std::vector<int32_t> za, zb;   // size 1 or M / N (already za' and zb')
   std::vector<float> sa, sb, sy; // QLinearMatMul: size 1 or M / N / M
   std::vector<int32_t> zy;       // size 1 or M
+  std::vector<int32_t> zb_full;  // zb' expanded to N
 };
 
 struct IntJob {
@@ -169,64 +224,63 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   uint32_t* ap = static_cast<uint32_t*>(t_ia.get(sizeof(uint32_t) * MR * kGroupsPerBlock));
   uint32_t* bp = job.packed ? nullptr
                             : static_cast<uint32_t*>(t_ib.get(sizeof(uint32_t) * kGroupsPerBlock *
-                                                              ((nlen + NR - 1) / NR * NR)));
+                                                              ((kColsPerBlock + NR - 1) / NR * NR)));
   if (!C || !ap || (!job.packed && !bp)) std::abort();
   if (job.K == 0) {
     for (int64_t i = 0; i < mlen; ++i)
       for (int64_t j = 0; j < nlen; ++j) C[i * ldc + j] = 0;
   }
-  for (int64_t k0 = 0; k0 < job.K; k0 += KC) {
-    const int64_t kc = std::min(KC, job.K - k0);
-    const int64_t ng = (kc + g - 1) / g;
-    const int first = k0 == 0;
-    const uint32_t* bblock;
-    int64_t pstride;
-    if (job.packed) {
-      pstride = ng_total * NR;
-      bblock = job.packed + (n0 / NR) * pstride + (k0 / g) * NR;
-    } else {
-      pstride = ng * NR;
-      pack_b_int(job.opb, job.B, job.N, k0, kc, n0, nlen, NR, pstride, bp);
-      bblock = bp;
-    }
-    for (int64_t m = m0; m < m1; m += MR) {
-      const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
-      pack_a_int(job.opa, job.A, job.K, m, mr, k0, kc, MR, ap);
-      for (int64_t j = 0; j * NR < nlen; ++j) {
-        const int nr = static_cast<int>(std::min<int64_t>(NR, nlen - j * NR));
-        ik.uk(ng, ap, bblock + j * pstride, C + (m - m0) * ldc + j * NR, ldc, mr, nr, first);
+  for (int64_t nc0 = n0; nc0 < n1; nc0 += kColsPerBlock) {
+    const int64_t nc = std::min(kColsPerBlock, n1 - nc0);
+    for (int64_t k0 = 0; k0 < job.K; k0 += KC) {
+      const int64_t kc = std::min(KC, job.K - k0);
+      const int64_t ng = (kc + g - 1) / g;
+      const int first = k0 == 0;
+      const uint32_t* bblock;
+      int64_t pstride;
+      if (job.packed) {
+        pstride = ng_total * NR;
+        bblock = job.packed + (nc0 / NR) * pstride + (k0 / g) * NR;
+      } else {
+        pstride = ng * NR;
+        pack_b_int(job.opb, job.B, job.N, k0, kc, nc0, nc, NR, pstride, bp);
+        bblock = bp;
+      }
+      for (int64_t m = m0; m < m1; m += MR) {
+        const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+        pack_a_int(job.opa, job.A, job.K, m, mr, k0, kc, MR, ap);
+        for (int64_t j = 0; j * NR < nc; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+          ik.uk(ng, ap, bblock + j * pstride, C + (m - m0) * ldc + (nc0 - n0) + j * NR, ldc, mr, nr, first);
+        }
       }
     }
   }
-  // Compensation and output.
+  // Compensation: v = S' - zb'[j] (rowsum[i] - K za'[i]) - za'[i] colsum[j].
   const Quant& q = *job.q;
+  const uint32_t Ku = static_cast<uint32_t>(job.K);
+  const uint32_t* zbv = reinterpret_cast<const uint32_t*>(q.zb_full.data()) + n0;
+  const uint32_t* csv = reinterpret_cast<const uint32_t*>(job.colsum) + n0;
   for (int64_t i = 0; i < mlen; ++i) {
     const int64_t gi = m0 + i;
-    const int32_t za = q.za.size() == 1 ? q.za[0] : q.za[gi];
-    const int32_t rs = job.rowsum[gi];
-    for (int64_t j = 0; j < nlen; ++j) {
-      const int64_t gj = n0 + j;
-      const int32_t zb = q.zb.size() == 1 ? q.zb[0] : q.zb[gj];
-      int32_t v = C[i * ldc + j];
-      v = wrap_add(v, -wrap_mul(zb, rs));
-      v = wrap_add(v, -wrap_mul(za, job.colsum[gj]));
-      v = wrap_add(v, wrap_mul(wrap_mul(static_cast<int32_t>(job.K), za), zb));
-      if (!job.st->qlinear) {
-        C[i * ldc + j] = v;
-      } else {
-        const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
-        const float sb = q.sb.size() == 1 ? q.sb[0] : q.sb[gj];
-        const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
-        const int32_t zy = q.zy.size() == 1 ? q.zy[0] : q.zy[gi];
+    const uint32_t za = static_cast<uint32_t>(q.za.size() == 1 ? q.za[0] : q.za[gi]);
+    const uint32_t ra = static_cast<uint32_t>(job.rowsum[gi]) - Ku * za;
+    uint32_t* c = reinterpret_cast<uint32_t*>(C + i * ldc);
+    for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
+    if (job.st->qlinear) {
+      const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
+      const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
+      const double zy = q.zy.size() == 1 ? q.zy[0] : q.zy[gi];
+      const bool u8 = job.st->y_type == OLC_DTYPE_UINT8;
+      const double lo = u8 ? 0.0 : -128.0, hi = u8 ? 255.0 : 127.0;
+      for (int64_t j = 0; j < nlen; ++j) {
+        const float sb = q.sb.size() == 1 ? q.sb[0] : q.sb[n0 + j];
         const float mult = (sa * sb) / sy;
-        double d = std::nearbyint(static_cast<double>(v) * static_cast<double>(mult) + static_cast<double>(zy));
-        if (job.st->y_type == OLC_DTYPE_UINT8) {
-          d = std::min(255.0, std::max(0.0, d));
-          static_cast<uint8_t*>(job.Y)[gi * job.N + gj] = static_cast<uint8_t>(d);
-        } else {
-          d = std::min(127.0, std::max(-128.0, d));
-          static_cast<int8_t*>(job.Y)[gi * job.N + gj] = static_cast<int8_t>(d);
-        }
+        double d = std::nearbyint(static_cast<double>(static_cast<int32_t>(c[j])) * static_cast<double>(mult) + zy);
+        d = std::min(hi, std::max(lo, d));
+        const int64_t o = gi * job.N + n0 + j;
+        if (u8) static_cast<uint8_t*>(job.Y)[o] = static_cast<uint8_t>(d);
+        else static_cast<int8_t*>(job.Y)[o] = static_cast<int8_t>(d);
       }
     }
   }
@@ -292,10 +346,8 @@ void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* nod
       Operand opb{st->b_type == OLC_DTYPE_INT8, ik.group, false};
       pack_b_int(opb, static_cast<const uint8_t*>(cb->data), N, 0, K, 0, N, ik.nr, ng * ik.nr,
                  static_cast<uint32_t*>(st->packed->data));
-      st->packed_colsum.assign(N, 0);
-      const uint8_t* B = static_cast<const uint8_t*>(cb->data);
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t j = 0; j < N; ++j) st->packed_colsum[j] = wrap_add(st->packed_colsum[j], opb.value(B[k * N + j]));
+      st->packed_colsum.resize(N);
+      col_sums(opb, static_cast<const uint8_t*>(cb->data), K, N, st->packed_colsum.data());
       st->packed_shape = {K, N};
       char buf[64];
       std::snprintf(buf, sizeof buf, " prepacked-B %.1f KiB", st->packed->bytes / 1024.0);
@@ -392,6 +444,8 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     return OLC_ERROR;
   if (!read_zp(ctx, present(ql ? 5 : 3), st->b_type, ms.N, "b_zero_point", "per column of B", opb.offset(), &q.zb))
     return OLC_ERROR;
+  q.zb_full.resize(ms.N);
+  for (int64_t j = 0; j < ms.N; ++j) q.zb_full[j] = q.zb.size() == 1 ? q.zb[0] : q.zb[j];
   if (ql) {
     if (!read_scale(ctx, in[1], ms.M, "a_scale", "per row of A", &q.sa) ||
         !read_scale(ctx, in[4], ms.N, "b_scale", "per column of B", &q.sb) ||
@@ -415,18 +469,13 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   for (int64_t t = 0; t < ms.nbatch; ++t) {
     const uint8_t* A = static_cast<const uint8_t*>(a.data) + ms.a_index[t] * ms.M * ms.K;
     const uint8_t* B = static_cast<const uint8_t*>(b.data) + ms.b_index[t] * ms.K * ms.N;
-    for (int64_t i = 0; i < ms.M; ++i) {
-      int32_t s = 0;
-      for (int64_t k = 0; k < ms.K; ++k) s = wrap_add(s, opa.value(A[i * ms.K + k]));
-      rowsum[i] = s;
-    }
+    row_sums(opa, A, ms.M, ms.K, rowsum.data());
     const int32_t* cs;
     if (use_packed) {
       cs = st->packed_colsum.data();
     } else if (t == 0 || ms.b_index[t] != ms.b_index[t - 1]) {
-      colsum.assign(ms.N, 0);
-      for (int64_t k = 0; k < ms.K; ++k)
-        for (int64_t j = 0; j < ms.N; ++j) colsum[j] = wrap_add(colsum[j], opb.value(B[k * ms.N + j]));
+      colsum.resize(ms.N);
+      col_sums(opb, B, ms.K, ms.N, colsum.data());
       cs = colsum.data();
     } else {
       cs = colsum.data();
