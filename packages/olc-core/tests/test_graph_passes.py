@@ -241,7 +241,7 @@ def test_cli_run_no_fusion_plan(register, tmp_path, capsys):
 
     assert main(["run", str(path), "--compare", "none", "--threads", "1"]) == 0
     fused = capsys.readouterr().out
-    assert "fused by scale-chain" in fused
+    assert "fused into Scale_s1 by scale-chain" in fused
     assert main(["run", str(path), "--compare", "none", "--threads", "1", "--no-fusion"]) == 0
     unfused = capsys.readouterr().out
-    assert "fused by" not in unfused and "s1" in unfused
+    assert "by scale-chain" not in unfused and "s1" in unfused

@@ -162,16 +162,32 @@ def _op_label(domain: str, op_type: str) -> str:
     return op_type if domain in ("", "ai.onnx") else f"{domain}::{op_type}"
 
 
+def node_rows(plan: Sequence[Any]) -> list[dict[str, Any]]:
+    """One row per node of the model: a fused entry expands into the nodes it
+    replaced, each naming the fused node and kernel that run it."""
+    rows: list[dict[str, Any]] = []
+    for e in plan:
+        fused = tuple(getattr(e, "fused_nodes", ()) or ())
+        if not fused:
+            rows.append({"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel,
+                         "native": bool(e.native), "reason": e.reason, "fused_into": None})
+            continue
+        for name, op in fused:
+            rows.append({"node": name, "domain": "ai.onnx", "op": op, "kernel": e.kernel, "native": bool(e.native),
+                         "reason": f"fused into {e.node_name} by {e.graph_pass}", "fused_into": e.node_name})
+    return rows
+
+
 def plan_rows(plan: Sequence[Any]) -> list[list[str]]:
     return [
         [
-            e.node_name or "(unnamed)",
-            _op_label(e.domain, e.op_type),
-            e.kernel,
-            "native" if e.native else "fallback",
-            e.reason or "",
+            r["node"] or "(unnamed)",
+            _op_label(r["domain"], r["op"]),
+            r["kernel"],
+            ("native" if r["native"] else "fallback") + (" (fused)" if r["fused_into"] else ""),
+            r["reason"] or "",
         ]
-        for e in plan
+        for r in node_rows(plan)
     ]
 
 
@@ -286,14 +302,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     print()
     print("kernel plan:")
     print(_format_table(["node", "op", "kernel", "path", "reason"], plan_rows(plan)))
-    n_native = sum(1 for e in plan if e.native)
-    print(f"{n_native} of {len(plan)} nodes on native kernels, {len(plan) - n_native} on fallbacks")
+    rows = node_rows(plan)
+    n_native = sum(1 for r in rows if r["native"])
+    n_fused = sum(1 for r in rows if r["fused_into"])
+    n_groups = sum(1 for e in plan if getattr(e, "fused_nodes", ()))
+    print(f"{n_native} of {len(rows)} nodes on native kernels, {len(rows) - n_native} on fallbacks"
+          + (f"; {n_fused} of them fused into {n_groups} kernel call(s)" if n_fused else ""))
     print(f"kernels run: {len(usage)}")
-    result["plan"] = [
-        {"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel,
-         "native": bool(e.native), "reason": e.reason,
-         "fused_nodes": [list(f) for f in getattr(e, "fused_nodes", ())]} for e in plan
-    ]
+    result["plan"] = rows  # one entry per model node; fused ones name the node that ran them
 
     status = EXIT_OK
     if compare == "onnxruntime":
