@@ -6,7 +6,9 @@ The transformer shapes: Softmax, LayerNormalization (scale and bias as
 initializers, as exported models have them) and RMSNormalization (opset 23)
 on [B*S, H] for B*S in 1, 128, 2048 and H in 768, 4096, and Softmax over
 attention scores [1, 16, 128, 128] and [1, 32, 512, 512]; float32.
-The shapes are fixed (the tool's --sizes does not apply).
+The shapes are fixed (the tool's --sizes does not apply). Ungated groups
+"middle-axis" and "other" time the column softmax and the remaining
+operators (Batch/Instance/Group/MeanVariance/Lp normalization, LogSoftmax).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ GROUP = "transformer"
 
 
 def _case(op: str, opset: int, shape: list[int], params: list[list[int]], attributes: dict[str, Any],
-          name: str) -> dict[str, Any]:
+          name: str, generators: list[str] | None = None) -> dict[str, Any]:
     inputs = [{"shape": shape, "dtype": "float32", "generator": "normal"}]
-    inputs += [{"shape": p, "dtype": "float32", "generator": "normal", "constant": True} for p in params]
+    gens = generators or ["normal"] * len(params)
+    inputs += [{"shape": p, "dtype": "float32", "generator": g, "constant": True} for p, g in zip(params, gens)]
     size = 1
     for d in shape:
         size *= d
@@ -53,7 +56,21 @@ def benchmark_cases() -> list[dict[str, Any]]:
                 "Softmax axis 1 [" + ", ".join(map(str, SEGMENTATION)) + "]")
     seg["group"] = "middle-axis"
     cases.append(seg)
-    return cases
+    # Not gated: the other operators on a convolutional activation.
+    act = [8, 64, 56, 56]
+    other = [
+        _case("BatchNormalization", 15, act, [[64]] * 4, {}, "BatchNormalization [8, 64, 56, 56]",
+              ["normal", "normal", "normal", "positive"]),
+        _case("InstanceNormalization", 22, act, [[64]] * 2, {}, "InstanceNormalization [8, 64, 56, 56]"),
+        _case("GroupNormalization", 21, act, [[64]] * 2, {"num_groups": 8}, "GroupNormalization [8, 64, 56, 56] g=8"),
+        _case("MeanVarianceNormalization", 13, act, [], {}, "MeanVarianceNormalization [8, 64, 56, 56]"),
+        _case("LpNormalization", 22, [512, 768], [], {"axis": -1, "p": 2}, "LpNormalization p=2 [512, 768]"),
+        _case("LpNormalization", 22, [64, 256, 64], [], {"axis": 1, "p": 2}, "LpNormalization p=2 axis 1 [64, 256, 64]"),
+        _case("LogSoftmax", 13, [2048, 768], [], {"axis": -1}, "LogSoftmax [2048, 768]"),
+    ]
+    for c in other:
+        c["group"] = "other"
+    return cases + other
 
 
 def benchmark_gates() -> list[dict[str, Any]]:
