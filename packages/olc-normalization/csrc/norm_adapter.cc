@@ -76,7 +76,6 @@ struct KernelState {
   int64_t opset;
   // attributes (defaults of the schema at this opset)
   int64_t axis = -1;
-  bool axis_set = false;
   double epsilon = 1e-5;
   int64_t p = 2;
   int64_t num_groups = 0;
@@ -138,7 +137,6 @@ bool read_attributes(KernelState* st, const OpSpec& spec, const olc_node_info* n
     if (!std::strcmp(nm, "axis")) {
       if (!want(OLC_ATTR_INT)) return false;
       st->axis = a.i;
-      st->axis_set = true;
     } else if (!std::strcmp(nm, "epsilon")) {
       if (!want(OLC_ATTR_FLOAT)) return false;
       if (!std::isfinite(a.f) || a.f < 0) return fail(error, es, "attribute 'epsilon' must be finite and >= 0, got %g", a.f);
@@ -176,11 +174,7 @@ bool read_attributes(KernelState* st, const OpSpec& spec, const olc_node_info* n
                 (long long)training_mode);
   if (spatial != 1) return fail(error, es, "spatial=%lld is not supported (only spatial=1)", (long long)spatial);
   if (st->op == Op::GroupNorm && !have_groups) return fail(error, es, "attribute 'num_groups' is required");
-  if (st->op == Op::MeanVarianceNorm) {
-    std::vector<int64_t> sorted = st->axes;
-    std::sort(sorted.begin(), sorted.end());
-    // duplicates are checked against the rank at run time (after normalizing negatives)
-  }
+  // MeanVarianceNormalization axes are checked against the rank at run time.
   return true;
 }
 
@@ -190,8 +184,6 @@ void* norm_create(const olc_core_api* api, const olc_node_info* node, char* erro
     fail(error, es, "op %s is not an operator of olc_normalization", node->op_type);
     return nullptr;
   }
-  int32_t present_in = 0;
-  for (int32_t i = 0; i < node->n_inputs; ++i) present_in = node->input_dtypes[i] != OLC_DTYPE_UNDEFINED ? i + 1 : present_in;
   if (node->n_inputs < spec->min_inputs || node->n_inputs > spec->max_inputs) {
     fail(error, es, "expects %d to %d inputs, got %d", spec->min_inputs, spec->max_inputs, node->n_inputs);
     return nullptr;
