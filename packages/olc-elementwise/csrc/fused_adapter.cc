@@ -70,6 +70,7 @@ const BinaryName kBinaryNames[] = {
 struct Step {
   bool binary;
   FusedBinOp bop;
+  Op uop;
   UnaryFn ufn;
   UnaryParams params;
   int a, b;  // value indices
@@ -86,6 +87,10 @@ struct FusedState {
   const olc_tuning_param* parallel_min_elements;
   const olc_tuning_param* tile_elements;
   const olc_tuning_param* max_participants;
+  const olc_tuning_param* specialized;
+  // The program is the SwiGLU gate: inputs swiglu_gate and 1 - swiglu_gate.
+  bool swiglu = false;
+  int swiglu_gate = 0;
 };
 
 bool fail(char* error, size_t size, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -197,6 +202,7 @@ bool parse_program(const olc_node_info* node, int32_t level, FusedState* st, boo
                     nm.c_str());
       s.binary = false;
       s.b = -1;
+      s.uop = un->op;
       const char* isa = "scalar";
       s.ufn = select_unary(level, un->op, &isa);
       if (!s.ufn) return fail(error, error_size, "step %d: no float32 kernel for %s", k, nm.c_str());
@@ -221,6 +227,24 @@ bool parse_program(const olc_node_info* node, int32_t level, FusedState* st, boo
     if (!reads[i]) return fail(error, error_size, "input %d is not read by the program", i);
   st->n_values = st->n_inputs + n_consts + n_steps;
   return true;
+}
+
+// Programs with a one-pass loop of their own: Sigmoid(g); Mul(g, s0) (either
+// order); Mul(s1, u) (either order), with g and u the two inputs.
+void detect_patterns(FusedState* st) {
+  const std::vector<Step>& s = st->steps;
+  if (st->n_inputs != 2 || !st->constants.empty() || s.size() != 3 || !st->tile->swiglu) return;
+  const int v0 = 2, v1 = 3;  // results of steps 0 and 1
+  if (s[0].binary || s[0].uop != Op::Sigmoid || s[0].a > 1) return;
+  const int g = s[0].a, u = 1 - g;
+  const bool m1 = s[1].binary && s[1].bop == FusedBinOp::kMul &&
+                  ((s[1].a == g && s[1].b == v0) || (s[1].a == v0 && s[1].b == g));
+  const bool m2 = s[2].binary && s[2].bop == FusedBinOp::kMul &&
+                  ((s[2].a == v1 && s[2].b == u) || (s[2].a == u && s[2].b == v1));
+  if (m1 && m2) {
+    st->swiglu = true;
+    st->swiglu_gate = g;
+  }
 }
 
 void* fused_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t error_size) {
@@ -270,6 +294,8 @@ void* fused_create(const olc_core_api* api, const olc_node_info* node, char* err
       api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "parallel_min_elements", par_min);
   st->tile_elements = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "tile_elements", 512);
   st->max_participants = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "max_participants", 0);
+  st->specialized = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "specialized", 1);
+  detect_patterns(st.get());
   return st.release();
 }
 
@@ -280,6 +306,7 @@ struct Job {
   char* out;
   int64_t tile;            // elements per tile
   int64_t tiles_per_block;
+  bool swiglu;  // the one-pass SwiGLU loop applies to this run
 };
 
 // A value of one tile: a pointer to n floats, or to one float for all.
@@ -314,6 +341,13 @@ void run_items(void* user, int64_t begin, int64_t end) {
     const int64_t e0 = (item - b * j.tiles_per_block) * T;
     const int64_t n = std::min(T, plan.inner - e0);
     const int64_t out_off = b * plan.inner + e0;
+    if (j.swiglu) {
+      const int g = st.swiglu_gate;
+      const float* gp = reinterpret_cast<const float*>(j.in[g]) + cur.offset[g] + e0;
+      const float* up = reinterpret_cast<const float*>(j.in[1 - g]) + cur.offset[1 - g] + e0;
+      st.tile->swiglu(gp, up, reinterpret_cast<float*>(j.out) + out_off, n);
+      continue;
+    }
     for (int i = 0; i < n_in; ++i) {
       const bool sc = plan.inner_stride[i] == 0;
       const int64_t off = cur.offset[i] + (sc ? 0 : e0);
@@ -399,7 +433,10 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const char* in[kMaxBroadcastInputs];
   for (int i = 0; i < n_inputs; ++i) in[i] = static_cast<const char*>(inputs[i].data);
   const int64_t tiles_per_block = (plan.inner + tile - 1) / tile;
-  Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block};
+  // The one-pass loop needs both operands varying along the inner block.
+  const bool swiglu = st->swiglu && st->dtype == OLC_DTYPE_FLOAT && plan.inner_stride[0] == 1 &&
+                      plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;
+  Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu};
   const int64_t items = plan.blocks * tiles_per_block;
   const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
   if (par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1) {

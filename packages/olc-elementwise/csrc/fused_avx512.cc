@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "fused_common.h"
+#include "vmath_shim_avx512.h"
 
 namespace olc_ew {
 namespace avx512 {
@@ -36,8 +37,32 @@ struct V {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(r));
   }
 };
+// y = (g * sigmoid(g)) * u, two vectors per iteration (the paired sigmoid
+// gives the same bits as two single calls, as in the unary driver); masked
+// tail, no over-read.
+void fz_swiglu(const float* g, const float* u, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512 g0 = _mm512_loadu_ps(g + i), g1 = _mm512_loadu_ps(g + i + 16);
+    __m512 s0 = g0, s1 = g1;
+    olc_ew_vm::vm_sigmoid2(s0, s1);
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(g0, s0), _mm512_loadu_ps(u + i)));
+    _mm512_storeu_ps(y + i + 16, _mm512_mul_ps(_mm512_mul_ps(g1, s1), _mm512_loadu_ps(u + i + 16)));
+  }
+  for (; i + 16 <= n; i += 16) {
+    const __m512 g0 = _mm512_loadu_ps(g + i);
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_mul_ps(g0, olc_ew_vm::vm_sigmoid(g0)), _mm512_loadu_ps(u + i)));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 g0 = _mm512_maskz_loadu_ps(m, g + i);
+    const __m512 r = _mm512_mul_ps(_mm512_mul_ps(g0, olc_ew_vm::vm_sigmoid(g0)), _mm512_maskz_loadu_ps(m, u + i));
+    _mm512_mask_storeu_ps(y + i, m, r);
+  }
+}
 }  // namespace
 
+#define FZ_HAS_SWIGLU 1
 #include "fused_tile.inc"
 
 }  // namespace avx512

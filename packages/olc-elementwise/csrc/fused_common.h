@@ -21,6 +21,10 @@ struct FusedTileOps {
   // even, NaN kept quiet), n elements.
   void (*load_bf16)(const uint16_t* src, float* dst, int64_t n);
   void (*store_bf16)(const float* src, uint16_t* dst, int64_t n);
+  // The SwiGLU gate y = (g * Sigmoid(g)) * u over float32, one pass with the
+  // intermediates in registers; the same bits as the three steps apart.
+  // nullptr where the level has none (the tile steps run instead).
+  void (*swiglu)(const float* g, const float* u, float* y, int64_t n);
 };
 
 namespace scalar { const FusedTileOps* fused_tile_ops(); }
