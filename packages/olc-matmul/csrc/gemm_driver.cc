@@ -50,6 +50,9 @@ thread_local Scratch t_bpack, t_apack, t_cwork;
 template <typename T> const UKernel<T>& uk_of(const IsaKernels* k);
 template <> const UKernel<float>& uk_of<float>(const IsaKernels* k) { return k->uk_f32; }
 template <> const UKernel<double>& uk_of<double>(const IsaKernels* k) { return k->uk_f64; }
+template <typename T> const UKernelDA<T>& ukda_of(const IsaKernels* k);
+template <> const UKernelDA<float>& ukda_of<float>(const IsaKernels* k) { return k->ukda_f32; }
+template <> const UKernelDA<double>& ukda_of<double>(const IsaKernels* k) { return k->ukda_f64; }
 template <typename T> int mr_of(const IsaKernels* k) { return sizeof(T) == 4 ? k->mr_f32 : k->mr_f64; }
 template <typename T> int nr_of(const IsaKernels* k) { return sizeof(T) == 4 ? k->nr_f32 : k->nr_f64; }
 
@@ -265,6 +268,7 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   const GemmBatch& b = *job.b;
   const IsaKernels* isa = job.ks->isa;
   const UKernel<T> uk = uk_of<T>(isa);
+  const UKernelDA<T> ukda = ukda_of<T>(isa);
   const int MR = mr_of<T>(isa), NR = nr_of<T>(isa);
   const int64_t KC = job.tun->kc;
   const int64_t NC = std::max<int64_t>(NR, job.tun->nc / NR * NR);
@@ -275,6 +279,11 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   const T* pk_base = pk ? static_cast<const T*>(pk->data) + b.b_mat[bi] * pk->mat_stride : nullptr;
   constexpr bool direct = std::is_same<S, T>::value;
   const int64_t mlen = m1 - m0;
+  // Few row blocks: packing B costs more than its reuse saves; read full
+  // panels of a row-major B in place.
+  const bool direct_b = direct && !pk && !d.transB && (mlen + MR - 1) / MR <= job.tun->direct_b_max_mblocks;
+  // A row-major in the compute type: the kernel reads its rows in place.
+  const bool direct_a = direct && !d.transA && job.tun->direct_a;
 
   T* apack = static_cast<T*>(t_apack.get(sizeof(T) * MR * KC));
   T* bpack = pk ? nullptr : static_cast<T*>(t_bpack.get(sizeof(T) * KC * ((NC + NR - 1) / NR * NR)));
@@ -305,6 +314,12 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
       if (pk) {
         pstride = pk->panel_stride;
         bblock = pk_base + (nc0 / NR) * pk->panel_stride + k0 * NR;
+      } else if (direct_b) {
+        pstride = 0;
+        bblock = nullptr;
+        // Full panels read in place; the column tail panel is packed.
+        const int64_t tail = nc % NR;
+        if (tail) pack_b<S, T>(B, d.transB, d.ldb, k0, kc, nc0 + nc - tail, tail, NR, kc * NR, bpack);
       } else {
         pstride = kc * NR;
         pack_b<S, T>(B, d.transB, d.ldb, k0, kc, nc0, nc, NR, pstride, bpack);
@@ -312,7 +327,8 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
       }
       for (int64_t m = m0; m < m1; m += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
-        pack_a<S, T>(A, d.transA, d.lda, m, mr, k0, kc, MR, apack);
+        const T* arow = direct_a ? reinterpret_cast<const T*>(A) + m * d.lda + k0 : nullptr;
+        if (!direct_a) pack_a<S, T>(A, d.transA, d.lda, m, mr, k0, kc, MR, apack);
         T* crow = Ct + (m - m0) * ldct;
         for (int64_t j = 0; j * NR < nc; ++j) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
@@ -326,7 +342,20 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
             ep.bias_rs = d.bias_rs;
             ep.bias_cs = d.bias_cs;
           }
-          uk(kc, apack, bblock + j * pstride, crow + j * NR, ldct, mr, nr, flags, &ep);
+          const T* bptr;
+          int64_t ldbp = NR;
+          if (direct_b) {
+            if (nr == NR) {
+              bptr = reinterpret_cast<const T*>(B) + k0 * d.ldb + nc0 + j * NR;
+              ldbp = d.ldb;
+            } else {
+              bptr = bpack;
+            }
+          } else {
+            bptr = bblock + j * pstride;
+          }
+          if (direct_a) ukda(kc, arow, d.lda, bptr, ldbp, crow + j * NR, ldct, mr, nr, flags, &ep);
+          else uk(kc, apack, bptr, ldbp, crow + j * NR, ldct, mr, nr, flags, &ep);
         }
       }
     }
@@ -590,6 +619,8 @@ GemmTuning default_gemm_tuning() {
   t.nc = 512;
   t.split_k_min = 1024;
   t.gemv_max = 4;
+  t.direct_b_max_mblocks = 3;
+  t.direct_a = 1;
   return t;
 }
 

@@ -76,6 +76,8 @@ struct GemmTuning {
   int64_t kc, nc;
   int64_t split_k_min;
   int64_t gemv_max;  // M or N up to this: the GEMV family (B not prepacked)
+  int64_t direct_b_max_mblocks;
+  int64_t direct_a;  // 1: a row-major float32/float64 A is read in place, not packed  // up to this many row blocks per task: B read in place
 };
 GemmTuning default_gemm_tuning();
 

@@ -31,10 +31,15 @@ struct Epi {
 };
 
 // C[mr x nr] (+)= Ap[kc x MR] (k-major, MR values per k) * Bp[kc x NR]
-// (k-major, NR values per k); mr <= MR, nr <= NR.
+// (k-major, row stride ldbp: NR for a packed panel, the matrix row stride
+// when B is read in place); mr <= MR, nr <= NR.
 template <typename T>
-using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, T* C, int64_t ldc, int mr, int nr, int flags,
-                         const Epi<T>* ep);
+using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr, int nr,
+                         int flags, const Epi<T>* ep);
+// The same with A read in place: row i of the tile at Ap + i * lda.
+template <typename T>
+using UKernelDA = void (*)(int64_t kc, const T* A, int64_t lda, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr,
+                           int nr, int flags, const Epi<T>* ep);
 
 // y[i] = sum_k X[i * ldx + k] * v[k], i < m      (dot products)
 template <typename T>
@@ -104,6 +109,8 @@ struct IsaKernels {
   int mr_f64, nr_f64;
   UKernel<float> uk_f32;
   UKernel<double> uk_f64;
+  UKernelDA<float> ukda_f32;
+  UKernelDA<double> ukda_f64;
   GemvRows<float> gemv_rows_f32;
   GemvCols<float> gemv_cols_f32;
   GemvRows<double> gemv_rows_f64;

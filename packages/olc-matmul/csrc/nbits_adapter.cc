@@ -213,7 +213,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           for (int64_t j = 0; j < panels; ++j) {
             const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
             ep.bias = job.bias ? job.bias + nc0 + j * NR : nullptr;
-            isa->uk_f32(kc, ap, bp + j * kc * NR, job.Y + m * st.N + nc0 + j * NR, st.N, mr, nr, flags, &ep);
+            isa->uk_f32(kc, ap, bp + j * kc * NR, NR, job.Y + m * st.N + nc0 + j * NR, st.N, mr, nr, flags, &ep);
           }
         }
       }
