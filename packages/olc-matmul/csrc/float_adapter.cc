@@ -86,7 +86,14 @@ struct FloatState {
   bool transA = false, transB = false;
   double alpha = 1.0, beta = 1.0;
   KernelSet ks;
-  GemmTuning tun;
+  GemmTuning tun;  // defaults; the run reads the registry handles below
+  const olc_tuning_param* t_kc = nullptr;
+  const olc_tuning_param* t_nc = nullptr;
+  const olc_tuning_param* t_par = nullptr;
+  const olc_tuning_param* t_splitk = nullptr;
+  const olc_tuning_param* t_gemv = nullptr;
+  const olc_tuning_param* t_direct_b = nullptr;
+  const olc_tuning_param* t_direct_a = nullptr;
   std::shared_ptr<PackedB> packed;  // constant B, packed
   std::vector<int64_t> packed_shape;
   std::string details[8];
@@ -139,6 +146,19 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
   st->dtype = dt;
   st->ks = select_kernels(api);
   st->tun = default_gemm_tuning();
+  {
+    const char* kname = kind == OpKind::kGemm ? "Gemm" : "MatMul";
+    const char* lib = "olc_matmul";
+    const GemmTuning& t = st->tun;
+    st->t_kc = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "kc", t.kc);
+    st->t_nc = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "nc", t.nc);
+    st->t_par = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "parallel_min_macs", t.parallel_min_macs);
+    st->t_splitk = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "split_k_min", t.split_k_min);
+    st->t_gemv = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "gemv_max", t.gemv_max);
+    st->t_direct_b = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "direct_b_max_mblocks",
+                                             t.direct_b_max_mblocks);
+    st->t_direct_a = api->tuning_declare_int(lib, kname, st->ks.isa_name, dt, "direct_a", t.direct_a);
+  }
 
   // Constant B: pack once (shared through the family cache).
   std::string pack_note;
@@ -179,6 +199,20 @@ void* matmul_create(const olc_core_api* api, const olc_node_info* node, char* er
 }
 
 void float_destroy(void* state) { delete static_cast<FloatState*>(state); }
+
+// The tuning values of this run (one atomic load each), clamped to sane ranges.
+GemmTuning read_tuning(const FloatState* st) {
+  GemmTuning t = st->tun;
+  if (!st->t_kc) return t;
+  t.kc = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
+  t.nc = std::max<int64_t>(32, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)));
+  t.parallel_min_macs = g_api->tuning_read_int(st->t_par);
+  t.split_k_min = g_api->tuning_read_int(st->t_splitk);
+  t.gemv_max = std::max<int64_t>(1, g_api->tuning_read_int(st->t_gemv));
+  t.direct_b_max_mblocks = g_api->tuning_read_int(st->t_direct_b);
+  t.direct_a = g_api->tuning_read_int(st->t_direct_a);
+  return t;
+}
 
 bool packed_matches(const FloatState* st, const olc_tensor& b) {
   return st->packed && b.ndim == static_cast<int32_t>(st->packed_shape.size()) &&
@@ -259,6 +293,7 @@ int32_t gemm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (!y && M * N > 0) return OLC_ERROR;
   BiasView bv;
   if (c && st->beta != 0.0 && M * N > 0) convert_bias(*c, &bv);
+  const GemmTuning tun = read_tuning(st);
   GemmDesc d{};
   d.dtype = st->dtype;
   d.M = M;
@@ -279,7 +314,7 @@ int32_t gemm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   void* cp = y;
   const int64_t mat0 = 0;
   GemmBatch batch{1, &ap, &bp, &mat0, &cp, packed_matches(st, b) ? st->packed.get() : nullptr};
-  const char* path = olc_mm::gemm_run(g_api, ctx, st->ks, st->tun, d, batch);
+  const char* path = olc_mm::gemm_run(g_api, ctx, st->ks, tun, d, batch);
   g_api->record_usage_detail(ctx, detail_for(st, path).c_str());
   return OLC_OK;
 }
@@ -331,6 +366,7 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   const int64_t out_count = nbatch * M * N;
   if (!y && out_count > 0) return OLC_ERROR;
   const size_t es = olc_dtype_size(st->dtype);
+  const GemmTuning tun = read_tuning(st);
   GemmDesc d{};
   d.dtype = st->dtype;
   d.M = M;
@@ -357,7 +393,7 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
     void* cp = y;
     const int64_t mat0 = 0;
     GemmBatch batch{1, &ap, &bp, &mat0, &cp, pk};
-    path = olc_mm::gemm_run(g_api, ctx, st->ks, st->tun, d, batch);
+    path = olc_mm::gemm_run(g_api, ctx, st->ks, tun, d, batch);
   } else {
     std::vector<const void*> ap(nbatch), bp(nbatch);
     std::vector<void*> cp(nbatch);
@@ -379,7 +415,7 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
       }
     }
     GemmBatch batch{nbatch, ap.data(), bp.data(), bm.data(), cp.data(), pk};
-    path = olc_mm::gemm_run(g_api, ctx, st->ks, st->tun, d, batch);
+    path = olc_mm::gemm_run(g_api, ctx, st->ks, tun, d, batch);
   }
   g_api->record_usage_detail(ctx, detail_for(st, path).c_str());
   return OLC_OK;

@@ -228,3 +228,31 @@ def test_errors_name_the_node():
     with pytest.raises(olc_core.OlcError, match=r"badgemm.*inner dimensions differ"):
         g.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones((2, 4), np.float32),
                      "c": np.ones((4,), np.float32)})
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+def test_tuning_overrides_reach_every_blocking_path(level, threads):
+    """Small K and N blocks, A packed instead of read in place, B read in
+    place for more row blocks, no GEMV shortcut: every combination must still
+    match the reference (the defaults alone never reach some of them)."""
+    from olc_core import tuning
+
+    isa = level
+    names = {"kc": 16, "nc": 64, "direct_a": 0, "direct_b_max_mblocks": 100, "gemv_max": 1,
+             "parallel_min_macs": 0, "split_k_min": 64}
+    rng = np.random.default_rng(8)
+    try:
+        for t in ("float32", "float64"):
+            for k, v in names.items():
+                tuning.set("olc_matmul", "MatMul", k, v, implementation=isa, dtype=t)
+            s = session(model("MatMul", [("a", t), ("b", t)], [("y", t)]), level, threads)
+            for M, N, K in [(3, 70, 50), (30, 130, 77), (2, 3, 300), (25, 33, 40)]:
+                a, b = rand(rng, (M, K), t), rand(rng, (K, N), t)
+                y = s.run(None, {"a": a, "b": b})[0]
+                ref, prod = ref_gemm(a, b, None, 1.0, 0.0, False, False)
+                check_close(y, ref, prod, K, t, f"tuned {t} {level} {M}x{N}x{K}")
+            for k in names:
+                assert tuning.get("olc_matmul", "MatMul", k, implementation=isa, dtype=t) == names[k]
+    finally:
+        tuning.reset()
