@@ -142,17 +142,17 @@ def test_python_kernel_factory(scale_plugin):
 
 
 def test_fallback_runs_reference_and_says_why():
-    model = make_model([helper.make_node("MatMul", ["a", "b"], ["c"], name="mm")],
-                       [tensor("a", shape=[2, 3]), tensor("b", shape=[3, 2])], [tensor("c", shape=[2, 2])])
+    # Det: an op no olc family claims (families may be installed alongside).
+    model = make_model([helper.make_node("Det", ["a"], ["c"], name="det")],
+                       [tensor("a", shape=[2, 3, 3])], [tensor("c", shape=[2])])
     s = olc_core.Session(model, record_usage=True)
     (entry,) = s.kernel_plan()
-    assert entry.kernel == "onnx.reference::MatMul" and not entry.native
-    assert "no kernel is registered for ai.onnx::MatMul" in entry.reason or "MatMul" in entry.reason
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((2, 3), np.float32), rng.standard_normal((3, 2), np.float32)
-    (c,) = s.run(None, {"a": a, "b": b})
-    np.testing.assert_allclose(c, a @ b, rtol=1e-6)
-    assert s.kernel_usage() == ["onnx.reference::MatMul"]
+    assert entry.kernel == "onnx.reference::Det" and not entry.native
+    assert "no kernel is registered for ai.onnx::Det" in entry.reason
+    a = np.random.default_rng(0).standard_normal((2, 3, 3)).astype(np.float32)
+    (c,) = s.run(None, {"a": a})
+    np.testing.assert_allclose(c, np.linalg.det(a.astype(np.float64)), rtol=1e-5)
+    assert s.kernel_usage() == ["onnx.reference::Det"]
 
 
 def test_fallback_on_uncovered_type_and_opset(scale_plugin):
@@ -164,9 +164,9 @@ def test_fallback_on_uncovered_type_and_opset(scale_plugin):
 
 
 def test_strict_refuses_fallback_at_construction():
-    model = make_model([helper.make_node("MatMul", ["a", "a"], ["c"], name="mm")],
-                       [tensor("a", shape=[2, 2])], [tensor("c", shape=[2, 2])])
-    with pytest.raises(olc_core.NoKernelError, match=r"node 'mm' \(MatMul\)"):
+    model = make_model([helper.make_node("Det", ["a"], ["c"], name="det")],
+                       [tensor("a", shape=[2, 2])], [tensor("c", shape=[])])
+    with pytest.raises(olc_core.NoKernelError, match=r"node 'det' \(Det\)"):
         olc_core.Session(model, strict=True)
 
 

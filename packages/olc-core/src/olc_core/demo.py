@@ -1,8 +1,10 @@
 """The built-in demo model that ``olc run`` uses when no model is given.
 
 A small but realistic graph: a feature branch of unary and binary
-elementwise ops, a dense head (MatMul + Add) that no elementwise family
-covers and so shows a fallback, and an activation tail. Input ``x`` has
+elementwise ops (chains the elementwise family fuses), a dense head
+(MatMul + Add, the matmul family's), and an activation tail. With only
+olc-core installed every node runs on the reference fallback; each family
+installed takes its nodes over, and the plan shows which. Input ``x`` has
 shape ``[batch, 1024]`` float32; ``batch`` is symbolic (``olc run`` feeds
 :data:`DEMO_DIMS` unless ``--dim batch=N`` says otherwise).
 """
