@@ -91,6 +91,10 @@ struct FusedState {
   // The program is the SwiGLU gate: inputs swiglu_gate and 1 - swiglu_gate.
   bool swiglu = false;
   int swiglu_gate = 0;
+  // The program is Mul(x, constant 0) then Add with the other input:
+  // inputs scale_x and 1 - scale_x.
+  bool scale_add = false;
+  int scale_x = 0;
 };
 
 bool fail(char* error, size_t size, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -233,6 +237,18 @@ bool parse_program(const olc_node_info* node, int32_t level, FusedState* st, boo
 // order); Mul(s1, u) (either order), with g and u the two inputs.
 void detect_patterns(FusedState* st) {
   const std::vector<Step>& s = st->steps;
+  // Mul(x, c) or Mul(c, x) with c the one constant; then Add(t, m) or Add(m, t).
+  if (st->n_inputs == 2 && st->constants.size() == 1 && s.size() == 2 && s[0].binary &&
+      s[0].bop == FusedBinOp::kMul && s[1].binary && s[1].bop == FusedBinOp::kAdd) {
+    const int c = 2, t = 3;
+    int x = -1;
+    if (s[0].a == c && s[0].b < 2) x = s[0].b;
+    else if (s[0].b == c && s[0].a < 2) x = s[0].a;
+    if (x >= 0 && ((s[1].a == t && s[1].b == 1 - x) || (s[1].b == t && s[1].a == 1 - x))) {
+      st->scale_add = true;
+      st->scale_x = x;
+    }
+  }
   if (st->n_inputs != 2 || !st->constants.empty() || s.size() != 3 || !st->tile->swiglu) return;
   const int v0 = 2, v1 = 3;  // results of steps 0 and 1
   if (s[0].binary || s[0].uop != Op::Sigmoid || s[0].a > 1) return;
@@ -306,7 +322,8 @@ struct Job {
   char* out;
   int64_t tile;            // elements per tile
   int64_t tiles_per_block;
-  bool swiglu;  // the one-pass SwiGLU loop applies to this run
+  bool swiglu;     // the one-pass SwiGLU loop applies to this run
+  bool scale_add;  // the one-pass scale-and-add loop applies to this run
 };
 
 // A value of one tile: a pointer to n floats, or to one float for all.
@@ -346,6 +363,13 @@ void run_items(void* user, int64_t begin, int64_t end) {
       const float* gp = reinterpret_cast<const float*>(j.in[g]) + cur.offset[g] + e0;
       const float* up = reinterpret_cast<const float*>(j.in[1 - g]) + cur.offset[1 - g] + e0;
       st.tile->swiglu(gp, up, reinterpret_cast<float*>(j.out) + out_off, n);
+      continue;
+    }
+    if (j.scale_add) {
+      const int x = st.scale_x;
+      const float* xp = reinterpret_cast<const float*>(j.in[x]) + cur.offset[x] + e0;
+      const float* mp = reinterpret_cast<const float*>(j.in[1 - x]) + cur.offset[1 - x] + e0;
+      st.tile->scale_add(xp, st.constants[0], mp, reinterpret_cast<float*>(j.out) + out_off, n);
       continue;
     }
     for (int i = 0; i < n_in; ++i) {
@@ -436,7 +460,9 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   // The one-pass loop needs both operands varying along the inner block.
   const bool swiglu = st->swiglu && st->dtype == OLC_DTYPE_FLOAT && plan.inner_stride[0] == 1 &&
                       plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;
-  Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu};
+  const bool scale_add = st->scale_add && st->dtype == OLC_DTYPE_FLOAT && plan.inner_stride[0] == 1 &&
+                         plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;
+  Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add};
   const int64_t items = plan.blocks * tiles_per_block;
   const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
   if (par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1) {

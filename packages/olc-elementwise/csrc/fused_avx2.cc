@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "fused_common.h"
+#include "vmath_shim_avx2.h"
 
 namespace olc_ew {
 namespace avx2 {
@@ -39,8 +40,33 @@ struct V {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
   }
 };
+// y = (g * sigmoid(g)) * u, 8 lanes; the tail goes through a zero-padded
+// stack copy with the same vector code (no over-read, same bits).
+inline __m256 swiglu8(__m256 g, __m256 u) {
+  return _mm256_mul_ps(_mm256_mul_ps(g, olc_ew_vm::vm_sigmoid(g)), u);
+}
+
+void fz_swiglu(const float* g, const float* u, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 r0 = swiglu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i));
+    const __m256 r1 = swiglu8(_mm256_loadu_ps(g + i + 8), _mm256_loadu_ps(u + i + 8));
+    _mm256_storeu_ps(y + i, r0);
+    _mm256_storeu_ps(y + i + 8, r1);
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, swiglu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
+  if (i < n) {
+    const size_t bytes = static_cast<size_t>(n - i) * sizeof(float);
+    alignas(32) float bg[8] = {}, bu[8] = {}, by[8];
+    std::memcpy(bg, g + i, bytes);
+    std::memcpy(bu, u + i, bytes);
+    _mm256_store_ps(by, swiglu8(_mm256_load_ps(bg), _mm256_load_ps(bu)));
+    std::memcpy(y + i, by, bytes);
+  }
+}
 }  // namespace
 
+#define FZ_HAS_SWIGLU 1
 #include "fused_tile.inc"
 
 }  // namespace avx2

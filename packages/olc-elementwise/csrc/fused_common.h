@@ -25,6 +25,9 @@ struct FusedTileOps {
   // intermediates in registers; the same bits as the three steps apart.
   // nullptr where the level has none (the tile steps run instead).
   void (*swiglu)(const float* g, const float* u, float* y, int64_t n);
+  // y = (x * s) + m over float32 (s one value): the scaled, masked scores
+  // program in one pass; two roundings, as the two steps apart.
+  void (*scale_add)(const float* x, float s, const float* m, float* y, int64_t n);
 };
 
 namespace scalar { const FusedTileOps* fused_tile_ops(); }

@@ -78,13 +78,25 @@ def rng_for(*key):
 # ------------------------------------------------------------ the patterns
 
 
+@pytest.fixture(params=[1, 0], ids=["one-pass", "tiles"])
+def specialized(request):
+    """The patterns' one-pass loops (1, the default) or the generic tile steps (0)."""
+    for lvl in LEVELS:
+        for t in ("float32", "bfloat16"):
+            tuning.set("olc_elementwise", "ElementwisePlan", "specialized", request.param, implementation=lvl, dtype=t)
+    yield request.param
+    for lvl in LEVELS:
+        for t in ("float32", "bfloat16"):
+            tuning.reset("olc_elementwise", "ElementwisePlan", "specialized", implementation=lvl, dtype=t)
+
+
 SWIGLU_SHAPES = [(1, 1, 3072), (1, 32, 3072), (1, 3, 1000), (1, 1, 9728)]
 
 
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("shape", SWIGLU_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_swiglu_float32(shape, level, threads):
+def test_swiglu_float32(shape, level, threads, specialized):
     m = swiglu_model(np.float32, list(shape))
     rng = rng_for("swiglu", shape)
     feeds = {"gate": (rng.standard_normal(shape) * 4).astype(np.float32),
@@ -136,7 +148,7 @@ SCORES_SHAPES = [(2, 1, 128), (4, 32, 1024), (1, 3, 513), (3, 2, 17)]
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("hqk", SCORES_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_scaled_masked_scores(hqk, level, threads):
+def test_scaled_masked_scores(hqk, level, threads, specialized):
     h, q, k = hqk
     m = scores_model(h, q, k)
     rng = rng_for("scores", hqk)
