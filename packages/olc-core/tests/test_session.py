@@ -424,6 +424,6 @@ def test_hookspecs_are_documented():
     from olc_core import hookspecs
 
     specs = [name for name in dir(hookspecs) if name.startswith("olc_")]
-    assert specs == ["olc_register_kernels"]
+    assert specs == ["olc_register_graph_passes", "olc_register_kernels"]
     for name in specs:
         assert getattr(hookspecs, name).__doc__, name
