@@ -18,6 +18,7 @@
 
 #include "common.h"
 #include "fp_convert.h"
+#include "reduce_kernels.h"
 #include "registry.h"
 
 namespace olc_tn {
@@ -110,6 +111,7 @@ Acc empty_value() {
 }
 
 struct Plan {
+  RowReduceF32 rr;  // float32 rows reduced along a contiguous axis
   int m = 0;
   int64_t d[kMaxRank];
   bool red[kMaxRank];
@@ -153,9 +155,18 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
               for (int64_t r = 0; r < rows; ++r) {
                 const T* row = xs + r * inner;
                 if (inner_red) {
-                  Acc a = acc[o];
-                  for (int64_t i = 0; i < inner; ++i) a = C::apply(a, Tr::load(row[i]));
-                  acc[o] = a;
+                  if constexpr (std::is_same<T, float>::value) {
+                    // Vectorized row: sums in float64, max/min exact with NaN propagated.
+                    double v;
+                    if constexpr (K == RKind::Sum || K == RKind::Mean) v = p.rr.sum(row, inner);
+                    else if constexpr (K == RKind::Max) v = p.rr.max(row, inner);
+                    else v = p.rr.min(row, inner);
+                    acc[o] = C::apply(acc[o], v);
+                  } else {
+                    Acc a = acc[o];
+                    for (int64_t i = 0; i < inner; ++i) a = C::apply(a, Tr::load(row[i]));
+                    acc[o] = a;
+                  }
                 } else {
                   Acc* ar = acc.data() + o;
                   for (int64_t i = 0; i < inner; ++i) ar[i] = C::apply(ar[i], Tr::load(row[i]));
@@ -217,6 +228,7 @@ class Reduce final : public Kernel {
   std::vector<int64_t> attr_axes;
   bool has_attr_axes = false;
   int64_t keepdims = 1, noop = 0;
+  RowReduceF32 rr;
   int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
     if (n_in < 1 || n_in > 2 || n_out != 1) return fail(ctx, "expects 1 or 2 inputs and 1 output, got %d and %d", n_in, n_out);
     const olc_tensor& x = in[0];
@@ -258,6 +270,7 @@ class Reduce final : public Kernel {
     int64_t oshape[kMaxRank];
     int orank = 0;
     Plan p;
+    p.rr = rr;
     for (int k = 0; k < rank; ++k) {
       if (red[k]) {
         p.red_count *= x.shape[k];
@@ -315,6 +328,10 @@ Kernel* make_reduce(const olc_node_info* node, RKind kind, int64_t axes_input_si
     *error = "expects an input";
     return nullptr;
   }
+  const int32_t level = g_api->simd_level();
+  k->rr = level >= OLC_SIMD_AVX512 ? avx512::row_reduce_f32()
+          : level >= OLC_SIMD_AVX2 ? avx2::row_reduce_f32()
+                                   : scalar::row_reduce_f32();
   k->dtype = node->input_dtypes[0];
   if (!reducible(k->dtype, kind)) {
     *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
@@ -329,6 +346,30 @@ template <class T, bool kMax>
 void arg_typed(const T* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, bool last) {
   using Tr = Traits<T>;
   using Acc = typename Tr::Acc;
+  if (inner == 1) {  // a contiguous row per output: one running best in a register
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = x + o * r;
+      Acc b = Tr::load(row[0]);
+      int64_t bi = 0;
+      for (int64_t j = 1; j < r; ++j) {
+        const Acc v = Tr::load(row[j]);
+        bool take;
+        if constexpr (Tr::is_float) {
+          if (b != b) take = last && v != v;
+          else if (v != v) take = true;
+          else take = kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+        } else {
+          take = kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+        }
+        if (take) {
+          b = v;
+          bi = j;
+        }
+      }
+      y[o] = bi;
+    }
+    return;
+  }
   std::vector<Acc> best(static_cast<size_t>(inner));
   for (int64_t o = 0; o < outer; ++o) {
     const T* xo = x + o * r * inner;
@@ -444,6 +485,34 @@ Kernel* make_arg(const olc_node_info* node, bool is_max, std::string* error) {
 }
 
 }  // namespace
+
+namespace scalar {
+namespace {
+double row_sum(const float* x, int64_t n) {
+  double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    a0 += x[i];
+    a1 += x[i + 1];
+    a2 += x[i + 2];
+    a3 += x[i + 3];
+  }
+  for (; i < n; ++i) a0 += x[i];
+  return (a0 + a1) + (a2 + a3);
+}
+template <bool kMax>
+float row_extreme(const float* x, int64_t n) {
+  float r = x[0];
+  if (r != r) return r;
+  for (int64_t i = 1; i < n; ++i) {
+    if (x[i] != x[i]) return x[i];
+    r = kMax ? (x[i] > r ? x[i] : r) : (x[i] < r ? x[i] : r);
+  }
+  return r;
+}
+}  // namespace
+RowReduceF32 row_reduce_f32() { return {&row_sum, &row_extreme<true>, &row_extreme<false>, "scalar"}; }
+}  // namespace scalar
 
 Kernel* make_reduce_sum(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Sum, 13, e); }
 Kernel* make_reduce_mean(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Mean, 18, e); }

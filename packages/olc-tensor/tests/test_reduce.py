@@ -13,7 +13,9 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import NP, make_model, olc_run, random_array  # noqa: E402
+from helpers import LEVELS, NP, make_model, olc_run, random_array  # noqa: E402
+
+import olc_core  # noqa: E402
 
 REDUCE_TYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint32", "uint64")
 AXES_INPUT_SINCE = {"ReduceSum": 13, "ReduceMean": 18, "ReduceMax": 18, "ReduceMin": 18}
@@ -227,8 +229,6 @@ def test_arg_nan_and_rows():
 
 
 def test_arg_errors():
-    import olc_core
-
     model = make_model("ArgMax", [("x", "float32")], ["y"], 13, {"axis": 1})
     with pytest.raises(olc_core.OlcError, match="size 0"):
         olc_run(model, {"x": np.zeros((2, 0), np.float32)})
@@ -236,3 +236,27 @@ def test_arg_errors():
         olc_run(model, {"x": np.zeros((2,), np.float32)})
 
 
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", list(AXES_INPUT_SINCE))
+def test_float32_rows_every_level(level, op):
+    """The float32 row kernels (scalar, AVX2, AVX-512): every length around
+    the vector widths, a NaN planted at every position class."""
+    rng = np.random.default_rng(21)
+    model, _ = build(op, "float32", [-1], 0, 18)
+    with olc_core.simd_cap(level):
+        sess = olc_core.Session(model, strict=True)
+    for n in list(range(1, 70)) + [4095, 4096, 4097]:
+        x = rng.standard_normal((5, n)).astype(np.float32)
+        for r, pos in enumerate((0, n // 2, n - 1)):
+            if r < 3 and op in ("ReduceMax", "ReduceMin"):
+                x[r + 1, pos] = np.nan
+        x[4, :] = np.float32(3.0) if n > 0 else x[4, :]
+        (got,) = sess.run(None, {"x": x, "a": np.array([-1], np.int64)})
+        want = oracle(op, x, [-1], 0)
+        if op in ("ReduceMax", "ReduceMin"):
+            assert np.array_equal(got, want, equal_nan=True), (level, n, got, want)
+        else:
+            scale = np.sum(np.abs(x.astype(np.float64)), axis=1) / (n if op == "ReduceMean" else 1)
+            assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= scale * 2**-23), (level, n)
