@@ -54,4 +54,26 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("isa"), py::arg("fn"), py::arg("x"),
       "Runs one float32 row primitive of the row engine at one ISA level (for tests).");
+  m.def(
+      "engine_convert",
+      [](const std::string& isa, const std::string& fn, py::array x) {
+        const bool to_f32 = fn == "f16_to_f32" || fn == "bf16_to_f32";
+        const int64_t n = static_cast<int64_t>(x.size());
+        if (to_f32) {
+          auto h = py::array_t<uint16_t, py::array::c_style | py::array::forcecast>::ensure(x);
+          if (!h) throw py::value_error("engine_convert: expected uint16 bit patterns");
+          py::array_t<float> f(n);
+          if (!olc_norm::engine_convert(isa, fn, const_cast<uint16_t*>(h.data()), f.mutable_data(), n))
+            throw py::value_error("engine_convert: unknown or unavailable level/function");
+          return py::object(f);
+        }
+        auto f = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(x);
+        if (!f) throw py::value_error("engine_convert: expected float32 values");
+        py::array_t<uint16_t> h(n);
+        if (!olc_norm::engine_convert(isa, fn, h.mutable_data(), const_cast<float*>(f.data()), n))
+          throw py::value_error("engine_convert: unknown or unavailable level/function");
+        return py::object(h);
+      },
+      py::arg("isa"), py::arg("fn"), py::arg("x"),
+      "Runs one element conversion of one ISA level (for tests); 16-bit types as uint16 bit patterns.");
 }

@@ -990,6 +990,22 @@ std::vector<std::string> op_names() {
   return out;
 }
 
+bool engine_convert(const std::string& isa, const std::string& fn, uint16_t* h, float* f, int64_t n) {
+  const int32_t level = g_api ? g_api->simd_level() : OLC_SIMD_SCALAR;
+  const RowKernels* k = nullptr;
+  if (isa == "scalar") k = scalar::kernels();
+  else if (isa == "avx2" && level >= OLC_SIMD_AVX2) k = avx2::kernels();
+  else if (isa == "avx512" && level >= OLC_SIMD_AVX512) k = avx512::kernels();
+  if (!k) return false;
+  const Convert& c = k->convert;
+  if (fn == "f16_to_f32" && c.f16_to_f32) c.f16_to_f32(h, f, n);
+  else if (fn == "bf16_to_f32" && c.bf16_to_f32) c.bf16_to_f32(h, f, n);
+  else if (fn == "f32_to_f16" && c.f32_to_f16) c.f32_to_f16(f, h, n);
+  else if (fn == "f32_to_bf16" && c.f32_to_bf16) c.f32_to_bf16(f, h, n);
+  else return false;
+  return true;
+}
+
 bool engine_f32(const std::string& isa, const std::string& fn, const float* x, float* y, int64_t n, float* out2) {
   const int32_t level = g_api ? g_api->simd_level() : OLC_SIMD_SCALAR;
   const RowKernels* k = nullptr;

@@ -24,6 +24,12 @@ std::vector<std::string> op_names();
 bool engine_f32(const std::string& isa, const std::string& fn, const float* x, float* y, int64_t n,
                 float* out2);
 
+// The element conversions of one ISA level (tests): "f16_to_f32" and
+// "bf16_to_f32" read h and write f; "f32_to_f16" and "f32_to_bf16" read f
+// and write h. Returns false when the level or the name is unknown or not
+// available.
+bool engine_convert(const std::string& isa, const std::string& fn, uint16_t* h, float* f, int64_t n);
+
 }  // namespace olc_norm
 
 #endif  // OLC_NORMALIZATION_NORM_ADAPTER_H_

@@ -1,6 +1,6 @@
 // AVX2 + FMA + F16C level: the row engine on 8 float32 lanes, masked loads
-// and stores for the tails (no over-read), F16C conversions. float64 rows
-// use the scalar level.
+// and stores for the tails (no over-read), F16C and bfloat16 conversions.
+// float64 rows use the scalar level.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -110,6 +110,44 @@ void f32_to_f16(const float* x, uint16_t* y, int64_t n) {
   }
 }
 
+void bf16_to_f32(const uint16_t* x, float* y, int64_t n) {
+  auto widen = [](__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  if (i < n) {
+    uint16_t h[8] = {0};
+    float f[8];
+    std::memcpy(h, x + i, static_cast<size_t>(n - i) * sizeof(uint16_t));
+    _mm256_storeu_ps(f, widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h))));
+    std::memcpy(y + i, f, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+// Round to nearest even; a NaN keeps its top bits and is made quiet.
+inline __m128i pack_bf16(__m256 v) {
+  const __m256i x = _mm256_castps_si256(v);
+  const __m256i hi = _mm256_srli_epi32(x, 16);
+  const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+  __m256i r = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), nan);
+  // 8 x 32-bit values below 2^16 -> 8 x 16-bit (packus works per 128-bit lane)
+  const __m256i p = _mm256_packus_epi32(r, r);
+  return _mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08));
+}
+
+void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), pack_bf16(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    float f[8] = {0};
+    uint16_t h[8];
+    std::memcpy(f, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h), pack_bf16(_mm256_loadu_ps(f)));
+    std::memcpy(y + i, h, static_cast<size_t>(n - i) * sizeof(uint16_t));
+  }
+}
+
 }  // namespace
 
 const RowKernels* kernels() {
@@ -119,6 +157,8 @@ const RowKernels* kernels() {
     t.f32 = eng_ops<V8>();
     t.convert.f16_to_f32 = &f16_to_f32;
     t.convert.f32_to_f16 = &f32_to_f16;
+    t.convert.bf16_to_f32 = &bf16_to_f32;
+    t.convert.f32_to_bf16 = &f32_to_bf16;
     return t;
   }();
   return &k;

@@ -67,3 +67,40 @@ def test_unavailable_level_is_refused():
         _ext.engine_f32("neon", "softmax", np.ones(3, np.float32))
     with pytest.raises(ValueError):
         _ext.engine_f32("scalar", "softmax", np.ones(0, np.float32))
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_conversions_bit_exact(level):
+    """float16/bfloat16 <-> float32 at each level against numpy/ml_dtypes,
+    bit for bit: every 16-bit pattern widened (NaNs compared as NaN), and
+    float32 values around every rounding boundary narrowed (ties to even,
+    overflow to inf, subnormals, NaN kept quiet), at lengths with tails."""
+    import ml_dtypes
+    available(level)
+    all16 = np.arange(65536, dtype=np.uint32).astype(np.uint16)
+    for fn, t in (("f16_to_f32", np.float16), ("bf16_to_f32", ml_dtypes.bfloat16)):
+        got = _ext.engine_convert(level, fn, all16)
+        want = all16.view(t).astype(np.float32)
+        nan = np.isnan(want)
+        assert np.array_equal(np.isnan(got), nan), fn
+        assert np.array_equal(got[~nan].view(np.uint32), want[~nan].view(np.uint32)), fn
+    rng = np.random.default_rng(52)
+    bits = np.concatenate([
+        rng.integers(0, 2**32, 200_000, dtype=np.uint64).astype(np.uint32),
+        # float32 values exactly halfway between neighbouring bf16 / f16 values, and next to them
+        (all16.astype(np.uint32) << 16) + np.uint32(0x8000),
+        (all16.astype(np.uint32) << 16) + np.uint32(0x7fff),
+        # halfway between neighbouring float16 values (13 dropped bits), finite ones only
+        (all16.view(np.float16).astype(np.float32).view(np.uint32)[np.isfinite(all16.view(np.float16))]
+         + np.uint32(0x1000)),
+    ])
+    vals = bits.view(np.float32)
+    for fn, t in (("f32_to_f16", np.float16), ("f32_to_bf16", ml_dtypes.bfloat16)):
+        for n in (len(vals), 7, 9, 17):
+            v = vals[:n]
+            got = _ext.engine_convert(level, fn, v)
+            with np.errstate(over="ignore", invalid="ignore"):
+                want = v.astype(t)
+            nan = np.isnan(v)
+            assert np.all(np.isnan(got[nan].view(t).astype(np.float32))), fn
+            assert np.array_equal(got[~nan], want[~nan].view(np.uint16)), (fn, n)
