@@ -433,3 +433,25 @@ def test_streaming_scalar_outputs(op, t):
         ref = reference(model, {"x0": x0, "x1": x1})
         for level in LEVELS:
             check(op, session((op, t, "stream"), model, level).run(None, {"x0": x0, "x1": x1})[0], ref, t_out)
+
+
+@pytest.mark.parametrize("t", ["float32", "float16", "bfloat16"])
+def test_fmod_whole_range(t):
+    """Mod fmod=1 on float32 goes through double with a fmodf fix-up for huge
+    quotients: exact against np.fmod over magnitudes from subnormal to max."""
+    rng = np.random.default_rng(3)
+    fi = ml_dtypes.finfo(NP[t]) if t == "bfloat16" else np.finfo(NP[t])
+    lo, hi = np.log(float(fi.smallest_subnormal)), np.log(float(fi.max))
+    n = 20_000
+    a = (np.exp(rng.uniform(lo, hi, n)) * rng.choice([-1, 1], n)).astype(NP[t])
+    b = (np.exp(rng.uniform(lo, hi, n)) * rng.choice([-1, 1], n)).astype(NP[t])
+    b[:50] = a[:50] / 3  # quotients near small integers
+    b[50:100] = a[50:100]
+    a[100:110] = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1.0, -1.0, 7.0, -7.0, 5.5]
+    b[100:110] = [2.0, 2.0, 2.0, 3.0, 3.0, np.inf, -np.inf, 0.0, -0.0, np.nan]
+    model = make_model("Mod", [t, t], t, 13, {"fmod": 1})
+    ref = np.fmod(a.astype(np.float64), b.astype(np.float64)).astype(NP[t])
+    for level in LEVELS:
+        with np.errstate(all="ignore"):
+            y = session(("fmod-range", t), model, level).run(None, {"x0": a, "x1": b})[0]
+        check("Mod", y, ref, t)
