@@ -19,8 +19,11 @@ ROW_LENGTHS = (1, 7, 8, 9, 4095, 4096, 4097)
 THREADS = (1, 2)
 
 
+LEVEL = "avx512"  # changed by test_random_rank's level parameter
+
+
 def check(model, feeds, kernel, threads=1):
-    got = olc_run(model, feeds, threads=threads, expect_kernel=kernel)
+    got = olc_run(model, feeds, level=LEVEL, threads=threads, expect_kernel=kernel)
     want = ref_run(model, feeds)
     assert len(got) == len(want)
     for i, (g, w) in enumerate(zip(got, want)):
@@ -249,7 +252,7 @@ def slice_oracle(x, starts, ends, axes=None, steps=None):
 
 
 def check_slice(model, feeds, want, threads=1):
-    (got,) = olc_run(model, feeds, threads=threads, expect_kernel="olc_tensor::Slice")
+    (got,) = olc_run(model, feeds, level=LEVEL, threads=threads, expect_kernel="olc_tensor::Slice")
     assert_same(got, want)
 
 I64_MAX = np.iinfo(np.int64).max
@@ -339,7 +342,12 @@ def test_tile_types(t):
 # --------------------------------------------------------------- random ranks
 
 @pytest.mark.parametrize("rank", range(0, 7))
-def test_random_rank(rank):
+@pytest.mark.parametrize("level", LEVELS)
+def test_random_rank(rank, level, monkeypatch):
+    """Random shapes, types, axes and indices at every SIMD level (the data
+    movers have one path except the 2-D transpose tile; this shows no level
+    changes a result)."""
+    monkeypatch.setattr(sys.modules[__name__], "LEVEL", level)
     rng = np.random.default_rng(100 + rank)
     for _ in range(4):
         shape = tuple(int(v) for v in rng.integers(0 if rng.random() < 0.2 else 1, 5, rank))
