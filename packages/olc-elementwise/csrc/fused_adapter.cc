@@ -249,7 +249,8 @@ void detect_patterns(FusedState* st) {
       st->scale_x = x;
     }
   }
-  if (st->n_inputs != 2 || !st->constants.empty() || s.size() != 3 || !st->tile->swiglu) return;
+  if (st->n_inputs != 2 || !st->constants.empty() || s.size() != 3 || !st->tile->swiglu || !st->tile->swiglu_bf16)
+    return;
   const int v0 = 2, v1 = 3;  // results of steps 0 and 1
   if (s[0].binary || s[0].uop != Op::Sigmoid || s[0].a > 1) return;
   const int g = s[0].a, u = 1 - g;
@@ -358,6 +359,13 @@ void run_items(void* user, int64_t begin, int64_t end) {
     const int64_t e0 = (item - b * j.tiles_per_block) * T;
     const int64_t n = std::min(T, plan.inner - e0);
     const int64_t out_off = b * plan.inner + e0;
+    if (j.swiglu && bf16) {
+      const int g = st.swiglu_gate;
+      const uint16_t* gp = reinterpret_cast<const uint16_t*>(j.in[g]) + cur.offset[g] + e0;
+      const uint16_t* up = reinterpret_cast<const uint16_t*>(j.in[1 - g]) + cur.offset[1 - g] + e0;
+      st.tile->swiglu_bf16(gp, up, reinterpret_cast<uint16_t*>(j.out) + out_off, n);
+      continue;
+    }
     if (j.swiglu) {
       const int g = st.swiglu_gate;
       const float* gp = reinterpret_cast<const float*>(j.in[g]) + cur.offset[g] + e0;
@@ -458,7 +466,7 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   for (int i = 0; i < n_inputs; ++i) in[i] = static_cast<const char*>(inputs[i].data);
   const int64_t tiles_per_block = (plan.inner + tile - 1) / tile;
   // The one-pass loop needs both operands varying along the inner block.
-  const bool swiglu = st->swiglu && st->dtype == OLC_DTYPE_FLOAT && plan.inner_stride[0] == 1 &&
+  const bool swiglu = st->swiglu && plan.inner_stride[0] == 1 &&
                       plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;
   const bool scale_add = st->scale_add && st->dtype == OLC_DTYPE_FLOAT && plan.inner_stride[0] == 1 &&
                          plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;

@@ -64,6 +64,19 @@ void fz_swiglu(const float* g, const float* u, float* y, int64_t n) {
     std::memcpy(y + i, by, bytes);
   }
 }
+
+void fz_swiglu_bf16(const uint16_t* g, const uint16_t* u, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) V::store_bf16(y + i, swiglu8(V::load_bf16(g + i), V::load_bf16(u + i)));
+  if (i < n) {
+    const size_t bytes = static_cast<size_t>(n - i) * sizeof(uint16_t);
+    alignas(16) uint16_t bg[8] = {}, bu[8] = {}, by[8];
+    std::memcpy(bg, g + i, bytes);
+    std::memcpy(bu, u + i, bytes);
+    V::store_bf16(by, swiglu8(V::load_bf16(bg), V::load_bf16(bu)));
+    std::memcpy(y + i, by, bytes);
+  }
+}
 }  // namespace
 
 #define FZ_HAS_SWIGLU 1

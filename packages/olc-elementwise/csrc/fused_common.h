@@ -25,6 +25,9 @@ struct FusedTileOps {
   // intermediates in registers; the same bits as the three steps apart.
   // nullptr where the level has none (the tile steps run instead).
   void (*swiglu)(const float* g, const float* u, float* y, int64_t n);
+  // The same over bfloat16 storage: widened exactly, computed in float32,
+  // rounded once (the bits of the tile steps on bfloat16).
+  void (*swiglu_bf16)(const uint16_t* g, const uint16_t* u, uint16_t* y, int64_t n);
   // y = (x * s) + m over float32 (s one value): the scaled, masked scores
   // program in one pass; two roundings, as the two steps apart.
   void (*scale_add)(const float* x, float s, const float* m, float* y, int64_t n);

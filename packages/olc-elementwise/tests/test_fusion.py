@@ -121,7 +121,7 @@ def bf16_oracle(gate, up):
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("shape", [(1, 1, 3072), (1, 32, 3072), (1, 5, 77)], ids=lambda s: "x".join(map(str, s)))
-def test_swiglu_bfloat16(shape, level, threads):
+def test_swiglu_bfloat16(shape, level, threads, specialized):
     m = swiglu_model(BF16, list(shape))
     rng = rng_for("swiglu-bf16", shape)
     feeds = {"gate": (rng.standard_normal(shape) * 4).astype(BF16), "up": rng.standard_normal(shape).astype(BF16)}
@@ -140,6 +140,30 @@ def test_swiglu_bfloat16(shape, level, threads):
     # 4u relative, plus second-order terms (docs/fusion.md).
     (unfused,) = make_session(m, level, threads, fusion=False).run(None, feeds)
     np.testing.assert_allclose(y.astype(np.float32), unfused.astype(np.float32), rtol=4.1 * 2.0**-8, atol=1e-37)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, BF16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_swiglu_one_pass_matches_tile_steps(level, dtype):
+    """The one-pass SwiGLU loops give the bits of the generic tile steps (every tail length)."""
+    if level == "scalar":
+        pytest.skip("the scalar level has no one-pass SwiGLU loop (both runs would take the tile steps)")
+    rng = rng_for("one-pass", level, str(dtype))
+    for n in (1, 7, 8, 15, 16, 17, 31, 32, 33, 47, 1000):
+        m = swiglu_model(dtype, [1, 1, n])
+        feeds = {"gate": (rng.standard_normal((1, 1, n)) * 6).astype(dtype),
+                 "up": rng.standard_normal((1, 1, n)).astype(dtype)}
+        out = {}
+        for flag in (1, 0):
+            tuning.set("olc_elementwise", "ElementwisePlan", "specialized", flag, implementation=level,
+                       dtype="float32" if dtype is np.float32 else "bfloat16")
+            try:
+                (out[flag],) = make_session(m, level).run(None, feeds)
+            finally:
+                tuning.reset("olc_elementwise", "ElementwisePlan", "specialized", implementation=level,
+                             dtype="float32" if dtype is np.float32 else "bfloat16")
+        np.testing.assert_array_equal(out[1].view(np.uint16 if dtype is BF16 else np.uint32),
+                                      out[0].view(np.uint16 if dtype is BF16 else np.uint32), err_msg=f"n={n}")
 
 
 SCORES_SHAPES = [(2, 1, 128), (4, 32, 1024), (1, 3, 513), (3, 2, 17)]
