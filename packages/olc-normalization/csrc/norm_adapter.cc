@@ -5,6 +5,7 @@
 #include "norm_adapter.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -485,6 +486,7 @@ struct Job {
   T* stat_inv = nullptr;
   T eps;
   bool stream = false;  // non-temporal stores of Y (Softmax, LogSoftmax, Layer/RMS/Simplified)
+  std::atomic<bool>* oom = nullptr;  // set when a range could not allocate its row buffers
   // Softmax over a middle axis, vectorized across columns: work item w is
   // block w % col_blocks of outer slice w / col_blocks.
   bool cols = false;
@@ -593,10 +595,17 @@ void run_rows(void* user, int64_t begin, int64_t end) {
   const bool x_direct = j.L.contiguous && j.x_t == dtype_of<T>();
   const bool y_direct = j.L.contiguous && j.y_t == dtype_of<T>();
   const bool nt = j.stream && y_direct;
-  std::unique_ptr<T[]> scratch(nt ? new T[static_cast<size_t>(D)] : nullptr);
-  std::unique_ptr<T[]> xb(x_direct ? nullptr : new T[static_cast<size_t>(D)]);
-  std::unique_ptr<T[]> yb(y_direct ? nullptr : new T[static_cast<size_t>(D)]);
-  std::unique_ptr<char[]> raw(j.L.contiguous ? nullptr : new char[static_cast<size_t>(D) * std::max(xs, ys)]);
+  // Row buffers: nothrow, since this runs on executor threads where an
+  // exception cannot be carried back; a failure is reported after the loop.
+  const size_t d = static_cast<size_t>(D);
+  std::unique_ptr<T[]> scratch(nt ? new (std::nothrow) T[d] : nullptr);
+  std::unique_ptr<T[]> xb(x_direct ? nullptr : new (std::nothrow) T[d]);
+  std::unique_ptr<T[]> yb(y_direct ? nullptr : new (std::nothrow) T[d]);
+  std::unique_ptr<char[]> raw(j.L.contiguous ? nullptr : new (std::nothrow) char[d * std::max(xs, ys)]);
+  if ((nt && !scratch) || (!x_direct && !xb) || (!y_direct && !yb) || (!j.L.contiguous && !raw)) {
+    j.oom->store(true, std::memory_order_relaxed);
+    return;
+  }
   for (int64_t r = begin; r < end; ++r) {
     const int64_t b = j.L.base(r);
     const T* xr;
@@ -882,6 +891,8 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
     inv_v.assign(static_cast<size_t>(rows), std::numeric_limits<T>::quiet_NaN());
     j.stat_inv = inv_v.data();
   }
+  std::atomic<bool> oom{false};
+  j.oom = &oom;
   if (n == 0) api->record_usage_detail(ctx, st->isa);
   if (n > 0) {
     j.ops = reinterpret_cast<const RowOps<T>*>(sizeof(T) == 8 ? static_cast<const void*>(&st->ops64)
@@ -912,6 +923,7 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
       api->parallel_for(ctx, rows, grain, 0, &run_rows<T>, &j);
     }
   }
+  if (oom.load()) return api->set_error(ctx, "out of memory (row buffers)");
   // Statistics of empty rows (D == 0) stay NaN, as mean = 0 / 0.
   if (want_mean && rows > 0) store_as<T>(st->cv, mean_v.data(), mean_out, st->out_dtypes[1], rows);
   if (want_inv && rows > 0) {
@@ -951,8 +963,16 @@ int32_t norm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     return api->set_error(ctx, "the running mean and variance outputs exist only in training mode, which this kernel "
                                "does not implement");
   }
-  return st->f64 ? run_typed<double>(st, ctx, n_inputs, inputs, n_outputs)
-                 : run_typed<float>(st, ctx, n_inputs, inputs, n_outputs);
+  // No C++ exception may cross the C ABI: an allocation failure (parameter
+  // vectors, per-range row buffers) becomes an error of this node.
+  try {
+    return st->f64 ? run_typed<double>(st, ctx, n_inputs, inputs, n_outputs)
+                   : run_typed<float>(st, ctx, n_inputs, inputs, n_outputs);
+  } catch (const std::bad_alloc&) {
+    return api->set_error(ctx, "out of memory");
+  } catch (...) {
+    return api->set_error(ctx, "internal error");
+  }
 }
 
 struct VtableInit {
