@@ -763,8 +763,10 @@ int32_t run_typed(const KernelState* st, olc_context* ctx, int32_t n_inputs, con
     case Op::LogSoftmax: {
       if (st->opset < 13) {
         // Coerced to 2-D at axis: rows prod(shape[:axis]), D prod(shape[axis:]).
-        if (st->axis < -rank || st->axis > rank || (rank == 0 && st->axis != 0))
-          return err("axis %lld is out of range for an input of rank %d", (long long)st->axis, rank);
+        // The axis range is [-r, r - 1], as onnxruntime checks it.
+        if (st->axis < -rank || st->axis >= rank)
+          return err("axis %lld is out of range for an input of rank %d (expected [%d, %d])", (long long)st->axis,
+                     rank, -rank, rank - 1);
         const int64_t a = norm_axis(st->axis, rank);
         int64_t rows = 1, D = 1;
         for (int32_t i = 0; i < rank; ++i) (i < a ? rows : D) *= x.shape[i];

@@ -124,6 +124,12 @@ def test_bad_axis(op):
     s = session(model(op, "float32", 13, None), "avx512")
     with pytest.raises(olc_core.OlcError, match=r"out of range for an input of rank 0"):
         s.run(None, {"x": np.float32(1.0)})
+    # before opset 13 too (the default axis 1 on a 1-D input included), as onnxruntime
+    for opset in (1, 11):
+        for axis, shape in ((2, (2, 3)), (None, (5,)), (-3, (2, 3))):
+            s = session(model(op, "float32", opset, axis), "avx512")
+            with pytest.raises(olc_core.OlcError, match=r"axis -?\d+ is out of range for an input of rank"):
+                s.run(None, {"x": np.zeros(shape, np.float32)})
 
 
 @pytest.mark.parametrize("op", OPS)
