@@ -488,14 +488,21 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   const bool use_packed = st->packed && b.ndim == 2 && b.shape[0] == st->packed_shape[0] &&
                           b.shape[1] == st->packed_shape[1];
   const size_t ysize = olc_dtype_size(st->y_type);
-  std::vector<int32_t> rowsum(ms.M), colsum;
+  std::vector<int32_t> rowsum(ms.M, 0), colsum;
+  // Row sums only matter where some zb' is non-zero, column sums where some
+  // za' is (symmetric int8 weights, uint8 activations without zero point).
+  const bool need_row = std::any_of(q.zb.begin(), q.zb.end(), [](int32_t v) { return v != 0; });
+  const bool need_col = std::any_of(q.za.begin(), q.za.end(), [](int32_t v) { return v != 0; });
   const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= (1 << 16)) ? g_api->concurrency(ctx) : 1;
   for (int64_t t = 0; t < ms.nbatch; ++t) {
     const uint8_t* A = static_cast<const uint8_t*>(a.data) + ms.a_index[t] * ms.M * ms.K;
     const uint8_t* B = static_cast<const uint8_t*>(b.data) + ms.b_index[t] * ms.K * ms.N;
-    row_sums(opa, A, ms.M, ms.K, rowsum.data());
+    if (need_row) row_sums(opa, A, ms.M, ms.K, rowsum.data());
     const int32_t* cs;
-    if (use_packed) {
+    if (!need_col) {
+      colsum.assign(ms.N, 0);
+      cs = colsum.data();
+    } else if (use_packed) {
       cs = st->packed_colsum.data();
     } else if (t == 0 || ms.b_index[t] != ms.b_index[t - 1]) {
       colsum.resize(ms.N);
