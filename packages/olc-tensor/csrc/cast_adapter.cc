@@ -98,9 +98,20 @@ D conv(S s) {
 
 template <class S, class D>
 void conv_loop(const void* src, void* dst, int64_t n) {
-  const S* s = static_cast<const S*>(src);
-  D* d = static_cast<D*>(dst);
-  for (int64_t i = 0; i < n; ++i) d[i] = conv<D>(s[i]);
+  if constexpr (std::is_same<S, Bool>::value && std::is_arithmetic<D>::value) {
+    // bool -> number: a plain loop the compiler vectorizes.
+    const uint8_t* s = static_cast<const uint8_t*>(src);
+    D* d = static_cast<D*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<D>(s[i] != 0);
+  } else if constexpr (std::is_same<D, Bool>::value && std::is_arithmetic<S>::value) {
+    const S* s = static_cast<const S*>(src);
+    uint8_t* d = static_cast<uint8_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(s[i] != 0);
+  } else {
+    const S* s = static_cast<const S*>(src);
+    D* d = static_cast<D*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = conv<D>(s[i]);
+  }
 }
 
 template <class S>
@@ -172,6 +183,12 @@ Choice choose(int32_t src, int32_t dst) {
                                                                                   : &scalar::bf16_to_f32,
             "scalar"};
   }
+  if (src == OLC_DTYPE_FLOAT && dst == OLC_DTYPE_INT32) {
+    if (level >= OLC_SIMD_AVX512) return {&avx512::f32_to_i32, "avx512"};
+    if (level >= OLC_SIMD_AVX2) return {&avx2::f32_to_i32, "avx2"};
+  }
+  if (src == OLC_DTYPE_FLOAT && dst == OLC_DTYPE_INT64 && level >= OLC_SIMD_AVX512)
+    return {&avx512::f32_to_i64, "avx512"};
   return {generic_convert(src, dst), "generic"};
 }
 

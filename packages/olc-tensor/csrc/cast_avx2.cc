@@ -95,5 +95,27 @@ void bf16_to_f32(const void* src, void* dst, int64_t n) {
   }
 }
 
+void f32_to_i32(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  int32_t* d = static_cast<int32_t*>(dst);
+  const __m256 hi = _mm256_set1_ps(2147483648.0f);
+  auto conv = [&](__m256 v) {
+    // cvttps2dq gives 0x80000000 for NaN and out-of-range: fix the top and NaN.
+    __m256i r = _mm256_cvttps_epi32(v);
+    r = _mm256_blendv_epi8(r, _mm256_set1_epi32(0x7fffffff), _mm256_castps_si256(_mm256_cmp_ps(v, hi, _CMP_GE_OQ)));
+    return _mm256_and_si256(r, _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_ORD_Q)));
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), conv(_mm256_loadu_ps(s + i)));
+  if (i < n) {
+    const int64_t k = n - i;
+    alignas(32) float in[8] = {};
+    alignas(32) int32_t out[8];
+    std::memcpy(in, s + i, k * 4);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), conv(_mm256_load_ps(in)));
+    std::memcpy(d + i, out, k * 4);
+  }
+}
+
 }  // namespace avx2
 }  // namespace olc_tn

@@ -77,5 +77,34 @@ void bf16_to_f32(const void* src, void* dst, int64_t n) {
   }
 }
 
+void f32_to_i32(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  int32_t* d = static_cast<int32_t*>(dst);
+  const __m512 hi = _mm512_set1_ps(2147483648.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512 v = _mm512_maskz_loadu_ps(m, s + i);
+    // vcvttps2dq gives 0x80000000 for NaN and out-of-range: fix the top and NaN.
+    __m512i r = _mm512_cvttps_epi32(v);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, hi, _CMP_GE_OQ), _mm512_set1_epi32(0x7fffffff));
+    r = _mm512_maskz_mov_epi32(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), r);
+    _mm512_mask_storeu_epi32(d + i, m, r);
+  }
+}
+
+void f32_to_i64(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  int64_t* d = static_cast<int64_t*>(dst);
+  const __m256 hi = _mm256_set1_ps(9223372036854775808.0f);
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 m = n - i >= 8 ? static_cast<__mmask8>(0xff) : static_cast<__mmask8>((1u << (n - i)) - 1u);
+    const __m256 v = _mm256_maskz_loadu_ps(m, s + i);
+    __m512i r = _mm512_cvttps_epi64(v);
+    r = _mm512_mask_mov_epi64(r, _mm256_cmp_ps_mask(v, hi, _CMP_GE_OQ), _mm512_set1_epi64(0x7fffffffffffffffll));
+    r = _mm512_maskz_mov_epi64(_mm256_cmp_ps_mask(v, v, _CMP_ORD_Q), r);
+    _mm512_mask_storeu_epi64(d + i, m, r);
+  }
+}
+
 }  // namespace avx512
 }  // namespace olc_tn

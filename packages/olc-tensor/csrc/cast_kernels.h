@@ -20,8 +20,16 @@ using ConvertFn = void (*)(const void* src, void* dst, int64_t n);
   void bf16_to_f32(const void* src, void* dst, int64_t n);
 
 namespace scalar { OLC_TENSOR_DECLARE_CASTS }
-namespace avx2 { OLC_TENSOR_DECLARE_CASTS }
-namespace avx512 { OLC_TENSOR_DECLARE_CASTS }
+namespace avx2 {
+OLC_TENSOR_DECLARE_CASTS
+// float32 -> int32, truncating and saturating, NaN -> 0.
+void f32_to_i32(const void* src, void* dst, int64_t n);
+}  // namespace avx2
+namespace avx512 {
+OLC_TENSOR_DECLARE_CASTS
+void f32_to_i32(const void* src, void* dst, int64_t n);
+void f32_to_i64(const void* src, void* dst, int64_t n);
+}  // namespace avx512
 namespace avx512bf16 {
 // vcvtneps2bf16 with the subnormal lanes (which it flushes) redone exactly.
 void f32_to_bf16(const void* src, void* dst, int64_t n);
