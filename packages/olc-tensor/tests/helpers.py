@@ -97,6 +97,6 @@ def assert_same(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
     g = np.ascontiguousarray(got).view(np.uint8)
     w = np.ascontiguousarray(want).view(np.uint8)
     if not np.array_equal(g, w):
-        bad = np.flatnonzero((np.ascontiguousarray(got).reshape(-1) != np.ascontiguousarray(want).reshape(-1)))
+        bad = np.flatnonzero(np.ascontiguousarray(got).reshape(-1) != np.ascontiguousarray(want).reshape(-1))
         raise AssertionError(f"{what}: {bad.size} elements differ, first at {bad[:5]}: "
                              f"{got.reshape(-1)[bad[:5]]} vs {want.reshape(-1)[bad[:5]]}")

@@ -136,7 +136,7 @@ def test_scatter_nd(t, reduction):
 def test_scatter_nd_errors_and_no_alias():
     x = np.zeros((3, 2), np.float32)
     model = make_model("ScatterND", [("x", "float32"), ("i", "int64"), ("u", "float32")], ["y"], 16)
-    with pytest.raises(olc_core.OlcError, match="index 3 .* out of range"):
+    with pytest.raises(olc_core.OlcError, match=r"index 3 .* out of range"):
         olc_run(model, {"x": x, "i": np.array([[0], [3]], np.int64), "u": np.ones((2, 2), np.float32)})
     with pytest.raises(olc_core.OlcError, match="updates shape"):
         olc_run(model, {"x": x, "i": np.array([[0]], np.int64), "u": np.ones((2, 2), np.float32)})

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import LEVELS, NP, make_model, olc_run, random_array  # noqa: E402
+from helpers import LEVELS, NP, make_model, olc_run  # noqa: E402
 
 import olc_core  # noqa: E402
 
