@@ -11,33 +11,41 @@ import olc_core
 from . import manifest
 
 FAMILY = "olc-tensor"
+_INT_ATTRIBUTE = 2  # onnx.AttributeProto.INT
 
 
 def _load_ext() -> ModuleType:
     try:
         return importlib.import_module("olc_tensor._ext")
     except ImportError as e:
+        # pybind11 reports a failed module init as "initialization failed";
+        # the reason is in __cause__.
         cause = e.__cause__ or e.__context__
         detail = f"{e}: {cause}" if cause is not None else str(e)
         raise ImportError(f"olc_tensor: cannot load the native extension ({detail})") from e
 
 
-def _cast_supports(opset_of_node: Any = None):
-    """Cast declines targets it does not convert to natively (float8, int4, string)."""
-
-    def supports(node: Any) -> str | None:
-        to = next((a for a in node.attribute if a.name == "to"), None)
-        if to is None or to.type != 2:  # AttributeProto.INT
-            return "attribute 'to' is missing or not an int"
-        t = manifest.CODE_TO_TYPE.get(int(to.i))
-        if t is None:
-            return f"target type code {to.i} is not converted natively"
-        return None
-
-    return supports
+def _cast_target(node: Any) -> tuple[str | None, str | None]:
+    """(target type name, refusal reason) of a Cast node."""
+    to = next((a for a in node.attribute if a.name == "to"), None)
+    if to is None or to.type != _INT_ATTRIBUTE:
+        return None, "attribute 'to' is missing or not an int"
+    t = manifest.CODE_TO_TYPE.get(int(to.i))
+    if t is None:
+        return None, f"target type code {to.i} is not converted natively (float8, int4, string: fallback)"
+    return t, None
 
 
-def _split_supports(node: Any) -> str | None:
+def _cast_supports_from_13(node: Any) -> str | None:
+    return _cast_target(node)[1]
+
+
+def _cast_supports_until_12(node: Any) -> str | None:
+    t, why = _cast_target(node)
+    if why:
+        return why
+    if t == "bfloat16":
+        return "bfloat16 targets join Cast at opset 13"
     return None
 
 
@@ -48,14 +56,16 @@ def registrations() -> list[olc_core.KernelRegistration]:
         factory = ext.vtable(spec.op)
         for seg in spec.segments:
             types = {spec.main_constraint: seg.types, **dict(spec.extra_types)}
+            supports = None
+            outputs: tuple[str, ...] = ()
             if spec.op == "CastLike":
                 types["T2"] = seg.types
-            supports = None
-            if spec.op == "Cast":
+            elif spec.op == "Cast":
+                # The target comes from the 'to' attribute: declared as T2 for
+                # output typing, checked by `supports`.
                 types["T2"] = manifest.cast_target_types(seg.since)
-                supports = _cast_supports()
-                if seg.since < 13:
-                    supports = _cast_supports_until_12
+                outputs = ("T2",)
+                supports = _cast_supports_until_12 if seg.since < 13 else _cast_supports_from_13
             out.append(
                 olc_core.KernelRegistration(
                     domain="",
@@ -63,7 +73,7 @@ def registrations() -> list[olc_core.KernelRegistration]:
                     kernel_name=manifest.kernel_name(spec.op),
                     types=types,
                     inputs=spec.inputs,
-                    outputs=("T2",) if spec.op == "Cast" else (),
+                    outputs=outputs,
                     factory=factory,
                     since_version=seg.since,
                     until_version=seg.until,
@@ -73,16 +83,6 @@ def registrations() -> list[olc_core.KernelRegistration]:
                 )
             )
     return out
-
-
-def _cast_supports_until_12(node: Any) -> str | None:
-    why = _cast_supports()(node)
-    if why:
-        return why
-    to = next(a for a in node.attribute if a.name == "to")
-    if manifest.CODE_TO_TYPE[int(to.i)] == "bfloat16":
-        return "bfloat16 targets join Cast at opset 13"
-    return None
 
 
 @olc_core.hookimpl
