@@ -203,6 +203,7 @@ struct IntJob {
   const int32_t* colsum;   // colsum(B') [N]
   const int32_t* rowsum;   // rowsum(A') [M]
   const Quant* q;
+  const uint32_t* colterm;  // za' * colsum[j] when za' and zb' are per tensor, else NULL
   void* Y;
   int64_t tm, tn, mstep, nstep;
 };
@@ -290,7 +291,14 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
     const uint32_t za = static_cast<uint32_t>(q.za.size() == 1 ? q.za[0] : q.za[gi]);
     const uint32_t ra = static_cast<uint32_t>(job.rowsum[gi]) - Ku * za;
     uint32_t* c = reinterpret_cast<uint32_t*>(C + i * ldc);
-    for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
+    if (job.colterm) {
+      // Per-tensor zero points: additions only (vectorizes on the baseline ISA).
+      const uint32_t rc = zbv[0] * ra;
+      const uint32_t* ct = job.colterm + n0;
+      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
+    } else {
+      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
+    }
     if (job.st->qlinear) {
       const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
       const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
@@ -489,6 +497,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
                           b.shape[1] == st->packed_shape[1];
   const size_t ysize = olc_dtype_size(st->y_type);
   std::vector<int32_t> rowsum(ms.M, 0), colsum;
+  std::vector<uint32_t> colterm;
   // Row sums only matter where some zb' is non-zero, column sums where some
   // za' is (symmetric int8 weights, uint8 activations without zero point).
   const bool need_row = std::any_of(q.zb.begin(), q.zb.end(), [](int32_t v) { return v != 0; });
@@ -511,9 +520,15 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     } else {
       cs = colsum.data();
     }
+    const bool per_tensor = q.za.size() == 1 && q.zb.size() == 1;
+    if (per_tensor) {
+      colterm.resize(ms.N);
+      const uint32_t za = static_cast<uint32_t>(q.za[0]);
+      for (int64_t j = 0; j < ms.N; ++j) colterm[j] = za * static_cast<uint32_t>(cs[j]);
+    }
     IntJob job{st, opa, opb, ms.M, ms.N, ms.K, A, B,
                use_packed ? static_cast<const uint32_t*>(st->packed->data) : nullptr, cs, rowsum.data(), &q,
-               static_cast<char*>(y) + t * ms.M * ms.N * ysize, 1, 1, 0, 0};
+               per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, 1, 1, 0, 0};
     const int64_t bm = cdiv(ms.M, st->ik.mr), bn = cdiv(ms.N, st->ik.nr);
     if (threads > 1) {
       if (bn >= threads) job.tn = threads;
