@@ -107,6 +107,17 @@ def test_gemm_opsets(opset):
     assert s.kernel_usage() == ["olc_matmul::Gemm"]
 
 
+def test_gemm_absent_c():
+    rng = np.random.default_rng(9)
+    a, b = rand(rng, (4, 3), "float32"), rand(rng, (3, 5), "float32")
+    s = session(model("Gemm", [("a", "float32"), ("b", "float32"), ("", None)], [("y", "float32")],
+                      {"alpha": 0.5}, opset=13))
+    y = s.run(None, {"a": a, "b": b})[0]
+    ref, prod = ref_gemm(a, b, None, 0.5, 1.0, 0, 0)
+    check_close(y, ref, prod, 3, "float32")
+    assert s.kernel_usage() == ["olc_matmul::Gemm"]
+
+
 def test_gemm_beta_zero_ignores_bias_nan():
     a = np.ones((2, 3), np.float32)
     b = np.ones((3, 4), np.float32)

@@ -48,7 +48,9 @@ class OpSpec:
 
 OPS: tuple[OpSpec, ...] = (
     # Gemm 7..10: C required; 11: C optional; 13: bfloat16 added.
-    OpSpec("Gemm", "", (Segment(7, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T", "T"), ("T",)),
+    # C may be absent in the middle of the input list (name ""): its type is
+    # checked in create().
+    OpSpec("Gemm", "", (Segment(7, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T", None), ("T",)),
     # MatMul 1..8: float types; 9: integers (not claimed here); 13: bfloat16.
     OpSpec("MatMul", "", (Segment(1, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T"), ("T",)),
     # Zero points (inputs 2, 3) are optional and may be absent in the middle:
