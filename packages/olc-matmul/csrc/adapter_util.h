@@ -5,6 +5,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -46,6 +48,35 @@ static inline std::string shape_str(const olc_tensor& t) {
 
 static inline bool is_float_type(int32_t dt) {
   return dt == OLC_DTYPE_FLOAT || dt == OLC_DTYPE_DOUBLE || dt == OLC_DTYPE_FLOAT16 || dt == OLC_DTYPE_BFLOAT16;
+}
+
+// C ABI entry points never let a C++ exception escape: allocation failures
+// (or any other exception) become an error message.
+template <int32_t (*Run)(const void*, olc_context*, int32_t, const olc_tensor*, int32_t)>
+int32_t guarded_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
+                    int32_t n_outputs) {
+  try {
+    return Run(state, ctx, n_inputs, inputs, n_outputs);
+  } catch (const std::bad_alloc&) {
+    return fail_run(ctx, "out of memory");
+  } catch (const std::exception& e) {
+    return fail_run(ctx, "internal error: %s", e.what());
+  } catch (...) {
+    return fail_run(ctx, "internal error");
+  }
+}
+
+template <void* (*Create)(const olc_core_api*, const olc_node_info*, char*, size_t)>
+void* guarded_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+  try {
+    return Create(api, node, error, size);
+  } catch (const std::bad_alloc&) {
+    return fail_create(error, size, "out of memory");
+  } catch (const std::exception& e) {
+    return fail_create(error, size, "internal error: %s", e.what());
+  } catch (...) {
+    return fail_create(error, size, "internal error");
+  }
 }
 
 // Attribute reader: checks names against the allowed list and types.

@@ -96,11 +96,11 @@ struct FloatState {
   const olc_tuning_param* t_direct_a = nullptr;
   std::shared_ptr<PackedB> packed;  // constant B, packed
   std::vector<int64_t> packed_shape;
-  std::string details[8];
+  std::string details[8];  // one per kPaths entry
 };
 
-const char* const kPaths[] = {"empty", "k0", "gemv", "blocked", "split-k", "batched", "unsupported"};
-constexpr int kNumPaths = 7;
+const char* const kPaths[] = {"empty", "k0", "gemv", "blocked", "split-k", "batched", "oom", "unsupported"};
+constexpr int kNumPaths = 8;
 
 const std::string& detail_for(const FloatState* st, const char* path) {
   for (int i = 0; i < kNumPaths; ++i)
@@ -315,6 +315,7 @@ int32_t gemm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const int64_t mat0 = 0;
   GemmBatch batch{1, &ap, &bp, &mat0, &cp, packed_matches(st, b) ? st->packed.get() : nullptr};
   const char* path = olc_mm::gemm_run(g_api, ctx, st->ks, tun, d, batch);
+  if (!std::strcmp(path, "oom")) return fail_run(ctx, "out of memory for the GEMM work buffers");
   g_api->record_usage_detail(ctx, detail_for(st, path).c_str());
   return OLC_OK;
 }
@@ -417,12 +418,15 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
     GemmBatch batch{nbatch, ap.data(), bp.data(), bm.data(), cp.data(), pk};
     path = olc_mm::gemm_run(g_api, ctx, st->ks, tun, d, batch);
   }
+  if (!std::strcmp(path, "oom")) return fail_run(ctx, "out of memory for the GEMM work buffers");
   g_api->record_usage_detail(ctx, detail_for(st, path).c_str());
   return OLC_OK;
 }
 
-const olc_kernel_vtable kGemm = {OLC_ABI_VERSION, 0, "olc_matmul::Gemm", gemm_create, gemm_run, float_destroy};
-const olc_kernel_vtable kMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::MatMul", matmul_create, matmul_run,
+const olc_kernel_vtable kGemm = {OLC_ABI_VERSION, 0, "olc_matmul::Gemm", guarded_create<gemm_create>,
+                                 guarded_run<gemm_run>, float_destroy};
+const olc_kernel_vtable kMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::MatMul", guarded_create<matmul_create>,
+                                   guarded_run<matmul_run>,
                                    float_destroy};
 
 }  // namespace

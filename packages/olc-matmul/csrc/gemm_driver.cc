@@ -176,6 +176,7 @@ struct Job {
   const GemmBatch* b;
   Plan plan;
   T* partials;  // split K: tk buffers of M x N
+  std::atomic<bool>* failed;  // set when a task cannot get its scratch memory
 };
 
 // bfloat16 through vdpbf16ps: float32 accumulation in a workspace (or the
@@ -198,7 +199,10 @@ void general_task_bf16(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, in
   uint16_t* apack = static_cast<uint16_t*>(t_apack.get(sizeof(uint16_t) * MR * (KC + 2)));
   uint16_t* bpack =
       pk ? nullptr : static_cast<uint16_t*>(t_bpack.get(sizeof(uint16_t) * (KC + 2) * ((NC + NR - 1) / NR * NR)));
-  if (!apack || (!pk && !bpack)) std::abort();
+  if (!apack || (!pk && !bpack)) {
+    job.failed->store(true);
+    return;
+  }
   Epi<float> ep{};
   const float* bias = static_cast<const float*>(d.bias);
   for (int64_t nc0 = n0; nc0 < n1; nc0 += NC) {
@@ -211,7 +215,10 @@ void general_task_bf16(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, in
     } else {
       ldct = nc;
       Ct = static_cast<float*>(t_cwork.get(sizeof(float) * mlen * nc));
-      if (!Ct) std::abort();
+      if (!Ct) {
+        job.failed->store(true);
+        return;
+      }
     }
     for (int64_t k0 = ka; k0 < kb; k0 += KC) {
       const int64_t kc = std::min(KC, kb - k0);
@@ -287,7 +294,10 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
 
   T* apack = static_cast<T*>(t_apack.get(sizeof(T) * MR * KC));
   T* bpack = pk ? nullptr : static_cast<T*>(t_bpack.get(sizeof(T) * KC * ((NC + NR - 1) / NR * NR)));
-  if (!apack || (!pk && !bpack)) std::abort();
+  if (!apack || (!pk && !bpack)) {
+    job.failed->store(true);
+    return;
+  }
 
   Epi<T> ep{};
   const T* bias = static_cast<const T*>(d.bias);
@@ -304,7 +314,10 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
     } else {
       ldct = nc;
       Ct = static_cast<T*>(t_cwork.get(sizeof(T) * mlen * nc));
-      if (!Ct) std::abort();
+      if (!Ct) {
+        job.failed->store(true);
+        return;
+      }
     }
     for (int64_t k0 = ka; k0 < kb; k0 += KC) {
       const int64_t kc = std::min(KC, kb - k0);
@@ -431,6 +444,7 @@ struct GemvJob {
   bool rows;
   int64_t nvec, len;      // vectors per entry and their length
   int64_t chunk, chunks;  // chunk length and chunks per vector
+  std::atomic<bool>* failed;
 };
 
 thread_local Scratch t_gemv_v, t_gemv_y;
@@ -453,7 +467,10 @@ void gemv_range(void* user, int64_t begin, int64_t end) {
   const T alpha = static_cast<T>(d.alpha), beta = static_cast<T>(d.beta);
   T* vbuf = static_cast<T*>(t_gemv_v.get(sizeof(T) * d.K));
   T* ybuf = job.rows ? nullptr : static_cast<T*>(t_gemv_y.get(sizeof(T) * job.chunk));
-  if (!vbuf || (!job.rows && !ybuf)) std::abort();
+  if (!vbuf || (!job.rows && !ybuf)) {
+    job.failed->store(true);
+    return;
+  }
   for (int64_t t = begin; t < end; ++t) {
     const int64_t per = job.nvec * job.chunks;
     const int64_t bi = t / per;
@@ -513,7 +530,8 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
   const int64_t threads = (macs * b.n >= tun.parallel_min_macs) ? std::max<int32_t>(1, api->concurrency(ctx)) : 1;
   if constexpr (std::is_same<S, T>::value) {
     if (!b.packed && (d.M <= tun.gemv_max || d.N <= tun.gemv_max)) {
-      GemvJob<T> job{&ks, &d, &b, d.M <= d.N, 0, 0, 0, 0};
+      std::atomic<bool> failed{false};
+      GemvJob<T> job{&ks, &d, &b, d.M <= d.N, 0, 0, 0, 0, &failed};
       job.nvec = job.rows ? d.M : d.N;
       job.len = job.rows ? d.N : d.M;
       int64_t chunks = 1;
@@ -523,7 +541,7 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
       const int64_t total = b.n * job.nvec * job.chunks;
       if (threads > 1 && total > 1) api->parallel_for(ctx, total, 1, 0, &gemv_range<T>, &job);
       else gemv_range<T>(&job, 0, total);
-      return "gemv";
+      return failed.load() ? "oom" : "gemv";
     }
   }
   const IsaKernels* isa = ks.isa;
@@ -532,7 +550,8 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
     MR = ks.mr_bf16;
     NR = ks.nr_bf16;
   }
-  Job<S> job{&ks, &tun, &d, &b, {}, nullptr};
+  std::atomic<bool> failed{false};
+  Job<S> job{&ks, &tun, &d, &b, {}, nullptr, &failed};
   Plan& p = job.plan;
   const int64_t bm = ceil_div(d.M, MR), bn = ceil_div(d.N, NR);
   p.tm = p.tn = p.tk = 1;
@@ -570,6 +589,7 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
   }
   if (threads > 1 && p.tasks > 1) api->parallel_for(ctx, p.tasks, 1, 0, &run_range<S>, &job);
   else run_range<S>(&job, 0, p.tasks);
+  if (failed.load()) return "oom";
   if (p.tk > 1) {
     // Reduce the K shares and apply the epilogue.
     S* C = static_cast<S*>(b.c[0]);

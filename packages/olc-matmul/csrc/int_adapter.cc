@@ -6,6 +6,7 @@
 // them (oa, ob = 128 where vpdpbusd needs u8 x s8, else 0), za' = za + oa
 // and zb' = zb - ob. All int32 sums wrap through uint32 arithmetic.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -205,6 +206,7 @@ struct IntJob {
   const Quant* q;
   const uint32_t* colterm;  // za' * colsum[j] when za' and zb' are per tensor, else NULL
   void* Y;
+  std::atomic<bool>* failed;
   int64_t tm, tn, mstep, nstep;
 };
 
@@ -250,7 +252,10 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   uint32_t* bp = job.packed ? nullptr
                             : static_cast<uint32_t*>(t_ib.get(sizeof(uint32_t) * kGroupsPerBlock *
                                                               ((kColsPerBlock + NR - 1) / NR * NR)));
-  if (!C || !ap || (!job.packed && !bp)) std::abort();
+  if (!C || !ap || (!job.packed && !bp)) {
+    job.failed->store(true);
+    return;
+  }
   if (job.K == 0) {
     for (int64_t i = 0; i < mlen; ++i)
       for (int64_t j = 0; j < nlen; ++j) C[i * ldc + j] = 0;
@@ -498,6 +503,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   const size_t ysize = olc_dtype_size(st->y_type);
   std::vector<int32_t> rowsum(ms.M, 0), colsum;
   std::vector<uint32_t> colterm;
+  std::atomic<bool> failed{false};
   // Row sums only matter where some zb' is non-zero, column sums where some
   // za' is (symmetric int8 weights, uint8 activations without zero point).
   const bool need_row = std::any_of(q.zb.begin(), q.zb.end(), [](int32_t v) { return v != 0; });
@@ -528,7 +534,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     }
     IntJob job{st, opa, opb, ms.M, ms.N, ms.K, A, B,
                use_packed ? static_cast<const uint32_t*>(st->packed->data) : nullptr, cs, rowsum.data(), &q,
-               per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, 1, 1, 0, 0};
+               per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, &failed, 1, 1, 0, 0};
     const int64_t bm = cdiv(ms.M, st->ik.mr), bn = cdiv(ms.N, st->ik.nr);
     if (threads > 1) {
       if (bn >= threads) job.tn = threads;
@@ -544,12 +550,15 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     const int64_t tasks = job.tm * job.tn;
     if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &int_range, &job);
     else int_range(&job, 0, tasks);
+    if (failed.load()) return fail_run(ctx, "out of memory for the integer GEMM work buffers");
   }
   return OLC_OK;
 }
 
-const olc_kernel_vtable kMMI = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulInteger", mmi_create, int_run, int_destroy};
-const olc_kernel_vtable kQLM = {OLC_ABI_VERSION, 0, "olc_matmul::QLinearMatMul", qlm_create, int_run, int_destroy};
+const olc_kernel_vtable kMMI = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulInteger", guarded_create<mmi_create>,
+                                guarded_run<int_run>, int_destroy};
+const olc_kernel_vtable kQLM = {OLC_ABI_VERSION, 0, "olc_matmul::QLinearMatMul", guarded_create<qlm_create>,
+                                guarded_run<int_run>, int_destroy};
 
 }  // namespace
 

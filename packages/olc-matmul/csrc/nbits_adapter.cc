@@ -8,6 +8,7 @@
 // the float32 microkernel's panel layout and runs the register-blocked
 // kernel over all rows; the whole weight matrix is never expanded.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <memory>
@@ -184,6 +185,7 @@ struct GemmJob {
   float* Y;        // [M, N] float32
   int64_t M;
   int64_t nstep;
+  std::atomic<bool>* failed;
 };
 
 void gemm_range(void* user, int64_t begin, int64_t end) {
@@ -194,7 +196,10 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
   const int64_t KC = std::max<int64_t>(st.bs, 256);
   const int64_t NC = std::max<int64_t>(NR, 256 / NR * NR);  // dequantized block KC x NC stays in L2
   float* bp = static_cast<float*>(t_nb_b.get(sizeof(float) * KC * NC));
-  if (!bp) std::abort();
+  if (!bp) {
+    job.failed->store(true);
+    return;
+  }
   Epi<float> ep{1.0f, 1.0f, nullptr, 0, 1};
   for (int64_t t = begin; t < end; ++t) {
     const int64_t n0 = t * job.nstep, n1 = std::min(st.N, n0 + job.nstep);
@@ -352,10 +357,12 @@ int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
         for (int64_t k = 0; k < st->K; ++k) d[k * MR + i] = src[k];
       }
     }
-    GemmJob job{st, B, qp, apk.data(), bias_p, Y, M, (bn + tasks - 1) / tasks * NR};
+    std::atomic<bool> failed{false};
+    GemmJob job{st, B, qp, apk.data(), bias_p, Y, M, (bn + tasks - 1) / tasks * NR, &failed};
     const int64_t nt = (st->N + job.nstep - 1) / job.nstep;
     if (threads > 1 && nt > 1) g_api->parallel_for(ctx, nt, 1, 0, &gemm_range, &job);
     else gemm_range(&job, 0, nt);
+    if (failed.load()) return fail_run(ctx, "out of memory for the dequantization buffers");
   }
   if (!f32) {
     uint16_t* o = static_cast<uint16_t*>(y);
@@ -365,7 +372,8 @@ int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
   return OLC_OK;
 }
 
-const olc_kernel_vtable kNB = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulNBits", nb_create, nb_run, nb_destroy};
+const olc_kernel_vtable kNB = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulNBits", guarded_create<nb_create>,
+                               guarded_run<nb_run>, nb_destroy};
 
 }  // namespace
 
