@@ -72,7 +72,8 @@ def test_gemm_attributes_and_bias(t, level, threads):
     rng = np.random.default_rng(3)
     sessions = {}
     for (ta, tb), bias, (M, N, K) in itertools.product(
-            [(0, 0), (1, 0), (0, 1), (1, 1)], BIAS_SHAPES, [(13, 33, 17), (1, 7, 5), (6, 1, 40), (12, 32, 257)]):
+            [(0, 0), (1, 0), (0, 1), (1, 1)], BIAS_SHAPES,
+            [(13, 33, 17), (1, 7, 5), (6, 1, 40), (12, 32, 257), (3, 4, 0), (0, 5, 3)]):
         alpha, beta = (0.75, -1.5) if bias is not None else (1.0, 1.0)
         key = (ta, tb, bias is not None)
         if key not in sessions:

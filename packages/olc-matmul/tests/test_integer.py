@@ -128,3 +128,21 @@ def test_integer_errors():
     with pytest.raises(olc_core.OlcError, match=r"mmi0.*a_zero_point of shape \[3\]"):
         s.run(None, {"a": np.zeros((2, 3), np.uint8), "b": np.zeros((3, 2), np.int8),
                      "za": np.zeros(3, np.uint8)})
+
+
+@pytest.mark.parametrize("st", ["float16", "bfloat16"])
+def test_qlinear_opset21_half_scales(st):
+    rng = np.random.default_rng(15)
+    M, N, K = 9, 40, 70
+    ins = [("a", "int8"), ("sa", st), ("za", "int8"), ("b", "int8"), ("sb", st), ("zb", "int8"),
+           ("sy", st), ("zy", "int8")]
+    s = session(model("QLinearMatMul", ins, [("y", "int8")], opset=21))
+    a, b = rand_q(rng, (M, K), "int8"), rand_q(rng, (K, N), "int8")
+    feeds = {"a": a, "sa": np.asarray(0.02, NP[st]), "za": np.asarray(3, np.int8), "b": b,
+             "sb": np.asarray(0.03, NP[st]), "zb": np.asarray(-2, np.int8), "sy": np.asarray(4.0, NP[st]),
+             "zy": np.asarray(-5, np.int8)}
+    y = s.run(None, feeds)[0]
+    ref = ref_qlm(a, feeds["sa"].astype(np.float32), feeds["za"], b, feeds["sb"].astype(np.float32), feeds["zb"],
+                  feeds["sy"].astype(np.float32), feeds["zy"])
+    np.testing.assert_array_equal(y, ref)
+    assert s.kernel_usage() == ["olc_matmul::QLinearMatMul"]
