@@ -199,7 +199,7 @@ def test_failing_pass_names_itself(register):
         raise RuntimeError("boom")
 
     register(PassPlugin(run=broken, name="broken-pass"))
-    with pytest.raises(olc_core.OlcError, match="graph pass 'broken-pass'.*boom"):
+    with pytest.raises(olc_core.OlcError, match=r"graph pass 'broken-pass'.*boom"):
         olc_core.Session(scale_chain([2.0, 3.0]))
 
 

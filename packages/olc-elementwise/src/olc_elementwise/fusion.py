@@ -39,7 +39,7 @@ BINARY_OPS = ("Add", "Sub", "Mul", "Div")
 # Opsets from which the binary ops broadcast multidirectionally and take no
 # attributes, per element type (bfloat16 joined at opset 13).
 _BINARY_SINCE = {"float32": 7, "bfloat16": 13}
-_TYPES = {onnx.TensorProto.FLOAT: "float32", onnx.TensorProto.BFLOAT16: "bfloat16"}
+_TYPES: dict[int, str] = {int(onnx.TensorProto.FLOAT): "float32", int(onnx.TensorProto.BFLOAT16): "bfloat16"}
 # Unary ops the fused kernel evaluates (the BOOL predicates are not fusable).
 UNARY_OPS = tuple(u.op for u in manifest.UNARY_OPS if not u.out_bool and u.op != "Not")
 MAX_INPUTS = 16
