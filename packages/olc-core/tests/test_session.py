@@ -427,3 +427,23 @@ def test_hookspecs_are_documented():
     assert specs == ["olc_register_graph_passes", "olc_register_kernels"]
     for name in specs:
         assert getattr(hookspecs, name).__doc__, name
+
+
+class RaisingPlugin:
+    @hookimpl
+    def olc_register_kernels(self):
+        raise KeyError("stale extension")
+
+
+def test_plugin_whose_hook_raises_is_reported_not_fatal(scale_plugin):
+    # The other plugins' kernels stay usable; the failure is listed with the plugin's name.
+    bad = RaisingPlugin()
+    with pytest.warns(RuntimeWarning, match="olc_register_kernels failed: KeyError"):
+        olc_core.register_plugin(bad, name="raising-plugin")
+        s = olc_core.Session(scale_model(1), strict=True)
+    try:
+        assert any("'raising-plugin'" in e and "stale extension" in e for e in olc_core.plugin_load_errors())
+        (y,) = s.run(None, {"x": np.ones(4, np.float32)})
+        np.testing.assert_array_equal(y, -np.ones(4, np.float32))
+    finally:
+        olc_core.unregister_plugin(bad)

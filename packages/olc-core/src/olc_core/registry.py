@@ -181,7 +181,17 @@ def dispatch_table() -> DispatchTable:
             records: list[KernelRegistration] = []
             # Each implementation is called on its own so a bad record names its plugin.
             for impl in plugin_manager().hook.olc_register_kernels.get_hookimpls():
-                returned = cast(Iterable[object], impl.function() or ())
+                try:
+                    returned = list(cast(Iterable[object], impl.function() or ()))
+                except Exception as exc:  # noqa: BLE001 - reported like an import failure
+                    # A plugin whose hook raises (a stale extension, say) loses
+                    # its kernels, not every other plugin's.
+                    message = (f"plugin {impl.plugin_name!r}: olc_register_kernels failed: "
+                               f"{type(exc).__name__}: {exc}")
+                    if message not in _load_errors:
+                        _load_errors.append(message)
+                        warnings.warn(message, RuntimeWarning, stacklevel=3)
+                    continue
                 for r in returned:
                     if not isinstance(r, KernelRegistration):
                         raise TypeError(
