@@ -32,10 +32,12 @@ const olc_core_api* g_api = nullptr;
 constexpr int64_t kGroupsPerBlock = 128;  // K block, in groups
 constexpr int64_t kColsPerBlock = 512;    // N block: a packed B block of at most 256 KiB
 
-IntKernel select_int_kernel(const olc_core_api* api) {
+// use_vnni = 0 (tuning) selects the vpmaddwd kernel on a VNNI machine, so
+// that both AVX-512 kernels can be tested on one CPU.
+IntKernel select_int_kernel(const olc_core_api* api, bool use_vnni) {
   const int32_t level = api->simd_level();
   const uint64_t f = api->cpu_features();
-  if (level >= OLC_SIMD_AVX512 && (f & OLC_CPU_AVX512_VNNI)) return avx512vnni::int_kernel();
+  if (level >= OLC_SIMD_AVX512 && (f & OLC_CPU_AVX512_VNNI) && use_vnni) return avx512vnni::int_kernel();
   if (level >= OLC_SIMD_AVX512) return avx512::int_kernel();
   if (level >= OLC_SIMD_AVX2) return avx2::int_kernel();
   return scalar::int_kernel();
@@ -369,7 +371,9 @@ void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* nod
     if (node->input_dtypes[2] != st->a_type || node->input_dtypes[5] != st->b_type)
       return fail_create(error, esize, "zero points must have the types of A and B");
   }
-  st->ik = select_int_kernel(api);
+  const olc_tuning_param* vnni = api->tuning_declare_int("olc_matmul", qlinear ? "QLinearMatMul" : "MatMulInteger",
+                                                         "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
+  st->ik = select_int_kernel(api, api->tuning_read_int(vnni) != 0);
   // Constant 2-D B: packed once for the whole K with its column sums.
   const olc_tensor* cb = node->input_constants ? &node->input_constants[ib] : nullptr;
   std::string note;

@@ -146,3 +146,26 @@ def test_qlinear_opset21_half_scales(st):
                   feeds["sy"].astype(np.float32), feeds["zy"])
     np.testing.assert_array_equal(y, ref)
     assert s.kernel_usage() == ["olc_matmul::QLinearMatMul"]
+
+
+@pytest.mark.parametrize("ta,tb", list(itertools.product(I8, I8)))
+def test_matmul_integer_avx512_without_vnni(ta, tb):
+    """The AVX-512 vpmaddwd kernel (machines without VNNI), forced through the
+    use_vnni tuning switch."""
+    from olc_core import tuning
+
+    if "avx512" not in LEVELS:
+        pytest.skip("no AVX-512")
+    rng = np.random.default_rng(16)
+    try:
+        tuning.set("olc_matmul", "MatMulInteger", "use_vnni", 0)
+        s = session(model("MatMulInteger", [("a", ta), ("b", tb), ("za", ta), ("zb", tb)], [("y", "int32")],
+                          opset=10), "avx512", 2)
+        for M, N, K in SHAPES:
+            a, b = rand_q(rng, (M, K), ta), rand_q(rng, (K, N), tb)
+            za, zb = rand_q(rng, (M,), ta), rand_q(rng, (), tb)
+            y = s.run(None, {"a": a, "b": b, "za": za, "zb": zb})[0]
+            np.testing.assert_array_equal(y, ref_mmi(a, b, za, zb).astype(np.int32))
+        assert "[avx512]" in s.kernel_usage_details()[0]
+    finally:
+        tuning.reset()
