@@ -158,6 +158,7 @@ void copy_convert(const void* src, void* dst, int64_t n) { (void)src, (void)dst,
 struct Choice {
   ConvertFn fn;
   const char* isa;
+  ConvertFn stream = nullptr;  // non-temporal variant for large serial runs
 };
 
 Choice choose(int32_t src, int32_t dst) {
@@ -171,6 +172,7 @@ Choice choose(int32_t src, int32_t dst) {
   if (f32_f16 || f16_f32 || f32_bf16 || bf16_f32) {
     if (level >= OLC_SIMD_AVX512) {
       if (f32_bf16 && (feats & OLC_CPU_AVX512_BF16)) return {&avx512bf16::f32_to_bf16, "avx512_bf16"};
+      if (f32_f16) return {&avx512::f32_to_f16, "avx512", &avx512::f32_to_f16_stream};
       return {f32_f16 ? &avx512::f32_to_f16 : f16_f32 ? &avx512::f16_to_f32 : f32_bf16 ? &avx512::f32_to_bf16
                                                                                         : &avx512::bf16_to_f32,
               "avx512"};
@@ -199,6 +201,7 @@ class Cast final : public Kernel {
   bool like;  // CastLike: a second input gives the target type
   const olc_tuning_param* par_min;
   const olc_tuning_param* block;
+  const olc_tuning_param* stream_min;
   int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
     if (n_in != (like ? 2 : 1) || n_out != 1)
       return fail(ctx, "expects %d input(s) and 1 output, got %d and %d", like ? 2 : 1, n_in, n_out);
@@ -213,11 +216,14 @@ class Cast final : public Kernel {
     if (n < 0) return fail(ctx, "input 0 has a negative dimension, too many elements or no data");
     char* y = static_cast<char*>(g_api->allocate_output(ctx, 0, dst, x.ndim, x.shape));
     if (!y && n > 0) return OLC_ERROR;
-    g_api->record_usage_detail(ctx, c.isa);
-    if (n == 0) return OLC_OK;
+    if (n == 0) {
+      g_api->record_usage_detail(ctx, c.isa);
+      return OLC_OK;
+    }
     const int64_t ss = static_cast<int64_t>(olc_dtype_size(src)), ds = static_cast<int64_t>(olc_dtype_size(dst));
     const char* xs = static_cast<const char*>(x.data);
     if (c.fn == &copy_convert) {
+      g_api->record_usage_detail(ctx, c.isa);
       parallel_copy(ctx, y, xs, n * ss, g_api->tuning_read_int(par_min));
       return OLC_OK;
     }
@@ -226,7 +232,20 @@ class Cast final : public Kernel {
     blk = std::max<int64_t>(64, blk / 64 * 64);
     const int64_t nblocks = (n + blk - 1) / blk;
     const ConvertFn fn = c.fn;
-    par_for(ctx, nblocks, 1, n * (ss + ds), g_api->tuning_read_int(par_min), [&](int64_t b, int64_t e) {
+    const int64_t pmin = g_api->tuning_read_int(par_min);
+    const bool serial = n * (ss + ds) < pmin || g_api->concurrency(ctx) <= 1 || nblocks <= 1;
+    if (serial && c.stream) {
+      // One core cannot hide the write-allocate reads of a huge output;
+      // several cores keep it in the shared cache instead (never streamed).
+      const int64_t smin = g_api->tuning_read_int(stream_min);
+      if (smin > 0 && n * ds >= smin) {
+        g_api->record_usage_detail(ctx, "avx512,stream");
+        c.stream(xs, y, n);
+        return OLC_OK;
+      }
+    }
+    g_api->record_usage_detail(ctx, c.isa);
+    par_for(ctx, nblocks, 1, n * (ss + ds), pmin, [&](int64_t b, int64_t e) {
       const int64_t lo = b * blk, hi = std::min(n, e * blk);
       fn(xs + lo * ss, y + lo * ds, hi - lo);
     });
@@ -284,6 +303,7 @@ Kernel* make(const olc_node_info* node, bool like, std::string* error) {
   const char* kname = like ? "CastLike" : "Cast";
   k->par_min = g_api->tuning_declare_int(kLibrary, kname, k->c.isa, k->src, "parallel_min_bytes", 256 << 10);
   k->block = g_api->tuning_declare_int(kLibrary, kname, k->c.isa, k->src, "block_elements", 32768);
+  k->stream_min = g_api->tuning_declare_int(kLibrary, kname, k->c.isa, k->src, "stream_min_bytes", 4 << 20);
   return k.release();
 }
 

@@ -38,6 +38,30 @@ void f32_to_f16(const void* src, void* dst, int64_t n) {
   }
 }
 
+void f32_to_f16_stream(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  // Plain stores until the destination is 32-byte aligned.
+  while (i < n && (reinterpret_cast<uintptr_t>(d + i) & 31u) != 0) {
+    const __mmask16 m = 1;
+    _mm256_mask_storeu_epi16(d + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    ++i;
+  }
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = _mm512_cvtps_ph(_mm512_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256i b = _mm512_cvtps_ph(_mm512_loadu_ps(s + i + 16), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 16), b);
+  }
+  _mm_sfence();
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, s + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm256_mask_storeu_epi16(d + i, m, h);
+  }
+}
+
 void f16_to_f32(const void* src, void* dst, int64_t n) {
   const uint16_t* s = static_cast<const uint16_t*>(src);
   float* d = static_cast<float*>(dst);

@@ -29,6 +29,9 @@ namespace avx512 {
 OLC_TENSOR_DECLARE_CASTS
 void f32_to_i32(const void* src, void* dst, int64_t n);
 void f32_to_i64(const void* src, void* dst, int64_t n);
+// f32_to_f16 with non-temporal stores (dst 64-byte aligned): for outputs
+// far larger than the caches, written by one thread.
+void f32_to_f16_stream(const void* src, void* dst, int64_t n);
 }  // namespace avx512
 namespace avx512bf16 {
 // vcvtneps2bf16 with the subnormal lanes (which it flushes) redone exactly.

@@ -242,6 +242,29 @@ def test_large_two_threads(src, dst, threads):
     assert_cast_equal(got, want, f"{src}->{dst}")
 
 
+@pytest.mark.skipif("avx512" not in LEVELS, reason="needs AVX-512")
+def test_streaming_float16_path():
+    """The non-temporal float32 -> float16 variant (large outputs on one
+    thread), forced on small tensors by lowering its threshold."""
+    from olc_core import tuning
+
+    rng = np.random.default_rng(17)
+    pool = inputs_for("float32", rng, 5000)
+    with olc_core.simd_cap("avx512"):
+        sess = olc_core.Session(cast_model("float32", "float16"), threads=1, strict=True, record_usage=True)
+    tuning.set("olc_tensor", "Cast", "stream_min_bytes", 1, implementation="avx512", dtype="float32")
+    try:
+        for n in LENGTHS + (100_003,):
+            x = rng.choice(pool, n) if n else pool[:0]
+            (got,) = sess.run(None, {"x": x})
+            with np.errstate(all="ignore"):
+                assert_cast_equal(got, fast_oracle(x, "float16"), f"stream n={n}")
+            if n:
+                assert "stream" in sess.kernel_usage_details()[-1]
+    finally:
+        tuning.set("olc_tensor", "Cast", "stream_min_bytes", 4 << 20, implementation="avx512", dtype="float32")
+
+
 def test_shapes_kept():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     (got,) = olc_run(cast_model("float32", "float16"), {"x": x})
