@@ -345,9 +345,11 @@ void run_items(void* user, int64_t begin, int64_t end) {
   // Scratch: a tile per input (bfloat16 widened) and per step result; a few
   // KiB, L1-resident across the steps of one tile.
   const int64_t T = j.tile;
-  std::unique_ptr<float[]> scratch(new float[static_cast<size_t>((n_in + n_steps) * T + 16)]);
+  // (The one-pass loops need none.)
+  const bool one_pass = j.swiglu || j.scale_add;
+  std::unique_ptr<float[]> scratch(one_pass ? nullptr : new float[static_cast<size_t>((n_in + n_steps) * T + 16)]);
   float* in_buf = scratch.get();
-  float* step_buf = scratch.get() + n_in * T;
+  float* step_buf = in_buf ? in_buf + n_in * T : nullptr;
   Val vals[kMaxBroadcastInputs + 64 + kMaxSteps];
   for (int c = 0; c < n_const; ++c) vals[n_in + c] = Val{&st.constants[c], true};
 
