@@ -68,6 +68,9 @@ void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, in
   const int64_t ng = (kc + g - 1) / g;
   alignas(64) static const uint8_t zeros[4096] = {};
   const uint8_t flip = (g == 4 && !op.is_signed) ? 0x80 : 0;  // u8 -> s8 for vpdpbusd
+#if defined(__SSE2__)
+  const __m128i xflip = _mm_set1_epi8(static_cast<char>(flip));
+#endif
   for (int64_t j = 0; j * NR < nc; ++j) {
     uint32_t* d = dst + j * pstride;
     const int64_t c0 = n0 + j * NR;
@@ -81,33 +84,36 @@ void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, in
       uint32_t* o = d + q * NR;
       if (g == 4) {
         uint8_t* ob = reinterpret_cast<uint8_t*>(o);
-        const uint8_t f0 = r[0] == zeros ? 0 : flip, f1 = r[1] == zeros ? 0 : flip;
-        const uint8_t f2 = r[2] == zeros ? 0 : flip, f3 = r[3] == zeros ? 0 : flip;
+        const bool whole = r[3] != zeros;  // only the last group can run past the block
         int c = 0;
 #if defined(__SSE2__)
         // 16 columns at a time: interleave the four rows' bytes (SSE2 is the
         // x86-64 baseline).
-        const __m128i x0 = _mm_set1_epi8(static_cast<char>(f0)), x1 = _mm_set1_epi8(static_cast<char>(f1));
-        const __m128i x2 = _mm_set1_epi8(static_cast<char>(f2)), x3 = _mm_set1_epi8(static_cast<char>(f3));
-        for (; c + 16 <= w; c += 16) {
-          const __m128i v0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + c)), x0);
-          const __m128i v1 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + c)), x1);
-          const __m128i v2 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + c)), x2);
-          const __m128i v3 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + c)), x3);
-          const __m128i p01l = _mm_unpacklo_epi8(v0, v1), p01h = _mm_unpackhi_epi8(v0, v1);
-          const __m128i p23l = _mm_unpacklo_epi8(v2, v3), p23h = _mm_unpackhi_epi8(v2, v3);
-          __m128i* dst128 = reinterpret_cast<__m128i*>(ob + 4 * c);
-          _mm_storeu_si128(dst128, _mm_unpacklo_epi16(p01l, p23l));
-          _mm_storeu_si128(dst128 + 1, _mm_unpackhi_epi16(p01l, p23l));
-          _mm_storeu_si128(dst128 + 2, _mm_unpacklo_epi16(p01h, p23h));
-          _mm_storeu_si128(dst128 + 3, _mm_unpackhi_epi16(p01h, p23h));
+        if (whole) {
+          for (; c + 16 <= w; c += 16) {
+            const __m128i v0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + c)), xflip);
+            const __m128i v1 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + c)), xflip);
+            const __m128i v2 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + c)), xflip);
+            const __m128i v3 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + c)), xflip);
+            const __m128i p01l = _mm_unpacklo_epi8(v0, v1), p01h = _mm_unpackhi_epi8(v0, v1);
+            const __m128i p23l = _mm_unpacklo_epi8(v2, v3), p23h = _mm_unpackhi_epi8(v2, v3);
+            __m128i* dst128 = reinterpret_cast<__m128i*>(ob + 4 * c);
+            _mm_storeu_si128(dst128, _mm_unpacklo_epi16(p01l, p23l));
+            _mm_storeu_si128(dst128 + 1, _mm_unpackhi_epi16(p01l, p23l));
+            _mm_storeu_si128(dst128 + 2, _mm_unpacklo_epi16(p01h, p23h));
+            _mm_storeu_si128(dst128 + 3, _mm_unpackhi_epi16(p01h, p23h));
+          }
         }
 #endif
-        for (; c < w; ++c) {
-          ob[4 * c] = r[0][c] ^ f0;
-          ob[4 * c + 1] = r[1][c] ^ f1;
-          ob[4 * c + 2] = r[2][c] ^ f2;
-          ob[4 * c + 3] = r[3][c] ^ f3;
+        if (c < w) {
+          const uint8_t f0 = r[0] == zeros ? 0 : flip, f1 = r[1] == zeros ? 0 : flip;
+          const uint8_t f2 = r[2] == zeros ? 0 : flip, f3 = r[3] == zeros ? 0 : flip;
+          for (; c < w; ++c) {
+            ob[4 * c] = r[0][c] ^ f0;
+            ob[4 * c + 1] = r[1][c] ^ f1;
+            ob[4 * c + 2] = r[2][c] ^ f2;
+            ob[4 * c + 3] = r[3][c] ^ f3;
+          }
         }
       } else if (op.is_signed) {
         for (int c = 0; c < w; ++c)
@@ -154,25 +160,46 @@ void pack_a_int(const Operand& op, const uint8_t* A, int64_t lda, int64_t m0, in
 
 // Sums of the kernel-space values: raw sums plus count * offset.
 void row_sums(const Operand& op, const uint8_t* A, int64_t M, int64_t K, int32_t* out) {
+  // Sums of the bytes as uint8 (int8 values are x ^ 0x80 - 128), 16 at a
+  // time with psadbw.
+  const uint8_t xr = op.is_signed ? 0x80 : 0;
   for (int64_t i = 0; i < M; ++i) {
     const uint8_t* r = A + i * K;
-    int32_t s = 0;
-    if (op.is_signed)
-      for (int64_t k = 0; k < K; ++k) s += static_cast<int8_t>(r[k]);
-    else
-      for (int64_t k = 0; k < K; ++k) s += r[k];
-    out[i] = static_cast<int32_t>(static_cast<uint32_t>(s) + static_cast<uint32_t>(K) * static_cast<uint32_t>(op.offset()));
+    uint64_t s = 0;
+    int64_t k = 0;
+#if defined(__SSE2__)
+    const __m128i x = _mm_set1_epi8(static_cast<char>(xr));
+    __m128i acc = _mm_setzero_si128();
+    for (; k + 16 <= K; k += 16)
+      acc = _mm_add_epi64(acc, _mm_sad_epu8(_mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r + k)), x),
+                                            _mm_setzero_si128()));
+    s = static_cast<uint64_t>(_mm_cvtsi128_si64(acc)) + static_cast<uint64_t>(_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc)));
+#endif
+    for (; k < K; ++k) s += static_cast<uint8_t>(r[k] ^ xr);
+    // As uint32 (wrapping): raw = s - 128 K for int8; kernel space adds K * offset.
+    uint32_t v = static_cast<uint32_t>(s);
+    if (op.is_signed) v -= 128u * static_cast<uint32_t>(K);
+    out[i] = static_cast<int32_t>(v + static_cast<uint32_t>(K) * static_cast<uint32_t>(op.offset()));
   }
 }
 
 void col_sums(const Operand& op, const uint8_t* B, int64_t K, int64_t N, int32_t* out) {
   std::fill(out, out + N, 0);
-  for (int64_t k = 0; k < K; ++k) {
-    const uint8_t* r = B + k * N;
-    if (op.is_signed)
-      for (int64_t j = 0; j < N; ++j) out[j] += static_cast<int8_t>(r[j]);
-    else
-      for (int64_t j = 0; j < N; ++j) out[j] += r[j];
+  // int16 partial sums over 128 rows at a time (|sum| <= 128 * 255 fits).
+  std::vector<int16_t> acc(static_cast<size_t>(N));
+  for (int64_t k0 = 0; k0 < K; k0 += 128) {
+    const int64_t k1 = std::min(K, k0 + 128);
+    std::fill(acc.begin(), acc.end(), static_cast<int16_t>(0));
+    int16_t* a = acc.data();
+    for (int64_t k = k0; k < k1; ++k) {
+      const uint8_t* r = B + k * N;
+      if (op.is_signed)
+        for (int64_t j = 0; j < N; ++j) a[j] = static_cast<int16_t>(a[j] + static_cast<int8_t>(r[j]));
+      else
+        for (int64_t j = 0; j < N; ++j) a[j] = static_cast<int16_t>(a[j] + r[j]);
+    }
+    for (int64_t j = 0; j < N; ++j)
+      out[j] = static_cast<int32_t>(static_cast<uint32_t>(out[j]) + static_cast<uint32_t>(static_cast<int32_t>(a[j])));
   }
   for (int64_t j = 0; j < N; ++j)
     out[j] = static_cast<int32_t>(static_cast<uint32_t>(out[j]) + static_cast<uint32_t>(K) * static_cast<uint32_t>(op.offset()));
