@@ -342,8 +342,11 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       for (int64_t j = 0; j < nlen; ++j) {
         const float sb = q.sb.size() == 1 ? q.sb[0] : q.sb[n0 + j];
         const float mult = (sa * sb) / sy;
-        double d = std::nearbyint(static_cast<double>(static_cast<int32_t>(c[j])) * static_cast<double>(mult) + zy);
+        // Saturate, then round half to even with the 2^52 + 2^51 shift
+        // (exact for |d| < 2^51; NaN saturates to the low bound).
+        double d = static_cast<double>(static_cast<int32_t>(c[j])) * static_cast<double>(mult) + zy;
         d = std::min(hi, std::max(lo, d));
+        d = (d + 6755399441055744.0) - 6755399441055744.0;
         const int64_t o = gi * job.N + n0 + j;
         if (u8) static_cast<uint8_t*>(job.Y)[o] = static_cast<uint8_t>(d);
         else static_cast<int8_t*>(job.Y)[o] = static_cast<int8_t>(d);

@@ -169,3 +169,22 @@ def test_matmul_integer_avx512_without_vnni(ta, tb):
         assert "[avx512]" in s.kernel_usage_details()[0]
     finally:
         tuning.reset()
+
+
+def test_qlinear_rounds_half_to_even_and_saturates():
+    rng = np.random.default_rng(17)
+    M, N, K = 6, 37, 5
+    ins = [("a", "int8"), ("sa", "float32"), ("za", "int8"), ("b", "int8"), ("sb", "float32"), ("zb", "int8"),
+           ("sy", "float32"), ("zy", "uint8")]
+    s = session(model("QLinearMatMul", ins, [("y", "uint8")], opset=10))
+    a = rng.integers(-3, 4, (M, K)).astype(np.int8)
+    b = rng.integers(-3, 4, (K, N)).astype(np.int8)
+    for sy, zy in [(1.0, 100), (1.0, 2), (0.01, 128)]:  # mult 0.5: every odd sum is a tie; then saturation
+        feeds = {"a": a, "sa": np.asarray(1.0, np.float32), "za": np.asarray(0, np.int8), "b": b,
+                 "sb": np.asarray(0.5, np.float32), "zb": np.asarray(0, np.int8),
+                 "sy": np.asarray(sy, np.float32), "zy": np.asarray(zy, np.uint8)}
+        y = s.run(None, feeds)[0]
+        ref = ref_qlm(a, feeds["sa"], feeds["za"], b, feeds["sb"], feeds["zb"], feeds["sy"], feeds["zy"])
+        np.testing.assert_array_equal(y, ref)
+    acc = a.astype(np.int64) @ b.astype(np.int64)
+    assert (acc % 2 != 0).any()  # ties were present
