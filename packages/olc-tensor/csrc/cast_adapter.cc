@@ -171,7 +171,13 @@ Choice choose(int32_t src, int32_t dst) {
   const bool bf16_f32 = src == OLC_DTYPE_BFLOAT16 && dst == OLC_DTYPE_FLOAT;
   if (f32_f16 || f16_f32 || f32_bf16 || bf16_f32) {
     if (level >= OLC_SIMD_AVX512) {
-      if (f32_bf16 && (feats & OLC_CPU_AVX512_BF16)) return {&avx512bf16::f32_to_bf16, "avx512_bf16"};
+      // Tuning switch (default on) so the plain AVX-512 bfloat16 path can be
+      // chosen, and tested, on CPUs with AVX512_BF16.
+      static const olc_tuning_param* use_bf16_isa =
+          g_api->tuning_declare_int(kLibrary, "Cast", "avx512_bf16", OLC_DTYPE_FLOAT, "enabled", 1);
+      if (f32_bf16 && (feats & OLC_CPU_AVX512_BF16) && g_api->tuning_read_int(use_bf16_isa) != 0)
+        return {&avx512bf16::f32_to_bf16, "avx512_bf16", &avx512bf16::f32_to_bf16_stream};
+      if (f32_bf16) return {&avx512::f32_to_bf16, "avx512", &avx512::f32_to_bf16_stream};
       if (f32_f16) return {&avx512::f32_to_f16, "avx512", &avx512::f32_to_f16_stream};
       return {f32_f16 ? &avx512::f32_to_f16 : f16_f32 ? &avx512::f16_to_f32 : f32_bf16 ? &avx512::f32_to_bf16
                                                                                         : &avx512::bf16_to_f32,
@@ -239,7 +245,7 @@ class Cast final : public Kernel {
       // several cores keep it in the shared cache instead (never streamed).
       const int64_t smin = g_api->tuning_read_int(stream_min);
       if (smin > 0 && n * ds >= smin) {
-        g_api->record_usage_detail(ctx, "avx512,stream");
+        g_api->record_usage_detail(ctx, std::strcmp(c.isa, "avx512_bf16") == 0 ? "avx512_bf16,stream" : "avx512,stream");
         c.stream(xs, y, n);
         return OLC_OK;
       }

@@ -42,5 +42,25 @@ void f32_to_bf16(const void* src, void* dst, int64_t n) {
   }
 }
 
+
+void f32_to_bf16_stream(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  uint16_t* d = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  while (i < n && (reinterpret_cast<uintptr_t>(d + i) & 31u) != 0) {
+    _mm256_mask_storeu_epi16(d + i, 1, convert16(_mm512_maskz_loadu_ps(1, s + i)));
+    ++i;
+  }
+  for (; i + 32 <= n; i += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i), convert16(_mm512_loadu_ps(s + i)));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + i + 16), convert16(_mm512_loadu_ps(s + i + 16)));
+  }
+  _mm_sfence();
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    _mm256_mask_storeu_epi16(d + i, m, convert16(_mm512_maskz_loadu_ps(m, s + i)));
+  }
+}
+
 }  // namespace avx512bf16
 }  // namespace olc_tn

@@ -32,11 +32,13 @@ void f32_to_i64(const void* src, void* dst, int64_t n);
 // f32_to_f16 with non-temporal stores (dst 64-byte aligned): for outputs
 // far larger than the caches, written by one thread.
 void f32_to_f16_stream(const void* src, void* dst, int64_t n);
+void f32_to_bf16_stream(const void* src, void* dst, int64_t n);
 }  // namespace avx512
 namespace avx512bf16 {
 // vcvtneps2bf16 with the subnormal lanes (which it flushes) redone exactly.
 void f32_to_bf16(const void* src, void* dst, int64_t n);
-}
+void f32_to_bf16_stream(const void* src, void* dst, int64_t n);
+}  // namespace avx512bf16
 
 #undef OLC_TENSOR_DECLARE_CASTS
 

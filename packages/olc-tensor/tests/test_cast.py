@@ -265,6 +265,40 @@ def test_streaming_float16_path():
         tuning.set("olc_tensor", "Cast", "stream_min_bytes", 4 << 20, implementation="avx512", dtype="float32")
 
 
+@pytest.mark.skipif("avx512" not in LEVELS, reason="needs AVX-512")
+@pytest.mark.parametrize("bf16_isa", [0, 1])
+def test_bfloat16_variants_and_streaming(bf16_isa):
+    """float32 -> bfloat16 with and without the AVX512_BF16 instruction (a
+    tuning switch selects the integer rounding path on CPUs that have it),
+    each also through its streaming variant; every 16-bit pattern with each
+    rounding class of the low half."""
+    from olc_core import tuning
+
+    has_bf16 = olc_core.cpu_features().get("avx512_bf16", False)
+    if bf16_isa and not has_bf16:
+        pytest.skip("CPU lacks AVX512_BF16")
+    all16 = np.arange(65536, dtype=np.uint32)
+    lows = np.array([0x0000, 0x8000, 0x8001, 0x7fff, 0x0001, 0xffff, 0x1000], np.uint32)
+    x = ((all16[:, None] << 16) | lows[None, :]).reshape(-1).view(np.float32)
+    want = fast_oracle(x, "bfloat16")
+    isa = "avx512_bf16" if bf16_isa else "avx512"
+    tuning.set("olc_tensor", "Cast", "enabled", bf16_isa, implementation="avx512_bf16", dtype="float32")
+    try:
+        for stream in (False, True):
+            tuning.set("olc_tensor", "Cast", "stream_min_bytes", 1 if stream else 4 << 20, implementation=isa,
+                       dtype="float32")
+            with olc_core.simd_cap("avx512"):
+                sess = olc_core.Session(cast_model("float32", "bfloat16"), threads=1, strict=True, record_usage=True)
+            for sl in (slice(None), slice(1, 1000), slice(3, 4)):
+                (got,) = sess.run(None, {"x": np.ascontiguousarray(x[sl])})
+                assert_cast_equal(got, want[sl], f"{isa} stream={stream}")
+            detail = sess.kernel_usage_details()[-1]
+            assert f"[{isa}{',stream' if stream else ']'}" in detail, detail
+    finally:
+        tuning.set("olc_tensor", "Cast", "enabled", 1, implementation="avx512_bf16", dtype="float32")
+        tuning.set("olc_tensor", "Cast", "stream_min_bytes", 4 << 20, implementation=isa, dtype="float32")
+
+
 def test_shapes_kept():
     x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
     (got,) = olc_run(cast_model("float32", "float16"), {"x": x})
