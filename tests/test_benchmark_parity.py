@@ -87,11 +87,13 @@ import numpy as np
 from onnx import helper, numpy_helper, TensorProto
 
 def _chain():
-    # Two nodes and an initializer: x -> Abs -> Neg -> y (the weight is unused by the chain).
+    # Two nodes and an initializer: x -> Abs -> t -> Neg -> y (the weight is unused by the
+    # chain; t is an output too, so the two nodes are not fused).
     g = helper.make_graph(
         [helper.make_node("Abs", ["x"], ["t"]), helper.make_node("Neg", ["t"], ["y"])], "chain",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("t", TensorProto.FLOAT, None)],
         [numpy_helper.from_array(np.ones(2, np.float32), "w")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 9

@@ -100,11 +100,12 @@ def test_elementwise_family_is_installed() -> None:
 # enough to be split across threads.
 @pytest.mark.parametrize("shape", [[1], [3, 5], [2, 17], [1 << 16, 3]], ids=str)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_unary_chain_matches_onnxruntime(shape: list[int], threads: int) -> None:
+@pytest.mark.parametrize("fusion", [False, True], ids=["unfused", "fused"])
+def test_unary_chain_matches_onnxruntime(shape: list[int], threads: int, fusion: bool) -> None:
     model = _unary_model(shape)
     x = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
 
-    sess = olc_core.Session(model, threads=threads, record_usage=True)
+    sess = olc_core.Session(model, threads=threads, record_usage=True, fusion=fusion)
     got = sess.run(None, {"x": x})
     want = _ort_run(model, {"x": x})
 
@@ -116,8 +117,10 @@ def test_unary_chain_matches_onnxruntime(shape: list[int], threads: int) -> None
         assert diff <= 1e-5, f"{name}: max abs diff {diff:.3g} against onnxruntime"
 
     plan = sess.kernel_plan()
-    assert [p.node_name for p in plan] == [nd.name for nd in model.graph.node]
-    assert [p.op_type for p in plan] == [nd.op_type for nd in model.graph.node]
+    # Each original node once: as its own entry or inside a fused one.
+    planned = [(f, op) for p in plan for f, op in (p.fused_nodes or ((p.node_name, p.op_type),))]
+    assert planned == [(nd.name, nd.op_type) for nd in model.graph.node]
+    assert any(p.fused_nodes for p in plan) == fusion
     for p in plan:
         assert p.native, f"{p.node_name} ({p.op_type}) fell back: {p.reason}"
         assert p.kernel.startswith("olc_elementwise::"), p.kernel
