@@ -15,7 +15,8 @@ from helpers import LEVELS, NP, model, session
 import olc_core
 
 I8 = ("uint8", "int8")
-SHAPES = [(0, 5, 3), (1, 1, 1), (5, 7, 3), (13, 33, 17), (12, 32, 1024), (25, 65, 1030), (3, 100, 9)]
+SHAPES = [(0, 5, 3), (1, 1, 1), (5, 7, 3), (13, 33, 17), (12, 32, 1024), (25, 65, 1030), (3, 100, 9),
+          (130, 70, 500)]  # the last one is above the two-thread threshold (4M multiply-adds)
 
 
 def rand_q(rng, shape, t):
