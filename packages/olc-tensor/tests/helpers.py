@@ -3,6 +3,7 @@ threads), the onnx.reference oracle and input generators."""
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +34,11 @@ ONNX = {
 }
 ALL_TYPES = tuple(NP)
 FLOATS = ("float32", "float64", "float16", "bfloat16")
+
+
+def seed_of(*parts: object) -> int:
+    """A stable seed from test parameters (Python's hash() of str varies per process)."""
+    return zlib.crc32(repr(parts).encode())
 
 
 def type_name(arr: np.ndarray) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import ALL_TYPES, FLOATS, LEVELS, NP, ONNX, make_model, olc_run  # noqa: E402
+from helpers import ALL_TYPES, FLOATS, LEVELS, NP, ONNX, make_model, olc_run, seed_of  # noqa: E402
 
 import olc_core  # noqa: E402
 
@@ -158,7 +158,7 @@ def cast_model(src: str, dst: str, opset: int = 19, like: bool = False):
 @pytest.mark.parametrize("src", ALL_TYPES)
 @pytest.mark.parametrize("dst", ALL_TYPES)
 def test_every_pair(src, dst):
-    rng = np.random.default_rng(abs(hash((src, dst))) % 2**32)
+    rng = np.random.default_rng(seed_of(src, dst))
     x = inputs_for(src, rng)
     with np.errstate(all="ignore"):
         want = oracle(x, dst)
@@ -243,7 +243,8 @@ def test_large_two_threads(src, dst, threads):
 
 
 @pytest.mark.skipif("avx512" not in LEVELS, reason="needs AVX-512")
-def test_streaming_float16_path():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streaming_float16_path(threads):
     """The non-temporal float32 -> float16 variant (large outputs on one
     thread), forced on small tensors by lowering its threshold."""
     from olc_core import tuning
@@ -251,10 +252,10 @@ def test_streaming_float16_path():
     rng = np.random.default_rng(17)
     pool = inputs_for("float32", rng, 5000)
     with olc_core.simd_cap("avx512"):
-        sess = olc_core.Session(cast_model("float32", "float16"), threads=1, strict=True, record_usage=True)
+        sess = olc_core.Session(cast_model("float32", "float16"), threads=threads, strict=True, record_usage=True)
     tuning.set("olc_tensor", "Cast", "stream_min_bytes", 1, implementation="avx512", dtype="float32")
     try:
-        for n in LENGTHS + (100_003,):
+        for n in LENGTHS + (100_003, 1_000_003):
             x = rng.choice(pool, n) if n else pool[:0]
             (got,) = sess.run(None, {"x": x})
             with np.errstate(all="ignore"):
