@@ -268,6 +268,7 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   const int64_t KC = kGroupsPerBlock * g;
   const int64_t mlen = m1 - m0, nlen = n1 - n0;
   const int64_t ng_total = (job.K + g - 1) / g;
+  const bool direct_a = ik.uk_da && g == 4 && !job.opa.is_signed && job.K % 4 == 0;
   int32_t* C;
   int64_t ldc;
   if (!job.st->qlinear) {
@@ -307,6 +308,15 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       }
       for (int64_t m = m0; m < m1; m += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+        if (direct_a) {
+          // uint8 A read in place by the vpdpbusd kernel: no packing.
+          for (int64_t j = 0; j * NR < nc; ++j) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+            ik.uk_da(ng, job.A + m * job.K + k0, job.K, bblock + j * pstride,
+                     C + (m - m0) * ldc + (nc0 - n0) + j * NR, ldc, mr, nr, first);
+          }
+          continue;
+        }
         pack_a_int(job.opa, job.A, job.K, m, mr, k0, kc, MR, ap);
         for (int64_t j = 0; j * NR < nc; ++j) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));

@@ -11,8 +11,9 @@ namespace {
 
 constexpr int kMR = 12, kNR = 32;
 
-template <int M>
-void tile(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int nr, int first) {
+template <int M, bool DA>
+void tile(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc,
+          int nr, int first) {
   __m512i acc[M][2];
 #pragma GCC unroll 12
   for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
@@ -22,11 +23,14 @@ void tile(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_
     b[1] = _mm512_loadu_si512(Bp + 16);
 #pragma GCC unroll 12
     for (int i = 0; i < M; ++i) {
-      const __m512i a = _mm512_set1_epi32(static_cast<int>(Ap[i]));
+      int32_t av;
+      if (DA) __builtin_memcpy(&av, A + i * lda + 4 * q, 4);
+      else av = static_cast<int32_t>(Ap[i]);
+      const __m512i a = _mm512_set1_epi32(av);
 #pragma GCC unroll 2
       for (int v = 0; v < 2; ++v) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], a, b[v]);
     }
-    Ap += kMR;
+    if (!DA) Ap += kMR;
     Bp += kNR;
   }
   const __mmask16 m0 = nr >= 16 ? __mmask16(0xffff) : __mmask16((1u << nr) - 1u);
@@ -44,28 +48,39 @@ void tile(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_
   }
 }
 
-void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr, int nr,
-             int first) {
+template <bool DA>
+void dispatch(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C,
+              int64_t ldc, int mr, int nr, int first) {
   switch (mr) {
-    case 12: return tile<12>(ng, Ap, Bp, C, ldc, nr, first);
-    case 11: return tile<11>(ng, Ap, Bp, C, ldc, nr, first);
-    case 10: return tile<10>(ng, Ap, Bp, C, ldc, nr, first);
-    case 9: return tile<9>(ng, Ap, Bp, C, ldc, nr, first);
-    case 8: return tile<8>(ng, Ap, Bp, C, ldc, nr, first);
-    case 7: return tile<7>(ng, Ap, Bp, C, ldc, nr, first);
-    case 6: return tile<6>(ng, Ap, Bp, C, ldc, nr, first);
-    case 5: return tile<5>(ng, Ap, Bp, C, ldc, nr, first);
-    case 4: return tile<4>(ng, Ap, Bp, C, ldc, nr, first);
-    case 3: return tile<3>(ng, Ap, Bp, C, ldc, nr, first);
-    case 2: return tile<2>(ng, Ap, Bp, C, ldc, nr, first);
-    case 1: return tile<1>(ng, Ap, Bp, C, ldc, nr, first);
+    case 12: return tile<12, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 11: return tile<11, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 10: return tile<10, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 9: return tile<9, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 8: return tile<8, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 7: return tile<7, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 6: return tile<6, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 5: return tile<5, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 4: return tile<4, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 3: return tile<3, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 2: return tile<2, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 1: return tile<1, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
     default: return;
   }
 }
 
+void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr, int nr,
+             int first) {
+  dispatch<false>(ng, Ap, nullptr, 0, Bp, C, ldc, mr, nr, first);
+}
+
+void ukernel_da(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr, int nr,
+                int first) {
+  dispatch<true>(ng, nullptr, A, lda, Bp, C, ldc, mr, nr, first);
+}
+
 }  // namespace
 
-IntKernel int_kernel() { return {"avx512vnni", kMR, kNR, 4, &ukernel}; }
+IntKernel int_kernel() { return {"avx512vnni", kMR, kNR, 4, &ukernel, &ukernel_da}; }
 
 }  // namespace avx512vnni
 }  // namespace olc_mm

@@ -61,11 +61,17 @@ using UKernelBf16 = void (*)(int64_t kc2, const uint16_t* Ap, const uint16_t* Bp
 using UKernelI32 = void (*)(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr,
                             int nr, int first);
 
+// The same with a uint8 A read in place (group 4, K a multiple of 4): row i
+// of the tile at A + i * lda, group q at byte 4 q.
+using UKernelI32DA = void (*)(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc,
+                              int mr, int nr, int first);
+
 struct IntKernel {
   const char* name;
   int mr, nr;
   int group;  // k values per 32-bit entry: 4 (u8 x s8 bytes) or 2 (int16 pairs)
   UKernelI32 uk;
+  UKernelI32DA uk_da;  // NULL where not provided
 };
 
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
