@@ -48,7 +48,16 @@ void transpose_4(const void* src, int64_t sld, void* dst, int64_t dld, int64_t n
   const float* s = static_cast<const float*>(src);
   float* d = static_cast<float*>(dst);
   const int64_t na8 = na / 8 * 8, nb8 = nb / 8 * 8;
-  for (int64_t a = 0; a < na8; a += 8)
+  // Two 8x8 blocks side by side per source row group: each 64-byte source
+  // line is used whole while it is in L1 (rows a power-of-two apart share
+  // L1 sets, so a line left half-used is usually gone when wanted again).
+  const int64_t na16 = na8 / 16 * 16;
+  for (int64_t a = 0; a < na16; a += 16)
+    for (int64_t b = 0; b < nb8; b += 8) {
+      block8x8(s + b * sld + a, sld, d + a * dld + b, dld);
+      block8x8(s + b * sld + a + 8, sld, d + (a + 8) * dld + b, dld);
+    }
+  for (int64_t a = na16; a < na8; a += 8)
     for (int64_t b = 0; b < nb8; b += 8) block8x8(s + b * sld + a, sld, d + a * dld + b, dld);
   if (nb8 < nb) scalar::transpose_4(s + nb8 * sld, sld, d + nb8, dld, na, nb - nb8);
   if (na8 < na) scalar::transpose_4(s + na8, sld, d + na8 * dld, dld, na - na8, nb8);
@@ -58,7 +67,13 @@ void transpose_8(const void* src, int64_t sld, void* dst, int64_t dld, int64_t n
   const double* s = static_cast<const double*>(src);
   double* d = static_cast<double*>(dst);
   const int64_t na4 = na / 4 * 4, nb4 = nb / 4 * 4;
-  for (int64_t a = 0; a < na4; a += 4)
+  const int64_t na8 = na4 / 8 * 8;  // whole 64-byte source lines, as above
+  for (int64_t a = 0; a < na8; a += 8)
+    for (int64_t b = 0; b < nb4; b += 4) {
+      block4x4(s + b * sld + a, sld, d + a * dld + b, dld);
+      block4x4(s + b * sld + a + 4, sld, d + (a + 4) * dld + b, dld);
+    }
+  for (int64_t a = na8; a < na4; a += 4)
     for (int64_t b = 0; b < nb4; b += 4) block4x4(s + b * sld + a, sld, d + a * dld + b, dld);
   if (nb4 < nb) scalar::transpose_8(s + nb4 * sld, sld, d + nb4, dld, na, nb - nb4);
   if (na4 < na) scalar::transpose_8(s + na4, sld, d + na4 * dld, dld, na - na4, nb4);
