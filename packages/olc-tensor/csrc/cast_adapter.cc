@@ -195,8 +195,16 @@ Choice choose(int32_t src, int32_t dst) {
     if (level >= OLC_SIMD_AVX512) return {&avx512::f32_to_i32, "avx512"};
     if (level >= OLC_SIMD_AVX2) return {&avx2::f32_to_i32, "avx2"};
   }
-  if (src == OLC_DTYPE_FLOAT && dst == OLC_DTYPE_INT64 && level >= OLC_SIMD_AVX512)
-    return {&avx512::f32_to_i64, "avx512"};
+  if (src == OLC_DTYPE_FLOAT && level >= OLC_SIMD_AVX512) {
+    switch (dst) {
+      case OLC_DTYPE_INT64: return {&avx512::f32_to_i64, "avx512"};
+      case OLC_DTYPE_INT8: return {&avx512::f32_to_i8, "avx512"};
+      case OLC_DTYPE_UINT8: return {&avx512::f32_to_u8, "avx512"};
+      case OLC_DTYPE_INT16: return {&avx512::f32_to_i16, "avx512"};
+      case OLC_DTYPE_UINT16: return {&avx512::f32_to_u16, "avx512"};
+      default: break;
+    }
+  }
   return {generic_convert(src, dst), "generic"};
 }
 

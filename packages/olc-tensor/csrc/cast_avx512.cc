@@ -136,6 +136,41 @@ void f32_to_i32(const void* src, void* dst, int64_t n) {
   }
 }
 
+namespace {
+// NaN -> 0, clamp to [lo, hi] (both exact in float32), truncate toward zero.
+inline __m512i clamp_trunc(__m512 v, __m512 lo, __m512 hi) {
+  v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);
+  v = _mm512_min_ps(_mm512_max_ps(v, lo), hi);
+  return _mm512_cvttps_epi32(v);
+}
+
+template <int kBytes>
+void f32_to_small(const float* s, void* dst, int64_t n, float lo_v, float hi_v) {
+  const __m512 lo = _mm512_set1_ps(lo_v), hi = _mm512_set1_ps(hi_v);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512i r = clamp_trunc(_mm512_maskz_loadu_ps(m, s + i), lo, hi);
+    if constexpr (kBytes == 1)
+      _mm_mask_storeu_epi8(static_cast<uint8_t*>(dst) + i, m, _mm512_cvtepi32_epi8(r));
+    else
+      _mm256_mask_storeu_epi16(static_cast<uint16_t*>(dst) + i, m, _mm512_cvtepi32_epi16(r));
+  }
+}
+}  // namespace
+
+void f32_to_i8(const void* src, void* dst, int64_t n) {
+  f32_to_small<1>(static_cast<const float*>(src), dst, n, -128.0f, 127.0f);
+}
+void f32_to_u8(const void* src, void* dst, int64_t n) {
+  f32_to_small<1>(static_cast<const float*>(src), dst, n, 0.0f, 255.0f);
+}
+void f32_to_i16(const void* src, void* dst, int64_t n) {
+  f32_to_small<2>(static_cast<const float*>(src), dst, n, -32768.0f, 32767.0f);
+}
+void f32_to_u16(const void* src, void* dst, int64_t n) {
+  f32_to_small<2>(static_cast<const float*>(src), dst, n, 0.0f, 65535.0f);
+}
+
 void f32_to_i64(const void* src, void* dst, int64_t n) {
   const float* s = static_cast<const float*>(src);
   int64_t* d = static_cast<int64_t*>(dst);

@@ -29,6 +29,11 @@ namespace avx512 {
 OLC_TENSOR_DECLARE_CASTS
 void f32_to_i32(const void* src, void* dst, int64_t n);
 void f32_to_i64(const void* src, void* dst, int64_t n);
+// float32 -> int8/uint8/int16/uint16: NaN -> 0, clamp, truncate, narrow.
+void f32_to_i8(const void* src, void* dst, int64_t n);
+void f32_to_u8(const void* src, void* dst, int64_t n);
+void f32_to_i16(const void* src, void* dst, int64_t n);
+void f32_to_u16(const void* src, void* dst, int64_t n);
 // f32_to_f16 with non-temporal stores (dst 64-byte aligned): for outputs
 // far larger than the caches, written by one thread.
 void f32_to_f16_stream(const void* src, void* dst, int64_t n);

@@ -171,6 +171,8 @@ SIMD_VARIANTS = {
     **{p: {"scalar": "scalar", "avx2": "avx2", "avx512": "avx512"} for p in SIMD_PAIRS},
     ("float32", "int32"): {"scalar": "generic", "avx2": "avx2", "avx512": "avx512"},
     ("float32", "int64"): {"scalar": "generic", "avx2": "generic", "avx512": "avx512"},
+    **{("float32", t): {"scalar": "generic", "avx2": "generic", "avx512": "avx512"}
+       for t in ("int8", "uint8", "int16", "uint16")},
 }
 
 
