@@ -202,9 +202,12 @@ Choice choose(int32_t src, int32_t dst) {
       case OLC_DTYPE_UINT8: return {&avx512::f32_to_u8, "avx512"};
       case OLC_DTYPE_INT16: return {&avx512::f32_to_i16, "avx512"};
       case OLC_DTYPE_UINT16: return {&avx512::f32_to_u16, "avx512"};
+      case OLC_DTYPE_UINT32: return {&avx512::f32_to_u32, "avx512"};
       default: break;
     }
   }
+  if (src == OLC_DTYPE_DOUBLE && dst == OLC_DTYPE_INT32 && level >= OLC_SIMD_AVX512)
+    return {&avx512::f64_to_i32, "avx512"};
   return {generic_convert(src, dst), "generic"};
 }
 

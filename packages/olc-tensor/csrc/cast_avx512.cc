@@ -171,6 +171,35 @@ void f32_to_u16(const void* src, void* dst, int64_t n) {
   f32_to_small<2>(static_cast<const float*>(src), dst, n, 0.0f, 65535.0f);
 }
 
+void f32_to_u32(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  uint32_t* d = static_cast<uint32_t*>(dst);
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(m, s + i);
+    v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), v);  // NaN -> 0
+    v = _mm512_max_ps(v, zero);
+    // vcvttps2udq returns 0xFFFFFFFF (the maximum) for values >= 2^32.
+    _mm512_mask_storeu_epi32(d + i, m, _mm512_cvttps_epu32(v));
+  }
+}
+
+void f64_to_i32(const void* src, void* dst, int64_t n) {
+  const double* s = static_cast<const double*>(src);
+  int32_t* d = static_cast<int32_t*>(dst);
+  const __m512d hi = _mm512_set1_pd(2147483648.0);
+  for (int64_t i = 0; i < n; i += 8) {
+    const __mmask8 m = n - i >= 8 ? static_cast<__mmask8>(0xff) : static_cast<__mmask8>((1u << (n - i)) - 1u);
+    const __m512d v = _mm512_maskz_loadu_pd(m, s + i);
+    // vcvttpd2dq gives 0x80000000 for NaN and out-of-range: fix the top and NaN.
+    __m256i r = _mm512_cvttpd_epi32(v);
+    r = _mm256_mask_mov_epi32(r, _mm512_cmp_pd_mask(v, hi, _CMP_GE_OQ), _mm256_set1_epi32(0x7fffffff));
+    r = _mm256_maskz_mov_epi32(_mm512_cmp_pd_mask(v, v, _CMP_ORD_Q), r);
+    _mm256_mask_storeu_epi32(d + i, m, r);
+  }
+}
+
 void f32_to_i64(const void* src, void* dst, int64_t n) {
   const float* s = static_cast<const float*>(src);
   int64_t* d = static_cast<int64_t*>(dst);
