@@ -140,8 +140,8 @@ def _covered_nodes(model: onnx.ModelProto, registrations: list[Any]) -> list[Cov
         opset = opsets.get(domain)
         if opset is None:
             continue
-        # An omitted optional input ("") has no type, as the session sees it.
-        input_types = tuple(types.get(n) if n else None for n in node.input)
+        # An omitted optional input is "", as the session passes it.
+        input_types = tuple(types.get(n) if n else "" for n in node.input)
         kernels = frozenset(
             r.kernel_name
             for r in registrations

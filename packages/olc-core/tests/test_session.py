@@ -215,6 +215,17 @@ def test_registration_validates_itself():
     assert "float64" in r.match_types(("float64",))
 
 
+def test_omitted_optional_input_matches_any_constraint():
+    # Gemm-like: C optional and constrained like A and B. "" (omitted) is
+    # accepted and binds nothing; None (unknown type) is not.
+    r = KernelRegistration("", "Gemm", "x::Gemm", {"T": ("float32", "float64")}, ("T", "T", "T"), None,
+                           outputs=("T",))
+    assert r.match_types(("float32", "float32", "")) is None
+    assert r.output_types(("float32", "float32", "")) == ("float32",)
+    assert "not known" in r.match_types(("float32", "float32", None))
+    assert "different types" in r.match_types(("float32", "float64", ""))
+
+
 def test_core_alone_registers_nothing_and_still_runs():
     code = (
         "import numpy as np, olc_core\n"

@@ -83,12 +83,20 @@ class KernelRegistration:
         return self.since_version <= opset <= self.until_version
 
     def match_types(self, input_types: tuple[str | None, ...]) -> str | None:
-        """Returns None when the input types are accepted, else the reason."""
+        """Returns None when the input types are accepted, else the reason.
+
+        ``input_types[i]`` is an element type name, ``""`` for an omitted
+        optional input (ONNX names it ""; any constraint accepts it, the
+        kernel sees OLC_DTYPE_UNDEFINED), or None when inference left it
+        unknown.
+        """
         bound: dict[str, str] = {}
         for i, constraint in enumerate(self.inputs):
             if constraint is None or i >= len(input_types):
                 continue
             t = input_types[i]
+            if t == "":
+                continue
             if t is None:
                 return f"type of input {i} is not known"
             if t not in self.types[constraint]:
@@ -101,7 +109,7 @@ class KernelRegistration:
         """Output element types implied by accepted input types (None where unknown)."""
         bound: dict[str, str] = {}
         for constraint, t in zip(self.inputs, input_types):
-            if constraint is not None and t is not None:
+            if constraint is not None and t:
                 bound.setdefault(constraint, t)
         result: list[str | None] = []
         for constraint in self.outputs:

@@ -142,7 +142,8 @@ class DispatchTable:
             if why is not None:
                 reasons.append(f"{r.kernel_name}: {why}")
                 continue
-            return Selection(r, f"opset {opset}, input types ({', '.join(t or '?' for t in input_types)})")
+            shown = ", ".join(t if t else ("absent" if t == "" else "?") for t in input_types)
+            return Selection(r, f"opset {opset}, input types ({shown})")
         return Selection(None, "; ".join(reasons))
 
 

@@ -400,7 +400,7 @@ class Session:
             available.update(n for n in node.output if n)
 
             self._infer_missing_output_types(node, domain, opset or 1)
-            input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else None
+            input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else ""
                                 for n in node.input)
             reg, selection_reason = self._choose(table, node, domain, opset or 1, input_types)
             if reg is not None:
@@ -417,7 +417,7 @@ class Session:
                         prepacked += nbytes
                 else:
                     info = NodeInfo(
-                        node_name, domain, node.op_type, opset or 1, input_types,
+                        node_name, domain, node.op_type, opset or 1, tuple(t or None for t in input_types),
                         tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) for n in node.output),
                         {a.name: helper.get_attribute_value(a) for a in node.attribute}, node,
                     )
@@ -541,7 +541,7 @@ class Session:
     def _prepare_fused(self, table: Any, node: onnx.NodeProto, name: str) -> tuple[KernelRegistration, Any] | None:
         """The registration and created native kernel of a replacement node, or None."""
         domain = normalize_domain(node.domain)
-        input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else None for n in node.input)
+        input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else "" for n in node.input)
         if any(_tensor_elem(self._types.get(n)) == 0 for n in node.output if n):
             return None
         reg, _ = self._choose(table, node, domain, 1, input_types)
