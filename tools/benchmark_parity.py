@@ -53,6 +53,7 @@ The module giving the cases may also define
 (``group`` None: every case of the suite; either bound may be None), checked
 over the timed cases of the suite (and group), and
 ``benchmark_extras(threads) -> [{"name", "value", "unit", "at_least", "detail"}]``
+(``threads``: the list of thread counts of the run)
 for figures that are not ratios against onnxruntime (a kernel's GFLOP/s
 against the machine's peak, say); ``at_least`` None reports without a gate.
 
@@ -386,7 +387,10 @@ def make_arrays(case_inputs: Sequence[dict[str, Any]], seed: int) -> list[np.nda
     for spec in case_inputs:
         gen = spec.get("generator", "normal")
         gen = GENERATORS[gen] if isinstance(gen, str) else gen
-        arrays.append(np.ascontiguousarray(gen(rng, tuple(spec["shape"]), _np_dtype(spec["dtype"]))))
+        shape = tuple(spec["shape"])
+        # np.ascontiguousarray would turn a 0-d (scalar) input into shape (1,).
+        a = np.asarray(gen(rng, shape, _np_dtype(spec["dtype"]))).reshape(shape)
+        arrays.append(a if a.flags.c_contiguous else a.copy(order="C"))
     return arrays
 
 
