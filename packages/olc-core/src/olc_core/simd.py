@@ -88,7 +88,9 @@ def simd_cap(level: str | int | None) -> Iterator[str]:
     """Caps the SIMD level inside the block; restores the previous cap after.
 
     ``level`` is a name from SIMD_LEVELS (or "sse2"), or None for no cap.
-    A cap above the detected level has no effect. Yields the level in force.
+    A cap above the detected level has no effect. The block's cap replaces
+    the one in force, OLC_SIMD's included (so a test can reach every level
+    whatever the environment says). Yields the level in force.
     The cap is process-wide: kernels choose their variant when they are
     created or run, so create sessions inside the block. Not for use from
     several threads at once.
