@@ -338,18 +338,14 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
   return st;
 }
 
-// Element i of an integer tensor as int64 (uint64 values above INT64_MAX
-// are never zero or -1, which is all the checks ask).
+// Element i of a signed integer tensor as int64 (the INT_MIN / -1 check of
+// signed Div is its only user).
 int64_t int_at(const void* p, int32_t dtype, int64_t i) {
   switch (dtype) {
     case OLC_DTYPE_INT8: return static_cast<const int8_t*>(p)[i];
     case OLC_DTYPE_INT16: return static_cast<const int16_t*>(p)[i];
     case OLC_DTYPE_INT32: return static_cast<const int32_t*>(p)[i];
     case OLC_DTYPE_INT64: return static_cast<const int64_t*>(p)[i];
-    case OLC_DTYPE_UINT8: return static_cast<const uint8_t*>(p)[i];
-    case OLC_DTYPE_UINT16: return static_cast<const uint16_t*>(p)[i];
-    case OLC_DTYPE_UINT32: return static_cast<const uint32_t*>(p)[i];
-    case OLC_DTYPE_UINT64: return static_cast<const uint64_t*>(p)[i] > 1 ? 2 : static_cast<int64_t>(static_cast<const uint64_t*>(p)[i]);
     default: return 0;
   }
 }
