@@ -29,6 +29,20 @@ constexpr float kC4 = 0.04189098998904228f;
 constexpr float kC3 = 0.16667118668556213f;
 constexpr float kC2 = 0.4999922513961792f;
 
+// Rows of a 16-bit type (see eng_exp_doubt in row_engine.inc): a lane's
+// float32 exp e decides its rounding to the type unless e lies within
+// kDoubtUlps float32 ulps of a midpoint between two values of the type
+// (exp_nonpos is within 1.5 ulps of the exact value, which is within 0.5
+// ulp of its float32 rounding). float16: the low 13 bits of e's float32
+// pattern against 0x1000, after adding kF16MinNormal to an e below it (so
+// that those bits hold e's position on the subnormal grid 2^-24, up to
+// that addition's half ulp); bfloat16: the low 16 bits against 0x8000, and
+// every lane whose argument is in (kBF16ExpLo, kLo), where e is below
+// FLT_MIN but exp does not round to 0 in bfloat16.
+constexpr int kDoubtUlps = 4;
+constexpr float kF16MinNormal = 6.103515625e-05f;  // 2^-14
+constexpr float kBF16ExpLo = -93.0f;               // exp(-93) < 2^-134: 0 in bfloat16
+
 }  // namespace expc
 }  // namespace olc_norm
 

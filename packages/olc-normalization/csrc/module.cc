@@ -42,7 +42,8 @@ PYBIND11_MODULE(_ext, m) {
       [](const std::string& isa, const std::string& fn,
          py::array_t<float, py::array::c_style | py::array::forcecast> x) {
         const int64_t n = static_cast<int64_t>(x.size());
-        py::array_t<float> y(fn == "softmax" || fn == "logsoftmax" ? n : 1);
+        const bool rows = fn.find("softmax") != std::string::npos;  // softmax, logsoftmax and their _f16 / _bf16
+        py::array_t<float> y(rows ? n : 1);
         float second = 0.0f;
         bool ok;
         {

@@ -519,10 +519,16 @@ void row_compute(const Job<T>& j, int64_t r, const T* x, T* y, bool nt, T* scrat
   auto apply = nt ? o.apply_nt : o.apply;
   switch (st->op) {
     case Op::Softmax:
-    case Op::LogSoftmax:
-      if (nt) o.softmax_nt(x, y, D, st->op == Op::LogSoftmax, scratch);
-      else o.softmax(x, y, D, st->op == Op::LogSoftmax);
+    case Op::LogSoftmax: {
+      const int log = st->op == Op::LogSoftmax;
+      // float16 / bfloat16 rows (widened in x, never streamed) follow the
+      // roundings of the function body in their type, at every opset.
+      auto narrow = j.x_t == OLC_DTYPE_FLOAT16 ? o.softmax_f16 : j.x_t == OLC_DTYPE_BFLOAT16 ? o.softmax_bf16 : nullptr;
+      if (narrow) narrow(x, y, D, log);
+      else if (nt) o.softmax_nt(x, y, D, log, scratch);
+      else o.softmax(x, y, D, log);
       return;
+    }
     case Op::LayerNorm: {
       T m, v;
       o.moments(x, D, &m, &v);
@@ -1037,6 +1043,10 @@ bool engine_f32(const std::string& isa, const std::string& fn, const float* x, f
   if (!k || n < 1) return false;
   if (fn == "softmax") k->f32.softmax(x, y, n, 0);
   else if (fn == "logsoftmax") k->f32.softmax(x, y, n, 1);
+  else if (fn == "softmax_f16") k->f32.softmax_f16(x, y, n, 0);
+  else if (fn == "logsoftmax_f16") k->f32.softmax_f16(x, y, n, 1);
+  else if (fn == "softmax_bf16") k->f32.softmax_bf16(x, y, n, 0);
+  else if (fn == "logsoftmax_bf16") k->f32.softmax_bf16(x, y, n, 1);
   else if (fn == "moments") k->f32.moments(x, n, y, out2);
   else if (fn == "sum_squares") y[0] = k->f32.sum_squares(x, n);
   else if (fn == "sum_abs") y[0] = k->f32.sum_abs(x, n);

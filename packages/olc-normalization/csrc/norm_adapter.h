@@ -19,7 +19,10 @@ std::vector<std::string> op_names();
 
 // The float32 row engine of one ISA level, called directly (tests of the
 // engine itself against a float64 oracle, without a session).
-// fn: "softmax", "logsoftmax", "moments", "sum_squares", "sum_abs".
+// fn: "softmax", "logsoftmax", "moments", "sum_squares", "sum_abs", and
+// "softmax_f16", "logsoftmax_f16", "softmax_bf16", "logsoftmax_bf16" (x
+// holds float16 / bfloat16 values widened to float32; y is left in float32,
+// before its final rounding to the type).
 // Returns false when the level is unknown or not available on this CPU.
 bool engine_f32(const std::string& isa, const std::string& fn, const float* x, float* y, int64_t n,
                 float* out2);

@@ -79,6 +79,39 @@ struct V8 {
     const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
     return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);  // x < kLo (and -inf): 0
   }
+  static R round_f16(R v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  // Nearest even on the top 16 bits, as pack_bf16 below; a NaN keeps its
+  // top bits and is made quiet.
+  static R round_bf16(R v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i hi = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_and_si256(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), hi);
+    const __m256i q = _mm256_and_si256(_mm256_or_si256(x, _mm256_set1_epi32(0x00400000)), hi);
+    return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(q), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  static bool any_nonzero(R v) {
+    const __m256i b = _mm256_castps_si256(v);
+    return !_mm256_testz_si256(b, b);
+  }
+  // All ones where |(bits(v) & mask) - mid| <= kDoubtUlps.
+  static __m256 near_mid(__m256 v, int mask, int mid) {
+    const __m256i b = _mm256_and_si256(_mm256_castps_si256(v), _mm256_set1_epi32(mask));
+    const __m256i d = _mm256_abs_epi32(_mm256_sub_epi32(b, _mm256_set1_epi32(mid)));
+    return _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(expc::kDoubtUlps + 1), d));
+  }
+  static R doubt_f16(R e) {
+    const __m256 c = _mm256_set1_ps(expc::kF16MinNormal);
+    const __m256 v = _mm256_blendv_ps(e, _mm256_add_ps(e, c), _mm256_cmp_ps(e, c, _CMP_LT_OQ));
+    return _mm256_and_ps(near_mid(v, 0x1fff, 0x1000), _mm256_set1_ps(1.0f));
+  }
+  static R doubt_bf16(R t, R e) {
+    const __m256 band = _mm256_and_ps(_mm256_cmp_ps(t, _mm256_set1_ps(expc::kBF16ExpLo), _CMP_GT_OQ),
+                                      _mm256_cmp_ps(t, _mm256_set1_ps(expc::kLo), _CMP_LT_OQ));
+    return _mm256_and_ps(_mm256_or_ps(near_mid(e, 0xffff, 0x8000), band), _mm256_set1_ps(1.0f));
+  }
 };
 
 #include "row_engine.inc"

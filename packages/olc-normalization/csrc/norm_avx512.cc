@@ -76,6 +76,40 @@ struct V16 {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     return _mm512_scalef_ps(p, n);
   }
+  static R round_f16(R v) {
+    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  // Nearest even on the top 16 bits, as pack_bf16 below; a NaN keeps its
+  // top bits and is made quiet.
+  static R round_bf16(R v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i hi = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_and_si512(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), hi);
+    const __mmask16 nan = _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    r = _mm512_mask_and_epi32(r, nan, _mm512_or_si512(x, _mm512_set1_epi32(0x00400000)), hi);
+    return _mm512_castsi512_ps(r);
+  }
+  static bool any_nonzero(R v) {
+    const __m512i b = _mm512_castps_si512(v);
+    return _mm512_test_epi32_mask(b, b) != 0;
+  }
+  // The lanes where |(bits(v) & mask) - mid| <= kDoubtUlps.
+  static __mmask16 near_mid(__m512 v, int mask, int mid) {
+    const __m512i b = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(mask));
+    const __m512i d = _mm512_abs_epi32(_mm512_sub_epi32(b, _mm512_set1_epi32(mid)));
+    return _mm512_cmple_epi32_mask(d, _mm512_set1_epi32(expc::kDoubtUlps));
+  }
+  static R doubt_f16(R e) {
+    const __m512 c = _mm512_set1_ps(expc::kF16MinNormal);
+    const __m512 v = _mm512_mask_add_ps(e, _mm512_cmp_ps_mask(e, c, _CMP_LT_OQ), e, c);
+    return _mm512_maskz_mov_ps(near_mid(v, 0x1fff, 0x1000), _mm512_set1_ps(1.0f));
+  }
+  static R doubt_bf16(R t, R e) {
+    const __mmask16 band = _mm512_cmp_ps_mask(t, _mm512_set1_ps(expc::kBF16ExpLo), _CMP_GT_OQ) &
+                           _mm512_cmp_ps_mask(t, _mm512_set1_ps(expc::kLo), _CMP_LT_OQ);
+    return _mm512_maskz_mov_ps(static_cast<__mmask16>(near_mid(e, 0xffff, 0x8000) | band), _mm512_set1_ps(1.0f));
+  }
 };
 
 #include "row_engine.inc"

@@ -42,6 +42,15 @@ struct RowOps {
   // with norm the L1 (p == 1) or L2 norm of the column, and +0 for a column
   // whose norm is 0.
   void (*lp_cols)(const T* x, T* y, int64_t L, int64_t stride, int64_t ncols, int p);
+  // Softmax (log != 0: LogSoftmax) of a row stored as float16 (softmax_f16)
+  // or bfloat16 (softmax_bf16), its values widened to T in x; y is rounded
+  // to that type by the caller. The ONNX function body evaluated in that
+  // type, each operator's result rounded to it:
+  //   t = round(x - max(x)), e = round(exp(t)), s = round(sum(e)) (summed
+  //   in float32); softmax: y = e / s; log: y = t - round(log(s)).
+  // Null for T = double.
+  void (*softmax_f16)(const T* x, T* y, int64_t n, int log);
+  void (*softmax_bf16)(const T* x, T* y, int64_t n, int log);
 };
 
 // Element conversions between the storage types and float32.

@@ -15,62 +15,6 @@ namespace scalar {
 
 namespace {
 
-float exp_nonpos_f32(float x) {
-  using namespace expc;
-  if (!(x >= kLo)) return x != x ? x : 0.0f;  // NaN stays NaN; below FLT_MIN (and -inf) -> 0
-  const float t = x * kLog2e;
-  const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
-  float r = x - n * kLn2Hi;
-  r = r - n * kLn2Lo;
-  float p = kC5;
-  p = p * r + kC4;
-  p = p * r + kC3;
-  p = p * r + kC2;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t ni = static_cast<int32_t>(n);  // in [-126, 0]
-  const uint32_t bits = static_cast<uint32_t>(ni + 127) << 23;
-  float s;
-  std::memcpy(&s, &bits, sizeof s);
-  return p * s;
-}
-
-template <class TT>
-struct VS {
-  using T = TT;
-  using R = TT;
-  static constexpr int64_t W = 1;
-  static constexpr bool kStream = false;
-  static constexpr uintptr_t kAlign = 1;
-  static void stream(T* p, R v) { *p = v; }
-  static void fence() {}
-  static R load(const T* p) { return *p; }
-  static R load_part(const T* p, int64_t, T) { return *p; }  // never reached with W == 1
-  static void store(T* p, R v) { *p = v; }
-  static void store_part(T* p, R v, int64_t) { *p = v; }
-  static R set1(T v) { return v; }
-  static R add(R a, R b) { return a + b; }
-  static R sub(R a, R b) { return a - b; }
-  static R mul(R a, R b) { return a * b; }
-  static R div(R a, R b) { return a / b; }
-  static R sqrt(R a) { return std::sqrt(a); }
-  static R keep_if_nonzero(R v, R d) { return d != T(0) ? v : T(0); }
-  static R fmadd(R a, R b, R c) { return a * b + c; }
-  // NaN in b wins, as the vector max(a, b) of x86.
-  static R max(R a, R b) { return a > b ? a : b; }
-  static R abs(R a) { return std::fabs(a); }
-  static T hsum(R v) { return v; }
-  static T hmax(R v) { return v; }
-  static R exp_nonpos(R x);
-};
-
-template <>
-float VS<float>::exp_nonpos(float x) { return exp_nonpos_f32(x); }
-template <>
-double VS<double>::exp_nonpos(double x) { return std::exp(x); }
-
-#include "row_engine.inc"
-
 // ---- conversions ----
 
 float h2f(uint16_t h) {
@@ -131,6 +75,97 @@ void f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
     else y[i] = static_cast<uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
   }
 }
+
+// ---- exp ----
+
+float exp_nonpos_f32(float x) {
+  using namespace expc;
+  if (!(x >= kLo)) return x != x ? x : 0.0f;  // NaN stays NaN; below FLT_MIN (and -inf) -> 0
+  const float t = x * kLog2e;
+  const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
+  float r = x - n * kLn2Hi;
+  r = r - n * kLn2Lo;
+  float p = kC5;
+  p = p * r + kC4;
+  p = p * r + kC3;
+  p = p * r + kC2;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const int32_t ni = static_cast<int32_t>(n);  // in [-126, 0]
+  const uint32_t bits = static_cast<uint32_t>(ni + 127) << 23;
+  float s;
+  std::memcpy(&s, &bits, sizeof s);
+  return p * s;
+}
+
+template <class TT>
+struct VS {
+  using T = TT;
+  using R = TT;
+  static constexpr int64_t W = 1;
+  static constexpr bool kStream = false;
+  static constexpr uintptr_t kAlign = 1;
+  static void stream(T* p, R v) { *p = v; }
+  static void fence() {}
+  static R load(const T* p) { return *p; }
+  static R load_part(const T* p, int64_t, T) { return *p; }  // never reached with W == 1
+  static void store(T* p, R v) { *p = v; }
+  static void store_part(T* p, R v, int64_t) { *p = v; }
+  static R set1(T v) { return v; }
+  static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R mul(R a, R b) { return a * b; }
+  static R div(R a, R b) { return a / b; }
+  static R sqrt(R a) { return std::sqrt(a); }
+  static R keep_if_nonzero(R v, R d) { return d != T(0) ? v : T(0); }
+  static R fmadd(R a, R b, R c) { return a * b + c; }
+  // NaN in b wins, as the vector max(a, b) of x86.
+  static R max(R a, R b) { return a > b ? a : b; }
+  static R abs(R a) { return std::fabs(a); }
+  static T hsum(R v) { return v; }
+  static T hmax(R v) { return v; }
+  static R exp_nonpos(R x);
+  static R round_f16(R x);   // T = float only
+  static R round_bf16(R x);  // T = float only
+  static R doubt_f16(R e);    // T = float only
+  static R doubt_bf16(R t, R e);
+  static bool any_nonzero(R v) { return v != T(0); }  // used on 0 / 1 values only
+};
+
+template <>
+float VS<float>::exp_nonpos(float x) { return exp_nonpos_f32(x); }
+template <>
+double VS<double>::exp_nonpos(double x) { return std::exp(x); }
+template <>
+float VS<float>::round_f16(float x) { return h2f(f2h(x)); }
+template <>
+float VS<float>::round_bf16(float x) {
+  uint16_t h;
+  float y;
+  f32_to_bf16(&x, &h, 1);
+  bf16_to_f32(&h, &y, 1);
+  return y;
+}
+
+// |(bits(v) & mask) - mid| <= kDoubtUlps
+bool near_mid(float v, uint32_t mask, int32_t mid) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  const int32_t d = static_cast<int32_t>(b & mask) - mid;
+  return d <= expc::kDoubtUlps && d >= -expc::kDoubtUlps;
+}
+template <>
+float VS<float>::doubt_f16(float e) {
+  const float v = e < expc::kF16MinNormal ? e + expc::kF16MinNormal : e;
+  return near_mid(v, 0x1fffu, 0x1000) ? 1.0f : 0.0f;
+}
+template <>
+float VS<float>::doubt_bf16(float t, float e) {
+  const bool band = t > expc::kBF16ExpLo && t < expc::kLo;
+  return band || near_mid(e, 0xffffu, 0x8000) ? 1.0f : 0.0f;
+}
+
+#include "row_engine.inc"
 
 }  // namespace
 

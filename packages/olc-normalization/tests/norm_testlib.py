@@ -100,6 +100,56 @@ def softmax_ref(x, axis, opset, log=False):
         return d - np.log(s) if log else e / s
 
 
+def softmax_body(x, axis, opset, t, log=False):
+    """Softmax / LogSoftmax as the ONNX function body evaluated in the
+    16-bit type t, each operator's result rounded to t: d = x - max, e =
+    exp(d), s = sum(e) (accumulated in float32, as numpy sums float16),
+    e / s or d - log(s). numpy / ml_dtypes compute each operation in float32
+    and round once; the explicit float32 sum also stands in for the
+    reference's ReduceSum on bfloat16, which ml_dtypes accumulates in
+    bfloat16 (a row of 4096 values near 0.5 sums to 256 there)."""
+    T = NP_TYPE[t]
+    x = np.asarray(x, T)
+    if x.size == 0:
+        return x.copy()
+    if opset < 13:
+        a = axis + x.ndim if axis < 0 else axis
+        rows = int(np.prod(x.shape[:a], dtype=np.int64))
+        return softmax_body(x.reshape(rows, -1), 1, 13, t, log).reshape(x.shape)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        d = (x - np.max(x, axis=axis, keepdims=True)).astype(T)
+        e = np.exp(d).astype(T)
+        s = np.sum(e.astype(np.float32), axis=axis, keepdims=True).astype(T)
+        return (d - np.log(s).astype(T)).astype(T) if log else (e / s).astype(T)
+
+
+def ulp_of(v, t):
+    """The spacing of the 16-bit type t at |v| (its subnormal quantum below
+    the normal range)."""
+    mant, emin = {"float16": (10, -14), "bfloat16": (7, -126)}[t]
+    a = np.abs(np.asarray(v, np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        e = np.floor(np.log2(np.maximum(a, 2.0**emin)))
+    return np.ldexp(1.0, (e - mant).astype(np.int64))
+
+
+def assert_ulps(y, ref, t, what="", ulps=1):
+    """y within `ulps` spacings of t of ref, element by element; NaN and
+    inf (with sign) at the same places."""
+    y, ref = to64(y), to64(ref)
+    assert y.shape == ref.shape, f"{what}: shape {y.shape} != {ref.shape}"
+    assert np.array_equal(np.isnan(y), np.isnan(ref)), f"{what}: NaN positions differ"
+    inf = np.isinf(ref)
+    assert np.array_equal(inf, np.isinf(y)) and np.array_equal(y[inf], ref[inf]), f"{what}: inf differ"
+    fin = np.isfinite(ref)
+    if not fin.any():
+        return
+    err = np.abs(y[fin] - ref[fin]) / ulp_of(ref[fin], t)
+    worst = int(np.argmax(err))
+    assert err[worst] <= ulps, (f"{what}: {err[worst]:g} ulps at {worst}: got {y[fin][worst]!r}, expected "
+                                f"{ref[fin][worst]!r} ({int((err > ulps).sum())} of {err.size} elements)")
+
+
 def layernorm_ref(x, scale, bias, axis, eps):
     x = to64(x)
     a = axis + x.ndim if axis < 0 else axis

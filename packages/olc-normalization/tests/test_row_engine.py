@@ -104,3 +104,52 @@ def test_conversions_bit_exact(level):
             nan = np.isnan(v)
             assert np.all(np.isnan(got[nan].view(t).astype(np.float32))), fn
             assert np.array_equal(got[~nan], want[~nan].view(np.uint16)), (fn, n)
+
+
+NARROW_FNS = [(f"{op}_{suf}", t) for op in ("softmax", "logsoftmax") for suf, t in (("f16", "float16"),
+                                                                                    ("bf16", "bfloat16"))]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn,t", NARROW_FNS)
+def test_narrow_every_length(fn, t, level):
+    """The 16-bit row functions (x - max, exp and sum rounded to the type)
+    on every tail, against the function body in the type: within one ulp
+    after the caller's final rounding."""
+    from norm_testlib import NP_TYPE, assert_ulps, softmax_body
+    available(level)
+    rng = np.random.default_rng(53)
+    for n in LENGTHS:
+        x = rng.uniform(-30, 30, n).astype(NP_TYPE[t])
+        y, _ = _ext.engine_f32(level, fn, x.astype(np.float32))
+        assert_ulps(y.astype(NP_TYPE[t]), softmax_body(x, -1, 13, t, fn.startswith("log")), t, f"{fn} n={n}")
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("fn,t", NARROW_FNS)
+def test_narrow_every_exp_argument(fn, t, level):
+    """One row holding 0 and every value of the type from the underflow of
+    its exp up to 0, so x - max is each of them exactly: the exps near a
+    midpoint between two values of the type (recomputed in float64) and,
+    for bfloat16, the subnormal exps below FLT_MIN. Within one ulp of the
+    function body; float16 differs from numpy's exp in 2 values, where
+    numpy's float32 exp is not correctly rounded, so allow a few."""
+    import ml_dtypes
+    from norm_testlib import NP_TYPE, assert_ulps, softmax_body
+    available(level)
+    lo = {"float16": -18.0, "bfloat16": -95.0}[t]
+    v = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(NP_TYPE[t]).astype(np.float32)
+    v = v[np.isfinite(v) & (v <= 0) & (v >= lo)]
+    x = np.concatenate([[0.0], v]).astype(np.float32)
+    y, _ = _ext.engine_f32(level, fn, x)
+    y = y.astype(NP_TYPE[t])
+    ref = softmax_body(x.astype(NP_TYPE[t]), -1, 13, t, fn.startswith("log"))
+    assert_ulps(y, ref, t, fn)
+    assert int((y.astype(np.float64) != ref.astype(np.float64)).sum()) <= 4
+    if t == "bfloat16" and fn == "softmax_bf16":
+        # exps below FLT_MIN are bfloat16 subnormals, not 0 (the sum is 1 here)
+        x = np.array([0.0, -87.5, -88.0, -90.0, -92.0, -92.5, -93.0, -100.0], np.float32)  # bfloat16 values
+        y, _ = _ext.engine_f32(level, fn, x)
+        want = np.exp(x.astype(np.float64)).astype(np.float32).astype(ml_dtypes.bfloat16)
+        assert np.array_equal(y.astype(ml_dtypes.bfloat16).view(np.uint16), want.view(np.uint16)), y
+        assert np.all(want[1:6].astype(np.float32) > 0) and np.all(want[6:].astype(np.float32) == 0)

@@ -1,6 +1,8 @@
 """Softmax and LogSoftmax at every opset form (1, 11: 2-D coercion at
 axis; 13: one axis), every type and SIMD level, 1 and 2 threads, against a
-float64 oracle; onnx.reference as a second oracle for float32."""
+float64 oracle; onnx.reference as a second oracle for float32; float16 and
+bfloat16 within one ulp of the function body evaluated in that type
+(onnx.reference for float16)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ import numpy as np
 import pytest
 from onnx.reference import ReferenceEvaluator
 
-from norm_testlib import (LEVELS, NP_TYPE, TYPES, assert_close, make_model, rand, session, softmax_ref)
+from onnx import TensorProto, helper
+
+from norm_testlib import (LEVELS, NP_TYPE, ONNX_TYPE, TYPES, assert_close, assert_ulps, make_model, rand, session,
+                          softmax_body, softmax_ref)
 
 OPS = ("Softmax", "LogSoftmax")
+NARROW = ("float16", "bfloat16")
 ROW_LENGTHS = (1, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 4095, 4096, 4097)
 
 
@@ -98,6 +104,8 @@ def test_extreme_values(op, t, level):
     x = np.array(rows, np.float64).astype(NP_TYPE[t])
     y = run(op, t, 13, x, level=level)
     assert_close(y, ref(op, x, -1, 13), t, f"{op} {t} {level}")
+    if t in NARROW:
+        assert_ulps(y, softmax_body(x, -1, 13, t, op == "LogSoftmax"), t, f"{op} {t} {level} (function body)")
     if op == "Softmax":
         assert np.all(np.isnan(y[1].astype(np.float64)))
         assert np.all(y[0].astype(np.float64)[[1, 3, 6]] == 0.0)
@@ -181,3 +189,73 @@ def test_middle_axis_columns(op, level):
             for threads in (1, 2):
                 assert_close(run(op, t, 13, x, axis, level, threads), ref(op, x, axis, 13), t,
                              f"{op} {t} {shape} axis={axis} threads={threads}")
+
+
+# ---------------------------------------------------------------- float16 / bfloat16: the function body in T
+
+def body_model(op, t, axis):
+    """The opset-13 function body of Softmax / LogSoftmax as nodes (opset 18
+    spelling of the reductions), for onnx.reference to evaluate in t."""
+    n = [helper.make_node("ReduceMax", ["x", "axes"], ["m"], keepdims=1),
+         helper.make_node("Sub", ["x", "m"], ["d"]),
+         helper.make_node("Exp", ["d"], ["e"]),
+         helper.make_node("ReduceSum", ["e", "axes"], ["s"], keepdims=1)]
+    if op == "Softmax":
+        n.append(helper.make_node("Div", ["e", "s"], ["y"]))
+    else:
+        n += [helper.make_node("Log", ["s"], ["l"]), helper.make_node("Sub", ["d", "l"], ["y"])]
+    g = helper.make_graph(n, "body", [helper.make_tensor_value_info("x", ONNX_TYPE[t], None)],
+                          [helper.make_tensor_value_info("y", ONNX_TYPE[t], None)],
+                          initializer=[helper.make_tensor("axes", TensorProto.INT64, [1], [axis])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 10
+    return m
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", NARROW)
+@pytest.mark.parametrize("op", OPS)
+def test_narrow_follows_function_body(op, t, level):
+    """float16 / bfloat16 rows round x - max, the exps, their sum and the
+    result to the type, as the function body evaluated in it (README,
+    accuracy): within one ulp of the type. float16 against onnx.reference on
+    the body's nodes and, for Softmax, on the node itself (the backend
+    suite's expected data); bfloat16 against softmax_body, since the
+    reference's ReduceSum accumulates bfloat16 in bfloat16."""
+    rng = np.random.default_rng(8)
+    log = op == "LogSoftmax"
+    for n in ROW_LENGTHS:
+        for lo, hi in ((-20, 20), (-3, 3)):
+            x = rand(rng, (3, n), t, lo, hi)
+            if n > 8:
+                x[1, ::5] = -np.inf
+            y = run(op, t, 13, x, level=level)
+            what = f"{op} {t} {level} n={n} [{lo}, {hi}]"
+            assert_ulps(y, softmax_body(x, -1, 13, t, log), t, what)
+            if t == "float16":
+                expected, = ReferenceEvaluator(body_model(op, t, -1)).run(None, {"x": x})
+                assert_ulps(y, expected, t, what + " (onnx.reference, function body)")
+                if not log:
+                    expected, = ReferenceEvaluator(model(op, t, 13)).run(None, {"x": x})
+                    assert_ulps(y, expected, t, what + " (onnx.reference)")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", OPS)
+def test_narrow_axes_and_opsets(op, level, threads):
+    """The same roundings on every path a 16-bit row takes: the last axis, a
+    middle or first axis (gathered rows), the 2-D coercion before opset 13
+    (float16 only there), rows split across threads."""
+    rng = np.random.default_rng(9)
+    cases = [(13, (4, 65), -1), (13, (2, 3, 17), 1), (13, (5, 3, 17), 0), (13, (2, 21, 300), 1),
+             (13, (64, 257), -1), (11, (2, 3, 5), None), (11, (2, 3, 5, 4), 2), (1, (3, 4, 9), 0)]
+    for t in NARROW:
+        for opset, shape, axis in cases:
+            if t == "bfloat16" and opset < 13:
+                continue
+            x = rand(rng, shape, t, -15, 15)
+            a = axis if axis is not None else (1 if opset < 13 else -1)
+            y = run(op, t, opset, x, axis, level, threads)
+            assert_ulps(y, softmax_body(x, a, opset, t, op == "LogSoftmax"), t,
+                        f"{op}-{opset} {t} {shape} axis={axis} {level} threads={threads}")
