@@ -487,3 +487,33 @@ def test_pow_float32_accuracy():
         assert d.max() <= 1, f"max ulp {d.max()} at x={x[fin][d.argmax()]} y={y[fin][d.argmax()]}"
         exact_int = fin & (exact == np.round(exact)) & (np.abs(exact) < 2 ** 24)
         np.testing.assert_array_equal(out[exact_int], ref32[exact_int])
+
+
+def test_plan_cache_concurrent_runs():
+    """One session run from two Python threads at once with more distinct
+    shape pairs than the 8-entry plan cache holds: every result right (the
+    cache is shared by the runs and guarded)."""
+    import threading
+
+    model = make_model("Add", ["float32", "float32"], "float32", 14)
+    sess = olc_core.Session(model, threads=1, strict=True)
+    shapes = [((k + 1, 33), (33,)) for k in range(6)] + [((5, k + 2), (5, 1)) for k in range(6)]
+    rng = np.random.default_rng(8)
+    data = [(rng.standard_normal(sa).astype(np.float32), rng.standard_normal(sb).astype(np.float32))
+            for sa, sb in shapes]
+    errors = []
+
+    def worker(offset):
+        try:
+            for i in range(300):
+                a, b = data[(i + offset) % len(data)]
+                np.testing.assert_array_equal(sess.run(None, {"x0": a, "x1": b})[0], a + b)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=worker, args=(k * 5,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
