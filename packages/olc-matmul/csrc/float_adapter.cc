@@ -179,6 +179,9 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
       st->packed = packed_constant(st->ks, *cb, st->transB, K, N, nmat, &shared);
       if (st->packed) {
         st->packed_shape.assign(cb->shape, cb->shape + cb->ndim);
+        // Keyed by the shared buffer: the session counts it once.
+        if (OLC_API_HAS(api, report_prepacked))
+          api->report_prepacked(node, st->packed.get(), static_cast<int64_t>(st->packed->bytes));
         char buf[96];
         std::snprintf(buf, sizeof buf, " prepacked-B %.1f KiB%s", st->packed->bytes / 1024.0,
                       shared ? " shared" : "");

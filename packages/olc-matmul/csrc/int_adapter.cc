@@ -430,6 +430,8 @@ void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* nod
       st->packed_colsum.resize(N);
       col_sums(opb, static_cast<const uint8_t*>(cb->data), K, N, st->packed_colsum.data());
       st->packed_shape = {K, N};
+      if (OLC_API_HAS(api, report_prepacked))
+        api->report_prepacked(node, st->packed.get(), static_cast<int64_t>(st->packed->bytes));
       char buf[64];
       std::snprintf(buf, sizeof buf, " prepacked-B %.1f KiB", st->packed->bytes / 1024.0);
       note = buf;

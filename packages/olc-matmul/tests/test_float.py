@@ -215,6 +215,10 @@ def test_prepacked_cache_shared_and_released():
     s = olc_core.Session(m, record_usage=True)
     held = olc_matmul.prepacked_bytes() - base
     assert 64 * 96 * 4 <= held <= 64 * 128 * 4  # one copy (N padded to the tile), not two
+    # The session sees the same: each node holds the buffer, the total counts it once.
+    per_node = {e.node_name: e.prepacked_bytes for e in s.kernel_plan()}
+    assert per_node["n1"] == per_node["n2"] == held and per_node["sl"] == 0
+    assert s.prepacked_bytes() == held
     x = rand(rng, (5, 64), "float32")
     y = s.run(None, {"x": x})[0]
     ref = (x.astype(np.float64) @ w)[:, :64] @ w
