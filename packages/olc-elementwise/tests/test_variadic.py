@@ -8,11 +8,21 @@ import zlib
 
 import numpy as np
 import pytest
+from test_binary import (
+    FLOATS,
+    LEVELS,
+    NP,
+    check,
+    float_values,
+    int_values,
+    make_model,
+    newest_opset,
+    reference,
+    session,
+)
 
 import olc_core
 from olc_elementwise import binary_manifest as bm
-
-from test_binary import FLOATS, LEVELS, NP, check, float_values, int_values, make_model, newest_opset, reference, session
 
 VARIADIC = [o for o in bm.NARY_OPS if o.kind == "variadic"]
 

@@ -10,11 +10,9 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-
-import olc_core
-from olc_elementwise import binary_manifest as bm
-
 from test_binary import FLOATS, LEVELS, NP, ONNX, check, float_values, int_values, make_model, reference, session
+
+from olc_elementwise import binary_manifest as bm
 
 WHERE_SHAPES = [((33,), (33,), (33,)), ((4, 1), (1, 33), ()), ((), (2, 3, 4), (4,)), ((2, 1, 3), (5, 1), (1, 5, 3)),
                 ((0, 3), (3,), (1,)), ((2, 64, 64), (64, 1), (2, 64, 64))]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 import olc_core

@@ -9,11 +9,11 @@ import gc
 import itertools
 
 import numpy as np
+import olc_matmul
 import pytest
 from helpers import LEVELS, NP, check_close, model, rand, session
 
 import olc_core
-import olc_matmul
 
 FLOATS = ("float32", "float64", "float16", "bfloat16")
 # Around the tiles: scalar 4x8 (f64 4x4), avx2 6x16, avx512 12x32 (f64 12x16).
@@ -201,7 +201,7 @@ def test_prepacked_cache_shared_and_released():
     base = olc_matmul.prepacked_bytes()
     rng = np.random.default_rng(7)
     w = rand(rng, (64, 96), "float32")
-    from onnx import helper, numpy_helper, TensorProto
+    from onnx import TensorProto, helper, numpy_helper
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"], name="n1"),
              helper.make_node("Slice", ["h", "st", "en", "ax"], ["h2"], name="sl"),
              helper.make_node("MatMul", ["h2", "w"], ["y"], name="n2")]

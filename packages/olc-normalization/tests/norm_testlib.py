@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import onnx
+from olc_normalization.manifest import TOLERANCE
 from onnx import TensorProto, helper
 
 import olc_core
-from olc_normalization.manifest import TOLERANCE
 
 LEVELS = [lv for lv in ("scalar", "avx2", "avx512")
           if olc_core.SIMD_LEVELS.index(lv) <= olc_core.SIMD_LEVELS.index(olc_core.detected_simd_level())]

@@ -7,11 +7,23 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from norm_testlib import (
+    LEVELS,
+    NP_TYPE,
+    TYPES,
+    assert_close,
+    batchnorm_ref,
+    groupnorm_ref,
+    instancenorm_ref,
+    lp_ref,
+    make_model,
+    mvn_ref,
+    rand,
+    session,
+)
 from onnx.reference import ReferenceEvaluator
 
 import olc_core
-from norm_testlib import (LEVELS, NP_TYPE, TYPES, assert_close, batchnorm_ref, groupnorm_ref, instancenorm_ref,
-                          lp_ref, make_model, mvn_ref, rand, session)
 
 
 def tname(a):
@@ -71,8 +83,6 @@ def test_batchnorm_matches_onnx_reference():
 
 
 def test_batchnorm_training_mode_runs_on_fallback():
-    x = np.ones((2, 3, 4), np.float32)
-    p = [np.ones(3, np.float32)] * 5
     m = make_model("BatchNormalization", [(f"i{k}", "float32") for k in range(5)],
                    [("y", "float32"), ("rm", "float32"), ("rv", "float32")], {"training_mode": 1}, opset=15)
     s = olc_core.Session(m)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from norm_testlib import LEVELS, NP_TYPE, TYPES, assert_close, layernorm_ref, make_model, rand, rms_ref, session
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import olc_core
-from norm_testlib import (LEVELS, NP_TYPE, TYPES, assert_close, layernorm_ref, make_model, rand, rms_ref,
-                          session)
 
 ROW_LENGTHS = (1, 7, 8, 9, 17, 33, 768, 4095, 4096, 4097)
 
@@ -114,7 +113,7 @@ def test_layernorm_empty():
     for shape, axis in [((0, 8), -1), ((3, 0), -1), ((2, 0, 4), -1)]:
         x = np.zeros(shape, np.float32)
         s = np.ones(shape[axis:] if axis != -1 else shape[-1:], np.float32)
-        y, mean, inv = run_ln(x, s, None, axis, outputs=3)
+        y, mean, _inv = run_ln(x, s, None, axis, outputs=3)
         assert y.shape == shape and mean.shape == shape[:-1] + (1,)
         if shape[-1] == 0 and mean.size:
             assert np.all(np.isnan(mean))  # mean of an empty row: 0 / 0

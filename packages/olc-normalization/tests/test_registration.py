@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import olc_core
 from norm_testlib import NP_TYPE, make_model
 from olc_normalization import manifest
+
+import olc_core
 
 # Per operator: (input shapes, attributes) of a small valid node.
 NODES = {

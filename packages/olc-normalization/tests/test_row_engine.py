@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import olc_core
 from norm_testlib import LEVELS
 from olc_normalization import _ext
+
+import olc_core
 
 
 def available(level):

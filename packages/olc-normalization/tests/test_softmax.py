@@ -8,12 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from onnx.reference import ReferenceEvaluator
-
+from norm_testlib import (
+    LEVELS,
+    NP_TYPE,
+    ONNX_TYPE,
+    TYPES,
+    assert_close,
+    assert_ulps,
+    make_model,
+    rand,
+    session,
+    softmax_body,
+    softmax_ref,
+)
 from onnx import TensorProto, helper
-
-from norm_testlib import (LEVELS, NP_TYPE, ONNX_TYPE, TYPES, assert_close, assert_ulps, make_model, rand, session,
-                          softmax_body, softmax_ref)
+from onnx.reference import ReferenceEvaluator
 
 OPS = ("Softmax", "LogSoftmax")
 NARROW = ("float16", "bfloat16")

@@ -15,7 +15,15 @@ from .errors import DispatchConflictError, InvalidModelError, NoKernelError, Olc
 from .graph_passes import FUSED_DOMAIN, GraphPass, GraphPassContext, Rewrite
 from .hookspecs import ENTRY_POINT_GROUP, hookimpl
 from .registration import KernelRegistration
-from .registry import graph_passes, plugin_load_errors, plugins, register_plugin, registered_kernels, unregister_plugin
+from .registry import (
+    graph_passes,
+    load_extension,
+    plugin_load_errors,
+    plugins,
+    register_plugin,
+    registered_kernels,
+    unregister_plugin,
+)
 from .session import NodeArg, NodeInfo, PlanEntry, Session
 from .simd import SIMD_LEVELS, cpu_features, detected_simd_level, simd_cap, simd_level
 from .threads import default_thread_count
@@ -54,6 +62,7 @@ __all__ = [
     "get_include",
     "graph_passes",
     "hookimpl",
+    "load_extension",
     "plugin_load_errors",
     "plugins",
     "register_plugin",

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 import warnings
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import cast
 
 import pluggy
@@ -86,6 +88,22 @@ def unregister_plugin(plugin: object) -> None:
         plugin_manager().unregister(plugin)
         _table = None
         _passes = None
+
+
+def load_extension(module_name: str) -> ModuleType:
+    """Imports a family's native extension module for its plugin.
+
+    A failed import is re-raised as an ImportError naming the module and the
+    underlying reason (pybind11 reports a failed module init only as
+    "initialization failed" and keeps the reason in ``__cause__``), which
+    the registry then lists in :func:`plugin_load_errors`.
+    """
+    try:
+        return importlib.import_module(module_name)
+    except ImportError as e:
+        cause = e.__cause__ or e.__context__
+        detail = f"{e}: {cause}" if cause is not None else str(e)
+        raise ImportError(f"{module_name}: cannot load the native extension ({detail})") from e
 
 
 def plugin_load_errors() -> list[str]:

@@ -71,16 +71,19 @@ FAMILIES = ("contiguous", "left_scalar", "right_scalar", "row", "per_channel", "
 
 
 def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
-    sizes = tuple(sizes) if sizes else DEFAULT_SIZES
+    chosen: tuple[int, ...] = tuple(sizes) if sizes else tuple(DEFAULT_SIZES)
     cases = []
     for op, dtype, attrs, ga, gb in MATRIX:
         for family in FAMILIES:
             if op == "PRelu" and family == "left_scalar":
                 continue  # the slope must broadcast to X
-            for n in sizes:
+            for n in chosen:
                 if n < 1024 or n % 1024:
                     continue
-                sa, sb = family_shapes(family, n)
+                shapes = family_shapes(family, n)
+                if shapes is None:
+                    raise ValueError(f"unknown broadcast family {family!r}")
+                sa, sb = shapes
                 gen_a = _bool if ga == "bool" else ga
                 gen_b = _bool if gb == "bool" else gb
                 attr_txt = "".join(f" {k}={v}" for k, v in attrs.items())

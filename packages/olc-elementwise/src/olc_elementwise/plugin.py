@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 from types import ModuleType
 
 import olc_core
@@ -12,19 +11,8 @@ from . import manifest
 FAMILY = "olc-elementwise"
 
 
-def _load_ext() -> ModuleType:
-    try:
-        return importlib.import_module("olc_elementwise._ext")
-    except ImportError as e:
-        # pybind11 reports a failed module init as "initialization failed";
-        # the reason is in __cause__.
-        cause = e.__cause__ or e.__context__
-        detail = f"{e}: {cause}" if cause is not None else str(e)
-        raise ImportError(f"olc_elementwise: cannot load the native extension ({detail})") from e
-
-
 def registrations() -> list[olc_core.KernelRegistration]:
-    ext = _load_ext()
+    ext = olc_core.load_extension("olc_elementwise._ext")
     out = []
     for spec in manifest.UNARY_OPS:
         factory = ext.vtable(spec.op)

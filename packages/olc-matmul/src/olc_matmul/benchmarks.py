@@ -148,8 +148,9 @@ def _time_matmul(m, n, k, dtype, threads, min_time=0.5) -> float:
     dynamic): the same statistic as the best-of-3 FMA peak it is divided by,
     so a busy machine lowers both alike."""
     import ml_dtypes
-    import olc_core
     from onnx import TensorProto, helper
+
+    import olc_core
 
     code = {"float32": TensorProto.FLOAT, "bfloat16": TensorProto.BFLOAT16}[dtype]
     npt = np.float32 if dtype == "float32" else ml_dtypes.bfloat16
@@ -162,7 +163,7 @@ def _time_matmul(m, n, k, dtype, threads, min_time=0.5) -> float:
     rng = np.random.default_rng(0)
     feeds = {"a": rng.standard_normal((m, k)).astype(npt), "b": rng.standard_normal((k, n)).astype(npt)}
     sess.run(None, feeds)
-    samples = []
+    samples: list[int] = []
     end = time.perf_counter() + min_time
     while time.perf_counter() < end or len(samples) < 5:
         t0 = time.perf_counter_ns()
@@ -180,7 +181,7 @@ def benchmark_extras(threads) -> list[dict[str, Any]]:
 
 
 def _extras_for(threads: int) -> list[dict[str, Any]]:
-    from . import _ext
+    from . import _ext  # type: ignore[attr-defined]  # the built extension
 
     out = []
     n = 1024

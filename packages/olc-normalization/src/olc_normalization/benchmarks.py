@@ -26,7 +26,7 @@ GROUP = "transformer"
 
 def _case(op: str, opset: int, shape: list[int], params: list[list[int]], attributes: dict[str, Any],
           name: str, generators: list[str] | None = None) -> dict[str, Any]:
-    inputs = [{"shape": shape, "dtype": "float32", "generator": "normal"}]
+    inputs: list[dict[str, Any]] = [{"shape": shape, "dtype": "float32", "generator": "normal"}]
     gens = generators or ["normal"] * len(params)
     inputs += [{"shape": p, "dtype": "float32", "generator": g, "constant": True} for p, g in zip(params, gens)]
     size = 1
@@ -47,9 +47,9 @@ def benchmark_cases() -> list[dict[str, Any]]:
                                f"LayerNormalization [{bs}, {h}]"))
             cases.append(_case("RMSNormalization", 23, shape, [[h]], {"axis": -1, "epsilon": 1e-5},
                                f"RMSNormalization [{bs}, {h}]"))
-    for shape in ATTENTION:
-        cases.append(_case("Softmax", 13, list(shape), [], {"axis": -1},
-                           "Softmax scores [" + ", ".join(map(str, shape)) + "]"))
+    for scores in ATTENTION:
+        cases.append(_case("Softmax", 13, list(scores), [], {"axis": -1},
+                           "Softmax scores [" + ", ".join(map(str, scores)) + "]"))
     # Not gated: Softmax over the channel axis of a segmentation output
     # (a middle axis: the column path of the row engine).
     seg = _case("Softmax", 13, list(SEGMENTATION), [], {"axis": 1},

@@ -36,7 +36,7 @@ class Segment:
 class NormOp:
     op: str
     segments: tuple[Segment, ...]
-    inputs: tuple[str, ...]
+    inputs: tuple[str | None, ...]  # None: unconstrained (an optional input)
     outputs: tuple[str, ...]
     attrs: tuple[str, ...]
     domain: str = ""
@@ -53,7 +53,9 @@ class NormOp:
     def x_types(self) -> tuple[str, ...]:
         seen: list[str] = []
         for s in self.segments:
-            seen.extend(t for t in s.types[self.inputs[0]] if t not in seen)
+            first = self.inputs[0]
+            assert first is not None  # X is always constrained
+            seen.extend(t for t in s.types[first] if t not in seen)
         return tuple(seen)
 
     def segment_at(self, opset: int) -> Segment | None:

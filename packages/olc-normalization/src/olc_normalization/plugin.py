@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
+
+from onnx import helper
 
 import olc_core
-from onnx import helper
 
 from . import manifest
 
 FAMILY = "olc-normalization"
-
-
-def _load_ext() -> ModuleType:
-    try:
-        return importlib.import_module("olc_normalization._ext")
-    except ImportError as e:
-        # pybind11 reports a failed module init as "initialization failed";
-        # the reason is in __cause__.
-        cause = e.__cause__ or e.__context__
-        detail = f"{e}: {cause}" if cause is not None else str(e)
-        raise ImportError(f"olc_normalization: cannot load the native extension ({detail})") from e
 
 
 def _supports(spec: manifest.NormOp) -> Callable[[Any], str | None] | None:
@@ -44,7 +33,7 @@ def _supports(spec: manifest.NormOp) -> Callable[[Any], str | None] | None:
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
-    ext = _load_ext()
+    ext = olc_core.load_extension("olc_normalization._ext")
     out = []
     for spec in manifest.NORM_OPS:
         factory = ext.vtable(spec.op)

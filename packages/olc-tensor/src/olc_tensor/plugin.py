@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
 from typing import Any
 
 import olc_core
@@ -12,17 +10,6 @@ from . import manifest
 
 FAMILY = "olc-tensor"
 _INT_ATTRIBUTE = 2  # onnx.AttributeProto.INT
-
-
-def _load_ext() -> ModuleType:
-    try:
-        return importlib.import_module("olc_tensor._ext")
-    except ImportError as e:
-        # pybind11 reports a failed module init as "initialization failed";
-        # the reason is in __cause__.
-        cause = e.__cause__ or e.__context__
-        detail = f"{e}: {cause}" if cause is not None else str(e)
-        raise ImportError(f"olc_tensor: cannot load the native extension ({detail})") from e
 
 
 def _cast_target(node: Any) -> tuple[str | None, str | None]:
@@ -50,7 +37,7 @@ def _cast_supports_until_12(node: Any) -> str | None:
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
-    ext = _load_ext()
+    ext = olc_core.load_extension("olc_tensor._ext")
     out = []
     for spec in manifest.OPS:
         factory = ext.vtable(spec.op)
