@@ -29,8 +29,8 @@ namespace {
 
 const olc_core_api* g_api = nullptr;
 
-constexpr int64_t kGroupsPerBlock = 128;  // K block, in groups
-constexpr int64_t kColsPerBlock = 512;    // N block: a packed B block of at most 256 KiB
+constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups
+constexpr int64_t kColsPerBlock = 512;    // N block: a packed B block of at most 512 KiB
 
 // use_vnni = 0 (tuning) selects the vpmaddwd kernel on a VNNI machine, so
 // that both AVX-512 kernels can be tested on one CPU.
@@ -71,17 +71,18 @@ void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, in
 #if defined(__SSE2__)
   const __m128i xflip = _mm_set1_epi8(static_cast<char>(flip));
 #endif
-  for (int64_t j = 0; j * NR < nc; ++j) {
-    uint32_t* d = dst + j * pstride;
-    const int64_t c0 = n0 + j * NR;
-    const int w = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
-    for (int64_t q = 0; q < ng; ++q) {
+  // Group of rows by group of rows, across all panels: each source row is
+  // read contiguously (a panel-by-panel walk defeats the prefetchers).
+  for (int64_t q = 0; q < ng; ++q) {
+    for (int64_t j = 0; j * NR < nc; ++j) {
+      const int64_t c0 = n0 + j * NR;
+      const int w = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
       const uint8_t* r[4];
       for (int t = 0; t < g; ++t) {
         const int64_t k = k0 + q * g + t;
         r[t] = k < k0 + kc ? B + k * ldb + c0 : zeros;
       }
-      uint32_t* o = d + q * NR;
+      uint32_t* o = dst + j * pstride + q * NR;
       if (g == 4) {
         uint8_t* ob = reinterpret_cast<uint8_t*>(o);
         const bool whole = r[3] != zeros;  // only the last group can run past the block
@@ -183,7 +184,9 @@ void row_sums(const Operand& op, const uint8_t* A, int64_t M, int64_t K, int32_t
   }
 }
 
-void col_sums(const Operand& op, const uint8_t* B, int64_t K, int64_t N, int32_t* out) {
+// Columns [0, N) of B with row stride ldb (ldb = N: the whole matrix).
+void col_sums(const Operand& op, const uint8_t* B, int64_t K, int64_t N, int32_t* out, int64_t ldb = -1) {
+  if (ldb < 0) ldb = N;
   std::fill(out, out + N, 0);
   // int16 partial sums over 128 rows at a time (|sum| <= 128 * 255 fits).
   std::vector<int16_t> acc(static_cast<size_t>(N));
@@ -192,7 +195,7 @@ void col_sums(const Operand& op, const uint8_t* B, int64_t K, int64_t N, int32_t
     std::fill(acc.begin(), acc.end(), static_cast<int16_t>(0));
     int16_t* a = acc.data();
     for (int64_t k = k0; k < k1; ++k) {
-      const uint8_t* r = B + k * N;
+      const uint8_t* r = B + k * ldb;
       if (op.is_signed)
         for (int64_t j = 0; j < N; ++j) a[j] = static_cast<int16_t>(a[j] + static_cast<int8_t>(r[j]));
       else
@@ -262,6 +265,52 @@ inline int32_t wrap_mul(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) * static_cast<uint32_t>(b));
 }
 
+// Compensation (and for QLinearMatMul the requantization) of the finished
+// rows [i0, i1) x columns [j0, j1) of the task at (m0, n0), whose int32
+// block C (stride ldc) starts at (m0, n0):
+//   v = S' - zb'[j] (rowsum[i] - K za'[i]) - za'[i] colsum[j].
+void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_t n0, int64_t i0, int64_t i1,
+                  int64_t j0, int64_t j1) {
+  const Quant& q = *job.q;
+  const uint32_t Ku = static_cast<uint32_t>(job.K);
+  const int64_t nlen = j1 - j0;
+  const uint32_t* zbv = reinterpret_cast<const uint32_t*>(q.zb_full.data()) + n0 + j0;
+  const uint32_t* csv = reinterpret_cast<const uint32_t*>(job.colsum) + n0 + j0;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t gi = m0 + i;
+    const uint32_t za = static_cast<uint32_t>(q.za.size() == 1 ? q.za[0] : q.za[gi]);
+    const uint32_t ra = static_cast<uint32_t>(job.rowsum[gi]) - Ku * za;
+    uint32_t* c = reinterpret_cast<uint32_t*>(C + i * ldc + j0);
+    if (job.colterm) {
+      // Per-tensor zero points: additions only (vectorizes on the baseline ISA).
+      const uint32_t rc = zbv[0] * ra;
+      const uint32_t* ct = job.colterm + n0 + j0;
+      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
+    } else {
+      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
+    }
+    if (job.st->qlinear) {
+      const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
+      const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
+      const double zy = q.zy.size() == 1 ? q.zy[0] : q.zy[gi];
+      const bool u8 = job.st->y_type == OLC_DTYPE_UINT8;
+      const double lo = u8 ? 0.0 : -128.0, hi = u8 ? 255.0 : 127.0;
+      for (int64_t j = 0; j < nlen; ++j) {
+        const float sb = q.sb.size() == 1 ? q.sb[0] : q.sb[n0 + j0 + j];
+        const float mult = (sa * sb) / sy;
+        // Saturate, then round half to even with the 2^52 + 2^51 shift
+        // (exact for |d| < 2^51; NaN saturates to the low bound).
+        double d = static_cast<double>(static_cast<int32_t>(c[j])) * static_cast<double>(mult) + zy;
+        d = std::min(hi, std::max(lo, d));
+        d = (d + 6755399441055744.0) - 6755399441055744.0;
+        const int64_t o = gi * job.N + n0 + j0 + j;
+        if (u8) static_cast<uint8_t*>(job.Y)[o] = static_cast<uint8_t>(d);
+        else static_cast<int8_t*>(job.Y)[o] = static_cast<int8_t>(d);
+      }
+    }
+  }
+}
+
 void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const IntKernel& ik = job.st->ik;
   const int MR = ik.mr, NR = ik.nr, g = ik.group;
@@ -289,6 +338,8 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   if (job.K == 0) {
     for (int64_t i = 0; i < mlen; ++i)
       for (int64_t j = 0; j < nlen; ++j) C[i * ldc + j] = 0;
+    finish_block(job, C, ldc, m0, n0, 0, mlen, 0, nlen);
+    return;
   }
   for (int64_t nc0 = n0; nc0 < n1; nc0 += kColsPerBlock) {
     const int64_t nc = std::min(kColsPerBlock, n1 - nc0);
@@ -296,6 +347,7 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
       const int64_t kc = std::min(KC, job.K - k0);
       const int64_t ng = (kc + g - 1) / g;
       const int first = k0 == 0;
+      const bool last = k0 + kc == job.K;
       const uint32_t* bblock;
       int64_t pstride;
       if (job.packed) {
@@ -315,6 +367,8 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
             ik.uk_da(ng, job.A + m * job.K + k0, job.K, bblock + j * pstride,
                      C + (m - m0) * ldc + (nc0 - n0) + j * NR, ldc, mr, nr, first);
           }
+          // Finished rows while they are still in cache.
+          if (last) finish_block(job, C, ldc, m0, n0, m - m0, m - m0 + mr, nc0 - n0, nc0 - n0 + nc);
           continue;
         }
         pack_a_int(job.opa, job.A, job.K, m, mr, k0, kc, MR, ap);
@@ -322,44 +376,7 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
           ik.uk(ng, ap, bblock + j * pstride, C + (m - m0) * ldc + (nc0 - n0) + j * NR, ldc, mr, nr, first);
         }
-      }
-    }
-  }
-  // Compensation: v = S' - zb'[j] (rowsum[i] - K za'[i]) - za'[i] colsum[j].
-  const Quant& q = *job.q;
-  const uint32_t Ku = static_cast<uint32_t>(job.K);
-  const uint32_t* zbv = reinterpret_cast<const uint32_t*>(q.zb_full.data()) + n0;
-  const uint32_t* csv = reinterpret_cast<const uint32_t*>(job.colsum) + n0;
-  for (int64_t i = 0; i < mlen; ++i) {
-    const int64_t gi = m0 + i;
-    const uint32_t za = static_cast<uint32_t>(q.za.size() == 1 ? q.za[0] : q.za[gi]);
-    const uint32_t ra = static_cast<uint32_t>(job.rowsum[gi]) - Ku * za;
-    uint32_t* c = reinterpret_cast<uint32_t*>(C + i * ldc);
-    if (job.colterm) {
-      // Per-tensor zero points: additions only (vectorizes on the baseline ISA).
-      const uint32_t rc = zbv[0] * ra;
-      const uint32_t* ct = job.colterm + n0;
-      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
-    } else {
-      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
-    }
-    if (job.st->qlinear) {
-      const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
-      const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
-      const double zy = q.zy.size() == 1 ? q.zy[0] : q.zy[gi];
-      const bool u8 = job.st->y_type == OLC_DTYPE_UINT8;
-      const double lo = u8 ? 0.0 : -128.0, hi = u8 ? 255.0 : 127.0;
-      for (int64_t j = 0; j < nlen; ++j) {
-        const float sb = q.sb.size() == 1 ? q.sb[0] : q.sb[n0 + j];
-        const float mult = (sa * sb) / sy;
-        // Saturate, then round half to even with the 2^52 + 2^51 shift
-        // (exact for |d| < 2^51; NaN saturates to the low bound).
-        double d = static_cast<double>(static_cast<int32_t>(c[j])) * static_cast<double>(mult) + zy;
-        d = std::min(hi, std::max(lo, d));
-        d = (d + 6755399441055744.0) - 6755399441055744.0;
-        const int64_t o = gi * job.N + n0 + j;
-        if (u8) static_cast<uint8_t*>(job.Y)[o] = static_cast<uint8_t>(d);
-        else static_cast<int8_t*>(job.Y)[o] = static_cast<int8_t>(d);
+        if (last) finish_block(job, C, ldc, m0, n0, m - m0, m - m0 + mr, nc0 - n0, nc0 - n0 + nc);
       }
     }
   }
@@ -376,6 +393,76 @@ void int_range(void* user, int64_t begin, int64_t end) {
 }
 
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Row sums of A and column sums of B split over threads: the first
+// `rtasks` tasks take chunks of rows, the rest chunks of columns.
+struct SumsJob {
+  Operand opa, opb;
+  const uint8_t* A;
+  const uint8_t* B;
+  int64_t M, N, K;
+  int32_t* rowsum;  // NULL: not needed
+  int32_t* colsum;  // NULL: not needed
+  int64_t rtasks, rstep, cstep;
+};
+
+void sums_range(void* user, int64_t begin, int64_t end) {
+  const SumsJob& j = *static_cast<const SumsJob*>(user);
+  for (int64_t t = begin; t < end; ++t) {
+    if (t < j.rtasks) {
+      const int64_t r0 = t * j.rstep, r1 = std::min(j.M, r0 + j.rstep);
+      if (r0 < r1) row_sums(j.opa, j.A + r0 * j.K, r1 - r0, j.K, j.rowsum + r0);
+    } else {
+      const int64_t c0 = (t - j.rtasks) * j.cstep, c1 = std::min(j.N, c0 + j.cstep);
+      if (c0 < c1) col_sums(j.opb, j.B + c0, j.K, c1 - c0, j.colsum + c0, j.N);
+    }
+  }
+}
+
+// Task grid costs in cycles (see choose_int_grid).
+constexpr double kIPackB = 0.25;  // per byte of B packed
+constexpr double kIReadA = 0.05;  // per byte of A read
+constexpr double kIComp = 0.5;    // per output of the compensation pass
+constexpr double kITask = 500;
+constexpr double kITail = 0.5;    // share of a task lost at the uneven finish
+constexpr int64_t kIMaxPer = 4;   // tasks per thread considered
+// Two threads from 1M multiply-adds (128^3 on 2 threads: 10.5 us against
+// 15 us on one); row and column sums split over the threads from 256 KiB.
+constexpr int64_t kIMinMacs = int64_t(1) << 20;
+constexpr int64_t kISumsParallel = int64_t(1) << 18;
+
+// The task grid of one product, as for the float driver: in cycles, a task
+// costs its multiply-adds (64 per vpdpbusd), the packing of its columns of
+// B (unless prepacked), the reading of its rows of A and the compensation
+// pass; splitting M repeats the packing of B. Rounds of tasks times the
+// largest, plus half a task for the uneven finish.
+void choose_int_grid(const IntKernel& ik, int64_t M, int64_t N, int64_t K, bool packed, int64_t threads,
+                     int64_t* tm_out, int64_t* tn_out) {
+  const int64_t bm = cdiv(M, ik.mr), bn = cdiv(N, ik.nr);
+  const int64_t maxt = threads * kIMaxPer;
+  double best = 0;
+  bool have = false;
+  for (int64_t tm = 1; tm <= std::min(bm, maxt); ++tm) {
+    for (int64_t tn = 1; tn <= std::min(bn, maxt); ++tn) {
+      const int64_t mstep = cdiv(bm, tm) * ik.mr, nstep = cdiv(bn, tn) * ik.nr;
+      if (cdiv(M, mstep) != tm || cdiv(N, nstep) != tn) continue;
+      const int64_t tasks = tm * tn;
+      if (tasks > maxt || (tasks < threads && (tm < bm || tn < bn))) continue;
+      const double mlen = static_cast<double>(std::min(M, mstep)), nlen = static_cast<double>(std::min(N, nstep));
+      const double k = static_cast<double>(K);
+      double t = mlen * nlen * k / 64.0 + mlen * nlen * kIComp + kITask;
+      if (!packed) t += nlen * k * kIPackB;
+      t += mlen * k * kIReadA * static_cast<double>(cdiv(static_cast<int64_t>(nlen), kColsPerBlock));
+      const double cost = (static_cast<double>(cdiv(tasks, threads)) + kITail) * t;
+      if (!have || cost < best * 0.999) {
+        best = cost;
+        *tm_out = tm;
+        *tn_out = tn;
+        have = true;
+      }
+    }
+  }
+}
 
 void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
   AttrReader ar{node, error, esize};
@@ -554,14 +641,12 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   // za' is (symmetric int8 weights, uint8 activations without zero point).
   const bool need_row = std::any_of(q.zb.begin(), q.zb.end(), [](int32_t v) { return v != 0; });
   const bool need_col = std::any_of(q.za.begin(), q.za.end(), [](int32_t v) { return v != 0; });
-  // Below ~4M multiply-adds a second thread costs more (waking it, packing A
-  // twice) than it saves (128^3 on 2 threads: 19.6 us vs 17.5 us on one).
-  const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= (int64_t(1) << 22)) ? g_api->concurrency(ctx) : 1;
+  const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= kIMinMacs) ? g_api->concurrency(ctx) : 1;
   for (int64_t t = 0; t < ms.nbatch; ++t) {
     const uint8_t* A = static_cast<const uint8_t*>(a.data) + ms.a_index[t] * ms.M * ms.K;
     const uint8_t* B = static_cast<const uint8_t*>(b.data) + ms.b_index[t] * ms.K * ms.N;
-    if (need_row) row_sums(opa, A, ms.M, ms.K, rowsum.data());
     const int32_t* cs;
+    bool do_col = false;
     if (!need_col) {
       colsum.assign(ms.N, 0);
       cs = colsum.data();
@@ -569,10 +654,28 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
       cs = st->packed_colsum.data();
     } else if (t == 0 || ms.b_index[t] != ms.b_index[t - 1]) {
       colsum.resize(ms.N);
-      col_sums(opb, B, ms.K, ms.N, colsum.data());
+      do_col = true;
       cs = colsum.data();
     } else {
       cs = colsum.data();
+    }
+    {
+      // Both sums read every byte of A and B once: split them over the
+      // threads when there is enough to share.
+      const int64_t bytes = (need_row ? ms.M * ms.K : 0) + (do_col ? ms.K * ms.N : 0);
+      SumsJob sj{opa, opb, A, B, ms.M, ms.N, ms.K, need_row ? rowsum.data() : nullptr,
+                 do_col ? colsum.data() : nullptr, 0, 1, 1};
+      if (threads > 1 && bytes >= kISumsParallel) {
+        const int64_t per = threads * 2;
+        sj.rtasks = need_row ? per : 0;
+        sj.rstep = cdiv(ms.M, per);
+        sj.cstep = cdiv(cdiv(ms.N, per), 64) * 64;
+        const int64_t ctasks = do_col ? cdiv(ms.N, sj.cstep) : 0;
+        g_api->parallel_for(ctx, sj.rtasks + ctasks, 1, 0, &sums_range, &sj);
+      } else {
+        if (need_row) row_sums(opa, A, ms.M, ms.K, rowsum.data());
+        if (do_col) col_sums(opb, B, ms.K, ms.N, colsum.data());
+      }
     }
     const bool per_tensor = q.za.size() == 1 && q.zb.size() == 1;
     if (per_tensor) {
@@ -585,10 +688,15 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
                per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, &failed, 1, 1, 0, 0};
     const int64_t bm = cdiv(ms.M, st->ik.mr), bn = cdiv(ms.N, st->ik.nr);
     if (threads > 1) {
-      if (bn >= threads) job.tn = threads;
-      else {
-        job.tn = bn;
-        job.tm = std::min(bm, cdiv(threads, bn));
+      // Whole rows per thread where there are enough of them: each task
+      // reads its own rows of A and writes whole rows of C (measured faster
+      // at 128, 512 and 1024 cubed than any split of N, although every task
+      // packs all of a dynamic B).
+      if (bm >= threads && (use_packed || ms.M >= 32 * threads)) {
+        job.tm = threads;
+        job.tn = 1;
+      } else {
+        choose_int_grid(st->ik, ms.M, ms.N, ms.K, use_packed, threads, &job.tm, &job.tn);
       }
     }
     job.mstep = cdiv(bm, job.tm) * st->ik.mr;

@@ -16,7 +16,8 @@ import olc_core
 
 I8 = ("uint8", "int8")
 SHAPES = [(0, 5, 3), (1, 1, 1), (5, 7, 3), (13, 33, 17), (12, 32, 1024), (25, 65, 1030), (3, 100, 9),
-          (130, 70, 500)]  # the last one is above the two-thread threshold (4M multiply-adds)
+          (130, 70, 500), (200, 300, 700)]  # the last two run on two threads; the last also splits the
+# row and column sums over the threads (above 256 KiB of operands)
 
 
 def rand_q(rng, shape, t):
