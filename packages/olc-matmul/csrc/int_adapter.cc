@@ -285,7 +285,9 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
       // Per-tensor zero points: additions only (vectorizes on the baseline ISA).
       const uint32_t rc = zbv[0] * ra;
       const uint32_t* ct = job.colterm + n0 + j0;
-      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
+      if (job.st->ik.comp_row) job.st->ik.comp_row(c, nlen, rc, ct);
+      else
+        for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
     } else {
       for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
     }

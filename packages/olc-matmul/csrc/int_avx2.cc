@@ -51,7 +51,7 @@ void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int
 
 }  // namespace
 
-IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr}; }
+IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr}; }
 
 }  // namespace avx2
 }  // namespace olc_mm

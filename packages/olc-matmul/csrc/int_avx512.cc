@@ -64,7 +64,21 @@ void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int
 
 }  // namespace
 
-IntKernel int_kernel() { return {"avx512", kMR, kNR, 2, &ukernel, nullptr}; }
+void comp_row_avx512(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct) {
+  const __m512i r = _mm512_set1_epi32(static_cast<int32_t>(rc));
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) {
+    const __m512i v = _mm512_loadu_si512(c + j);
+    _mm512_storeu_si512(c + j, _mm512_sub_epi32(_mm512_sub_epi32(v, r), _mm512_loadu_si512(ct + j)));
+  }
+  if (j < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - j)) - 1u);
+    const __m512i v = _mm512_maskz_loadu_epi32(m, c + j);
+    _mm512_mask_storeu_epi32(c + j, m, _mm512_sub_epi32(_mm512_sub_epi32(v, r), _mm512_maskz_loadu_epi32(m, ct + j)));
+  }
+}
+
+IntKernel int_kernel() { return {"avx512", kMR, kNR, 2, &ukernel, nullptr, &comp_row_avx512}; }
 
 }  // namespace avx512
 }  // namespace olc_mm

@@ -72,6 +72,9 @@ struct IntKernel {
   int group;  // k values per 32-bit entry: 4 (u8 x s8 bytes) or 2 (int16 pairs)
   UKernelI32 uk;
   UKernelI32DA uk_da;  // NULL where not provided
+  // c[j] -= rc + ct[j], j < n (wrapping): the per-tensor zero-point
+  // compensation of one output row; NULL: the portable loop.
+  void (*comp_row)(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct);
 };
 
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
@@ -138,6 +141,7 @@ namespace avx512bf16 { UKernelBf16 uk_bf16(int* mr, int* nr); }
 namespace avx512vnni { IntKernel int_kernel(); }
 namespace avx512 {
 IntKernel int_kernel();
+void comp_row_avx512(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct);
 void nbits_gemv_generic(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_gemv_fast(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_dequant_fast(const NbDequant* p);
