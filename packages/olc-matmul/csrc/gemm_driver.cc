@@ -636,7 +636,9 @@ const char* run_typed(const olc_core_api* api, olc_context* ctx, const KernelSet
   const char* path = "blocked";
   if (threads > 1 && b.n < threads) {
     const int64_t want = threads;  // tasks per entry
-    if (bm * bn < want && b.n == 1 && d.K >= tun.split_k_min) {
+    // Fewer than two tiles per thread (3 tiles on 2 threads: one thread
+    // gets two): with a long K, sharing K balances exactly.
+    if (bm * bn < 2 * want && b.n == 1 && d.K >= tun.split_k_min) {
       p.tk = want;
       path = "split-k";
     } else {
