@@ -366,15 +366,23 @@ class Session:
             node_name = node.name or f"{node.op_type}_{index}"
             label = _label(node_name, node.op_type)
             domain = normalize_domain(node.domain)
+            for name in node.input:
+                if name and name not in available:
+                    raise InvalidModelError(
+                        f"{label}: input '{name}' is produced by no earlier node, initializer or graph input"
+                    )
+            if prepared is None:  # a fused node has no subgraph and its domain needs no import
+                outer = _subgraph_outer_names(node)
+                for name in outer:
+                    if name not in available:
+                        raise InvalidModelError(f"{label}: subgraph reads '{name}', which is not defined before the node")
+                opset = opsets.get(domain)
+                if opset is None and domain not in {f.domain for f in model.functions}:
+                    raise InvalidModelError(f"{label}: the model imports no opset for domain '{domain}'")
+            in_slots = [slot_of(n) if n else -1 for n in node.input]
+            out_slots = [slot_of(n) if n else slot_of(f"\0{node_name}:{i}") for i, n in enumerate(node.output)]
+            available.update(n for n in node.output if n)
             if prepared is not None:
-                for name in node.input:
-                    if name and name not in available:
-                        raise InvalidModelError(
-                            f"{label}: input '{name}' is produced by no earlier node, initializer or graph input"
-                        )
-                in_slots = [slot_of(n) if n else -1 for n in node.input]
-                out_slots = [slot_of(n) for n in node.output]
-                available.update(n for n in node.output if n)
                 reg, kernel, replaced_desc, pass_name = prepared
                 steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
                 self._plan_entries.append(
@@ -383,21 +391,6 @@ class Session:
                               replaced_desc, pass_name)
                 )
                 continue
-            for name in node.input:
-                if name and name not in available:
-                    raise InvalidModelError(
-                        f"{label}: input '{name}' is produced by no earlier node, initializer or graph input"
-                    )
-            outer = _subgraph_outer_names(node)
-            for name in outer:
-                if name not in available:
-                    raise InvalidModelError(f"{label}: subgraph reads '{name}', which is not defined before the node")
-            opset = opsets.get(domain)
-            if opset is None and domain not in {f.domain for f in model.functions}:
-                raise InvalidModelError(f"{label}: the model imports no opset for domain '{domain}'")
-            in_slots = [slot_of(n) if n else -1 for n in node.input]
-            out_slots = [slot_of(n) if n else slot_of(f"\0{node_name}:{i}") for i, n in enumerate(node.output)]
-            available.update(n for n in node.output if n)
 
             self._infer_missing_output_types(node, domain, opset or 1)
             input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else ""
