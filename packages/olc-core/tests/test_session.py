@@ -458,3 +458,4 @@ def test_plugin_whose_hook_raises_is_reported_not_fatal(scale_plugin):
         np.testing.assert_array_equal(y, -np.ones(4, np.float32))
     finally:
         olc_core.unregister_plugin(bad)
+    assert not any("'raising-plugin'" in e for e in olc_core.plugin_load_errors())

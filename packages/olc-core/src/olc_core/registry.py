@@ -82,10 +82,19 @@ def register_plugin(plugin: object, name: str | None = None) -> None:
         _passes = None
 
 
+def _hook_failure(plugin_name: str) -> str:
+    return f"plugin {plugin_name!r}: olc_register_kernels failed: "
+
+
 def unregister_plugin(plugin: object) -> None:
     global _table, _passes
     with _lock:
-        plugin_manager().unregister(plugin)
+        pm = plugin_manager()
+        # A hook failure of a plugin that is gone no longer describes this process.
+        name = pm.get_name(plugin)
+        if name is not None:
+            _load_errors[:] = [e for e in _load_errors if not e.startswith(_hook_failure(name))]
+        pm.unregister(plugin)
         _table = None
         _passes = None
 
@@ -205,8 +214,7 @@ def dispatch_table() -> DispatchTable:
                 except Exception as exc:  # noqa: BLE001 - reported like an import failure
                     # A plugin whose hook raises (a stale extension, say) loses
                     # its kernels, not every other plugin's.
-                    message = (f"plugin {impl.plugin_name!r}: olc_register_kernels failed: "
-                               f"{type(exc).__name__}: {exc}")
+                    message = f"{_hook_failure(impl.plugin_name)}{type(exc).__name__}: {exc}"
                     if message not in _load_errors:
                         _load_errors.append(message)
                         warnings.warn(message, RuntimeWarning, stacklevel=3)
