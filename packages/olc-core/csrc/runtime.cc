@@ -23,7 +23,14 @@ constexpr int kMaxDtype = 32;
 
 struct DtypeTable {
   py::object numpy[kMaxDtype];  // numpy dtype object per ONNX code, or empty
-  int bf16_num = -1;            // numpy type number of ml_dtypes.bfloat16
+  // numpy type numbers of the ml_dtypes types (assigned when ml_dtypes
+  // registers them, so looked up at import) and their ONNX codes.
+  struct Extra {
+    int num;
+    int32_t code;
+  };
+  Extra extra[8];
+  int n_extra = 0;
 };
 
 // Leaked on purpose: destroying Python objects at process exit without the
@@ -50,7 +57,10 @@ int32_t onnx_code_of(const py::dtype& dt) {
     case 23: return OLC_DTYPE_FLOAT16;
     default: break;
   }
-  if (g_dtypes && num == g_dtypes->bf16_num) return OLC_DTYPE_BFLOAT16;
+  if (g_dtypes) {
+    for (int i = 0; i < g_dtypes->n_extra; ++i)
+      if (num == g_dtypes->extra[i].num) return g_dtypes->extra[i].code;
+  }
   return OLC_DTYPE_UNDEFINED;
 }
 
@@ -867,9 +877,17 @@ void bind_runtime(py::module_& m) {
       {OLC_DTYPE_INT64, "int64"},   {OLC_DTYPE_BOOL, "bool"},     {OLC_DTYPE_FLOAT16, "float16"},
       {OLC_DTYPE_DOUBLE, "float64"}, {OLC_DTYPE_UINT32, "uint32"}, {OLC_DTYPE_UINT64, "uint64"}};
   for (auto& [code, name] : builtin) g_dtypes->numpy[code] = np.attr("dtype")(name);
-  py::object bf16 = np.attr("dtype")(py::module_::import("ml_dtypes").attr("bfloat16"));
-  g_dtypes->numpy[OLC_DTYPE_BFLOAT16] = bf16;
-  g_dtypes->bf16_num = bf16.attr("num").cast<int>();
+  auto ml = py::module_::import("ml_dtypes");
+  const std::pair<int32_t, const char*> extra[] = {{OLC_DTYPE_BFLOAT16, "bfloat16"},
+                                                   {OLC_DTYPE_FLOAT8E4M3FN, "float8_e4m3fn"},
+                                                   {OLC_DTYPE_FLOAT8E4M3FNUZ, "float8_e4m3fnuz"},
+                                                   {OLC_DTYPE_FLOAT8E5M2, "float8_e5m2"},
+                                                   {OLC_DTYPE_FLOAT8E5M2FNUZ, "float8_e5m2fnuz"}};
+  for (auto& [code, name] : extra) {
+    py::object dt = np.attr("dtype")(ml.attr(name));
+    g_dtypes->numpy[code] = dt;
+    g_dtypes->extra[g_dtypes->n_extra++] = {dt.attr("num").cast<int>(), code};
+  }
 
   m.def("_set_error_type", [](py::object t) {
     Py_XINCREF(t.ptr());

@@ -119,6 +119,39 @@ int32_t addsum_run(const void* state, olc_context* ctx, int32_t, const olc_tenso
 const olc_kernel_vtable kAddSumVtable = {OLC_ABI_VERSION, 0, "olc_core_test::AddSum", addsum_create, addsum_run,
                                          scale_destroy};
 
+// y = x for any type with an element size (a dtype-agnostic byte copy);
+// records "<dtype name>:<element size>" as its usage detail, so tests see
+// what the header helpers say about the dtype that reached the kernel.
+void* copy_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+  if (node->n_inputs != 1 || node->n_outputs != 1) {
+    std::snprintf(error, size, "expects 1 input and 1 output");
+    return nullptr;
+  }
+  if (olc_dtype_size(node->input_dtypes[0]) == 0) {
+    std::snprintf(error, size, "input 0 has type %s, which has no element size",
+                  olc_dtype_name(node->input_dtypes[0]));
+    return nullptr;
+  }
+  return new ScaleState{api, 1.0f, 0};
+}
+
+int32_t copy_run(const void* state, olc_context* ctx, int32_t, const olc_tensor* inputs, int32_t) {
+  auto* s = static_cast<const ScaleState*>(state);
+  const olc_tensor& x = inputs[0];
+  const size_t elem = olc_dtype_size(x.dtype);
+  const int64_t n = olc_element_count(&x);
+  if (elem == 0 || n < 0) return s->api->set_error(ctx, "input 0 has no element size or an invalid shape");
+  void* y = s->api->allocate_output(ctx, 0, x.dtype, x.ndim, x.shape);
+  if (!y && n > 0) return OLC_ERROR;
+  if (n > 0) std::memcpy(y, x.data, static_cast<size_t>(n) * elem);
+  const std::string detail = std::string(olc_dtype_name(x.dtype)) + ":" + std::to_string(elem);
+  s->api->record_usage_detail(ctx, detail.c_str());
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kCopyVtable = {OLC_ABI_VERSION, 0, "olc_core_test::Copy", copy_create, copy_run,
+                                       scale_destroy};
+
 }  // namespace
 
 namespace olc {
@@ -128,9 +161,14 @@ void bind_test_kernels(py::module_& m) {
                                   : which == "fail" ? &kFailVtable
                                   : which == "wrong_abi" ? &kWrongAbiVtable
                                   : which == "add_sum"   ? &kAddSumVtable
+                                  : which == "copy"      ? &kCopyVtable
                                                          : nullptr;
     if (!vt) throw std::invalid_argument("unknown test kernel " + which);
     return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
+  });
+  // The ABI header's helpers for one dtype code: (name, element size).
+  m.def("_dtype_info", [](int32_t code) {
+    return py::make_tuple(std::string(olc_dtype_name(code)), olc_dtype_size(code));
   });
 }
 }  // namespace olc

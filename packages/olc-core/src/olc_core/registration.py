@@ -16,6 +16,7 @@ TENSOR_TYPES = (
     "int8", "int16", "int32", "int64",
     "uint8", "uint16", "uint32", "uint64",
     "bool", "string",
+    "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
 )
 
 

@@ -38,6 +38,10 @@ TYPE_NAMES: dict[int, str] = {
     onnx.TensorProto.UINT64: "uint64",
     onnx.TensorProto.BOOL: "bool",
     onnx.TensorProto.STRING: "string",
+    onnx.TensorProto.FLOAT8E4M3FN: "float8e4m3fn",
+    onnx.TensorProto.FLOAT8E4M3FNUZ: "float8e4m3fnuz",
+    onnx.TensorProto.FLOAT8E5M2: "float8e5m2",
+    onnx.TensorProto.FLOAT8E5M2FNUZ: "float8e5m2fnuz",
 }
 
 TYPE_CODES: dict[str, int] = {v: k for k, v in TYPE_NAMES.items()}
@@ -654,12 +658,22 @@ class Session:
 _CAPSULE_TYPE = type(_native._C_API)
 
 
+# Registration type names whose numpy dtype comes from ml_dtypes.
+_ML_DTYPES = {
+    "bfloat16": "bfloat16",
+    "float8e4m3fn": "float8_e4m3fn",
+    "float8e4m3fnuz": "float8_e4m3fnuz",
+    "float8e5m2": "float8_e5m2",
+    "float8e5m2fnuz": "float8_e5m2fnuz",
+}
+
+
 def np_dtype_of(type_name: str) -> np.dtype:
-    """numpy dtype of a registration type name (bfloat16 through ml_dtypes)."""
-    if type_name == "bfloat16":
+    """numpy dtype of a registration type name (bfloat16 and float8 through ml_dtypes)."""
+    if type_name in _ML_DTYPES:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, _ML_DTYPES[type_name]))
     if type_name == "string":
         return np.dtype(object)
     return np.dtype(type_name)

@@ -13,6 +13,10 @@
  * meaning changes (consumers built for another version are refused with a
  * clear import error). New slots are only ever appended to olc_core_api;
  * `api_size` tells a consumer which slots exist. Retired slots stay in place.
+ * Element types are only ever appended to olc_dtype, with their ONNX codes;
+ * that needs no version change: a kernel only receives the types its
+ * registration claims, so a family built against an older header never
+ * sees a code it does not know.
  *
  * Header is plain C99 so that any toolchain can build a plugin.
  */
@@ -46,7 +50,13 @@ enum olc_dtype {
   OLC_DTYPE_DOUBLE = 11,
   OLC_DTYPE_UINT32 = 12,
   OLC_DTYPE_UINT64 = 13,
-  OLC_DTYPE_BFLOAT16 = 16
+  OLC_DTYPE_BFLOAT16 = 16,
+  /* float8 (opset 19+), one byte each. FN: no infinities, NaN is S.1111.111;
+   * FNUZ: no infinities and no -0, the single NaN is 0x80. */
+  OLC_DTYPE_FLOAT8E4M3FN = 17,
+  OLC_DTYPE_FLOAT8E4M3FNUZ = 18,
+  OLC_DTYPE_FLOAT8E5M2 = 19,
+  OLC_DTYPE_FLOAT8E5M2FNUZ = 20
 };
 
 /* SIMD levels, ordered: a kernel may use every level <= simd_level(). */
@@ -87,7 +97,11 @@ static inline size_t olc_dtype_size(int32_t dtype) {
   switch (dtype) {
     case OLC_DTYPE_BOOL:
     case OLC_DTYPE_INT8:
-    case OLC_DTYPE_UINT8: return 1;
+    case OLC_DTYPE_UINT8:
+    case OLC_DTYPE_FLOAT8E4M3FN:
+    case OLC_DTYPE_FLOAT8E4M3FNUZ:
+    case OLC_DTYPE_FLOAT8E5M2:
+    case OLC_DTYPE_FLOAT8E5M2FNUZ: return 1;
     case OLC_DTYPE_INT16:
     case OLC_DTYPE_UINT16:
     case OLC_DTYPE_FLOAT16:
@@ -119,6 +133,10 @@ static inline const char* olc_dtype_name(int32_t dtype) {
     case OLC_DTYPE_UINT32: return "uint32";
     case OLC_DTYPE_UINT64: return "uint64";
     case OLC_DTYPE_BFLOAT16: return "bfloat16";
+    case OLC_DTYPE_FLOAT8E4M3FN: return "float8e4m3fn";
+    case OLC_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
+    case OLC_DTYPE_FLOAT8E5M2: return "float8e5m2";
+    case OLC_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
     default: return "undefined";
   }
 }
