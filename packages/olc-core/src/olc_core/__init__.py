@@ -39,6 +39,11 @@ def get_include() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")
 
 
+def get_cmake_dir() -> str:
+    """The folder holding ``OlcFamily.cmake``, for CMake builds outside scikit-build-core."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake")
+
+
 __all__ = [
     "ABI_VERSION",
     "ENTRY_POINT_GROUP",
@@ -59,6 +64,7 @@ __all__ = [
     "cpu_features",
     "default_thread_count",
     "detected_simd_level",
+    "get_cmake_dir",
     "get_include",
     "graph_passes",
     "hookimpl",
