@@ -9,7 +9,11 @@
 // - -> float16 / bfloat16: one rounding to nearest even from the exact
 //   source value (float64 and 64-bit integers included), overflow gives
 //   infinity, NaN stays NaN (quiet);
-// - -> float32 / float64: the IEEE conversion (round to nearest even).
+// - -> float32 / float64: the IEEE conversion (round to nearest even);
+// - -> float8 (opset 19+): one rounding to nearest even from the exact
+//   source value; out of range (and +-inf) gives +-max with saturate=1,
+//   else +-inf (E5M2) or NaN (fp8_convert.h has the table);
+// - float8 -> anything: exact widening to float32, then the rules above.
 // float32 <-> float16 / bfloat16 run on the highest SIMD level available;
 // every level gives the same bits.
 #include <algorithm>
@@ -20,6 +24,7 @@
 #include "cast_kernels.h"
 #include "common.h"
 #include "fp_convert.h"
+#include "fp8_convert.h"
 #include "registry.h"
 
 namespace olc_tn {
@@ -34,6 +39,15 @@ struct BF16 {
 struct Bool {
   uint8_t v;
 };
+template <int32_t Code>
+struct F8 {
+  static constexpr int32_t code = Code;
+  uint8_t v;
+};
+template <class T>
+struct is_f8_t : std::false_type {};
+template <int32_t Code>
+struct is_f8_t<F8<Code>> : std::true_type {};
 
 template <class T>
 constexpr bool is_int_v = std::is_integral<T>::value;
@@ -96,9 +110,37 @@ D conv(S s) {
   }
 }
 
+// The exact value of a non-float8 source as a double.
+template <class S>
+double widen(S s) {
+  if constexpr (std::is_same<S, F16>::value) return f16_to_f32(s.v);
+  else if constexpr (std::is_same<S, BF16>::value) return bf16_to_f32(s.v);
+  else if constexpr (std::is_same<S, Bool>::value) return s.v != 0 ? 1.0 : 0.0;
+  else return static_cast<double>(s);  // 64-bit integers beyond 2^53 are far out of float8 range
+}
+
+// Anything -> float8 (code C); float8 sources decode through their table.
+template <class S, int32_t C, bool Saturate>
+void conv_loop_to_f8(const void* src, void* dst, int64_t n) {
+  const S* s = static_cast<const S*>(src);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  if constexpr (is_f8_t<S>::value) {
+    const float* t = f8_table<S::code>();
+    for (int64_t i = 0; i < n; ++i) d[i] = f64_to_f8<C, Saturate>(t[s[i].v]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f64_to_f8<C, Saturate>(widen(s[i]));
+  }
+}
+
 template <class S, class D>
 void conv_loop(const void* src, void* dst, int64_t n) {
-  if constexpr (std::is_same<S, Bool>::value && std::is_arithmetic<D>::value) {
+  if constexpr (is_f8_t<S>::value) {
+    // float8 -> anything else: exact float32 from the table, then as float32.
+    const float* t = f8_table<S::code>();
+    const uint8_t* s = static_cast<const uint8_t*>(src);
+    D* d = static_cast<D*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = conv<D>(t[s[i]]);
+  } else if constexpr (std::is_same<S, Bool>::value && std::is_arithmetic<D>::value) {
     // bool -> number: a plain loop the compiler vectorizes.
     const uint8_t* s = static_cast<const uint8_t*>(src);
     D* d = static_cast<D*>(dst);
@@ -114,8 +156,20 @@ void conv_loop(const void* src, void* dst, int64_t n) {
   }
 }
 
+template <class S, int32_t C>
+ConvertFn to_f8(bool saturate) {
+  return saturate ? &conv_loop_to_f8<S, C, true> : &conv_loop_to_f8<S, C, false>;
+}
+
 template <class S>
-ConvertFn pick_dst(int32_t dst) {
+ConvertFn pick_dst(int32_t dst, bool saturate) {
+  switch (dst) {
+    case OLC_DTYPE_FLOAT8E4M3FN: return to_f8<S, OLC_DTYPE_FLOAT8E4M3FN>(saturate);
+    case OLC_DTYPE_FLOAT8E4M3FNUZ: return to_f8<S, OLC_DTYPE_FLOAT8E4M3FNUZ>(saturate);
+    case OLC_DTYPE_FLOAT8E5M2: return to_f8<S, OLC_DTYPE_FLOAT8E5M2>(saturate);
+    case OLC_DTYPE_FLOAT8E5M2FNUZ: return to_f8<S, OLC_DTYPE_FLOAT8E5M2FNUZ>(saturate);
+    default: break;
+  }
   switch (dst) {
     case OLC_DTYPE_FLOAT: return &conv_loop<S, float>;
     case OLC_DTYPE_DOUBLE: return &conv_loop<S, double>;
@@ -134,21 +188,25 @@ ConvertFn pick_dst(int32_t dst) {
   }
 }
 
-ConvertFn generic_convert(int32_t src, int32_t dst) {
+ConvertFn generic_convert(int32_t src, int32_t dst, bool saturate) {
   switch (src) {
-    case OLC_DTYPE_FLOAT: return pick_dst<float>(dst);
-    case OLC_DTYPE_DOUBLE: return pick_dst<double>(dst);
-    case OLC_DTYPE_FLOAT16: return pick_dst<F16>(dst);
-    case OLC_DTYPE_BFLOAT16: return pick_dst<BF16>(dst);
-    case OLC_DTYPE_BOOL: return pick_dst<Bool>(dst);
-    case OLC_DTYPE_INT8: return pick_dst<int8_t>(dst);
-    case OLC_DTYPE_INT16: return pick_dst<int16_t>(dst);
-    case OLC_DTYPE_INT32: return pick_dst<int32_t>(dst);
-    case OLC_DTYPE_INT64: return pick_dst<int64_t>(dst);
-    case OLC_DTYPE_UINT8: return pick_dst<uint8_t>(dst);
-    case OLC_DTYPE_UINT16: return pick_dst<uint16_t>(dst);
-    case OLC_DTYPE_UINT32: return pick_dst<uint32_t>(dst);
-    case OLC_DTYPE_UINT64: return pick_dst<uint64_t>(dst);
+    case OLC_DTYPE_FLOAT: return pick_dst<float>(dst, saturate);
+    case OLC_DTYPE_DOUBLE: return pick_dst<double>(dst, saturate);
+    case OLC_DTYPE_FLOAT16: return pick_dst<F16>(dst, saturate);
+    case OLC_DTYPE_BFLOAT16: return pick_dst<BF16>(dst, saturate);
+    case OLC_DTYPE_BOOL: return pick_dst<Bool>(dst, saturate);
+    case OLC_DTYPE_INT8: return pick_dst<int8_t>(dst, saturate);
+    case OLC_DTYPE_INT16: return pick_dst<int16_t>(dst, saturate);
+    case OLC_DTYPE_INT32: return pick_dst<int32_t>(dst, saturate);
+    case OLC_DTYPE_INT64: return pick_dst<int64_t>(dst, saturate);
+    case OLC_DTYPE_UINT8: return pick_dst<uint8_t>(dst, saturate);
+    case OLC_DTYPE_UINT16: return pick_dst<uint16_t>(dst, saturate);
+    case OLC_DTYPE_UINT32: return pick_dst<uint32_t>(dst, saturate);
+    case OLC_DTYPE_UINT64: return pick_dst<uint64_t>(dst, saturate);
+    case OLC_DTYPE_FLOAT8E4M3FN: return pick_dst<F8<OLC_DTYPE_FLOAT8E4M3FN>>(dst, saturate);
+    case OLC_DTYPE_FLOAT8E4M3FNUZ: return pick_dst<F8<OLC_DTYPE_FLOAT8E4M3FNUZ>>(dst, saturate);
+    case OLC_DTYPE_FLOAT8E5M2: return pick_dst<F8<OLC_DTYPE_FLOAT8E5M2>>(dst, saturate);
+    case OLC_DTYPE_FLOAT8E5M2FNUZ: return pick_dst<F8<OLC_DTYPE_FLOAT8E5M2FNUZ>>(dst, saturate);
     default: return nullptr;
   }
 }
@@ -161,8 +219,9 @@ struct Choice {
   ConvertFn stream = nullptr;  // non-temporal variant for large serial runs
 };
 
-Choice choose(int32_t src, int32_t dst) {
+Choice choose(int32_t src, int32_t dst, bool saturate) {
   if (src == dst) return {&copy_convert, "copy"};
+  if (is_f8(src) || is_f8(dst)) return {generic_convert(src, dst, saturate), "generic"};
   const int32_t level = g_api->simd_level();
   const uint64_t feats = g_api->cpu_features();
   const bool f32_f16 = src == OLC_DTYPE_FLOAT && dst == OLC_DTYPE_FLOAT16;
@@ -208,7 +267,7 @@ Choice choose(int32_t src, int32_t dst) {
   }
   if (src == OLC_DTYPE_DOUBLE && dst == OLC_DTYPE_INT32 && level >= OLC_SIMD_AVX512)
     return {&avx512::f64_to_i32, "avx512"};
-  return {generic_convert(src, dst), "generic"};
+  return {generic_convert(src, dst, saturate), "generic"};
 }
 
 class Cast final : public Kernel {
@@ -306,8 +365,12 @@ Kernel* make(const olc_node_info* node, bool like, std::string* error) {
     *error = strf("attribute 'saturate' must be 0 or 1, got %lld", (long long)saturate);
     return nullptr;
   }
-  // 'saturate' only changes conversions to float8 types, which never reach
-  // this kernel; it is accepted and has no effect here.
+  // 'saturate' only changes conversions to float8 types; float8 types
+  // exist from opset 19 (the registrations never offer them earlier).
+  if ((is_f8(k->src) || is_f8(k->dst)) && node->opset < 19) {
+    *error = strf("float8 types need opset 19 or later, the model imports %lld", (long long)node->opset);
+    return nullptr;
+  }
   if (!movable(k->src) || !movable(k->dst)) {
     *error = strf("unsupported conversion %s -> %s", olc_dtype_name(k->src), olc_dtype_name(k->dst));
     return nullptr;
@@ -317,7 +380,7 @@ Kernel* make(const olc_node_info* node, bool like, std::string* error) {
                   olc_dtype_name(k->dst));
     return nullptr;
   }
-  k->c = choose(k->src, k->dst);
+  k->c = choose(k->src, k->dst, saturate != 0);
   if (!k->c.fn) {
     *error = strf("unsupported conversion %s -> %s", olc_dtype_name(k->src), olc_dtype_name(k->dst));
     return nullptr;
@@ -335,7 +398,7 @@ Kernel* make_cast(const olc_node_info* node, std::string* error) { return make(n
 Kernel* make_cast_like(const olc_node_info* node, std::string* error) { return make(node, true, error); }
 
 std::string cast_isa_name(int32_t src, int32_t dst) {
-  const Choice c = choose(src, dst);
+  const Choice c = choose(src, dst, true);
   return c.fn ? c.isa : "none";
 }
 

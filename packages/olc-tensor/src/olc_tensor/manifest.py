@@ -3,8 +3,9 @@
 Registration (plugin.py), the tests and the benchmarks read this table.
 Each row gives the operator, the constraint of each input position, and one
 segment per range of opsets with the element types the kernel claims there
-(bfloat16 joins most of these schemas at opset 13). Types are claimed only
-where that version's schema allows them and the kernel handles them.
+(bfloat16 joins most of these schemas at opset 13, float8 joins Cast and
+CastLike at 19). Types are claimed only where that version's schema allows
+them and the kernel handles them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ NUMERIC = ("float32", "float64", "float16",
            "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 ALL_NO_BF16 = NUMERIC + ("bool",)
 ALL = ALL_NO_BF16 + ("bfloat16",)
+FLOAT8 = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz")
+ALL_F8 = ALL + FLOAT8  # Cast / CastLike from opset 19
 INDEX = ("int32", "int64")
 
 
@@ -83,8 +86,9 @@ OPS: tuple[TensorOp, ...] = (
              ("T", "Tind", "Tind", "Tind", "Tind"), (("Tind", INDEX),)),
     TensorOp("Expand", _bf16_from_13(8), ("T", None)),
     TensorOp("Tile", _bf16_from_13(6), ("T", None)),
-    TensorOp("Cast", _bf16_from_13(6), ("T1",), description="SIMD float32 <-> float16/bfloat16"),
-    TensorOp("CastLike", (Segment(15, MAX_OPSET, ALL),), ("T1", "T2"), (("T2", ALL),)),
+    TensorOp("Cast", (Segment(6, 12, ALL_NO_BF16), Segment(13, 18, ALL), Segment(19, MAX_OPSET, ALL_F8)), ("T1",),
+             description="SIMD float32 <-> float16/bfloat16, float8 (19+)"),
+    TensorOp("CastLike", (Segment(15, 18, ALL), Segment(19, MAX_OPSET, ALL_F8)), ("T1", "T2")),
     # Reductions: axes as an attribute until the opset where they become an
     # input (ReduceSum 13, the others 18); int8/uint8 join Max/Min at 12.
     TensorOp("ReduceSum", _split(1, {1: RED, 13: RED + ("bfloat16",)}), ("T", None)),
@@ -110,6 +114,7 @@ for _o in OPS:
 CODE_TO_TYPE = {
     1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64",
     9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16",
+    17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
 }
 
 
@@ -119,4 +124,6 @@ def kernel_name(op: str) -> str:
 
 def cast_target_types(opset: int) -> tuple[str, ...]:
     """Types Cast converts to natively at this opset."""
+    if opset >= 19:
+        return ALL_F8
     return ALL if opset >= 13 else ALL_NO_BF16

@@ -19,18 +19,29 @@ def _cast_target(node: Any) -> tuple[str | None, str | None]:
         return None, "attribute 'to' is missing or not an int"
     t = manifest.CODE_TO_TYPE.get(int(to.i))
     if t is None:
-        return None, f"target type code {to.i} is not converted natively (float8, int4, string: fallback)"
+        return None, f"target type code {to.i} is not converted natively (int4, float4, float8e8m0, string: fallback)"
     return t, None
 
 
-def _cast_supports_from_13(node: Any) -> str | None:
+def _cast_supports_from_19(node: Any) -> str | None:
     return _cast_target(node)[1]
+
+
+def _cast_supports_13_to_18(node: Any) -> str | None:
+    t, why = _cast_target(node)
+    if why:
+        return why
+    if t in manifest.FLOAT8:
+        return "float8 targets join Cast at opset 19"
+    return None
 
 
 def _cast_supports_until_12(node: Any) -> str | None:
     t, why = _cast_target(node)
     if why:
         return why
+    if t in manifest.FLOAT8:
+        return "float8 targets join Cast at opset 19"
     if t == "bfloat16":
         return "bfloat16 targets join Cast at opset 13"
     return None
@@ -52,7 +63,8 @@ def registrations() -> list[olc_core.KernelRegistration]:
                 # output typing, checked by `supports`.
                 types["T2"] = manifest.cast_target_types(seg.since)
                 outputs = ("T2",)
-                supports = _cast_supports_until_12 if seg.since < 13 else _cast_supports_from_13
+                supports = (_cast_supports_until_12 if seg.since < 13
+                            else _cast_supports_13_to_18 if seg.since < 19 else _cast_supports_from_19)
             out.append(
                 olc_core.KernelRegistration(
                     domain="",
