@@ -104,6 +104,8 @@ _TYPE_NAMES = {
     TensorProto.UINT8: "uint8", TensorProto.UINT16: "uint16",
     TensorProto.UINT32: "uint32", TensorProto.UINT64: "uint64",
     TensorProto.BOOL: "bool", TensorProto.STRING: "string",
+    TensorProto.FLOAT8E4M3FN: "float8e4m3fn", TensorProto.FLOAT8E4M3FNUZ: "float8e4m3fnuz",
+    TensorProto.FLOAT8E5M2: "float8e5m2", TensorProto.FLOAT8E5M2FNUZ: "float8e5m2fnuz",
 }
 
 
