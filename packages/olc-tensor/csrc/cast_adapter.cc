@@ -262,6 +262,7 @@ Choice choose(int32_t src, int32_t dst, bool saturate) {
       case OLC_DTYPE_INT16: return {&avx512::f32_to_i16, "avx512"};
       case OLC_DTYPE_UINT16: return {&avx512::f32_to_u16, "avx512"};
       case OLC_DTYPE_UINT32: return {&avx512::f32_to_u32, "avx512"};
+      case OLC_DTYPE_BOOL: return {&avx512::f32_to_bool, "avx512"};
       default: break;
     }
   }

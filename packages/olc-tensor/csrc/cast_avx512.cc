@@ -185,6 +185,26 @@ void f32_to_u32(const void* src, void* dst, int64_t n) {
   }
 }
 
+// value != 0 as one byte: NaN compares unordered, so it is true; -0 is false.
+void f32_to_bool(const void* src, void* dst, int64_t n) {
+  const float* s = static_cast<const float*>(src);
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  const __m512 zero = _mm512_setzero_ps();
+  const __m512i one = _mm512_set1_epi8(1);
+  auto nz = [&](const float* p) { return _mm512_cmp_ps_mask(_mm512_loadu_ps(p), zero, _CMP_NEQ_UQ); };
+  int64_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __mmask64 m = static_cast<__mmask64>(nz(s + i)) | (static_cast<__mmask64>(nz(s + i + 16)) << 16) |
+                        (static_cast<__mmask64>(nz(s + i + 32)) << 32) | (static_cast<__mmask64>(nz(s + i + 48)) << 48);
+    _mm512_storeu_si512(d + i, _mm512_maskz_mov_epi8(m, one));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __mmask16 t = _mm512_mask_cmp_ps_mask(m, _mm512_maskz_loadu_ps(m, s + i), zero, _CMP_NEQ_UQ);
+    _mm_mask_storeu_epi8(d + i, m, _mm_maskz_mov_epi8(t, _mm_set1_epi8(1)));
+  }
+}
+
 void f64_to_i32(const void* src, void* dst, int64_t n) {
   const double* s = static_cast<const double*>(src);
   int32_t* d = static_cast<int32_t*>(dst);

@@ -36,6 +36,8 @@ void f32_to_i16(const void* src, void* dst, int64_t n);
 void f32_to_u16(const void* src, void* dst, int64_t n);
 void f32_to_u32(const void* src, void* dst, int64_t n);
 void f64_to_i32(const void* src, void* dst, int64_t n);
+// float32 -> bool: value != 0 (NaN true), one byte each.
+void f32_to_bool(const void* src, void* dst, int64_t n);
 // f32_to_f16 with non-temporal stores (dst 64-byte aligned): for outputs
 // far larger than the caches, written by one thread.
 void f32_to_f16_stream(const void* src, void* dst, int64_t n);

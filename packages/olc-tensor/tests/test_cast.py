@@ -173,7 +173,7 @@ SIMD_VARIANTS = {
     ("float32", "int32"): {"scalar": "generic", "avx2": "avx2", "avx512": "avx512"},
     ("float32", "int64"): {"scalar": "generic", "avx2": "generic", "avx512": "avx512"},
     **{("float32", t): {"scalar": "generic", "avx2": "generic", "avx512": "avx512"}
-       for t in ("int8", "uint8", "int16", "uint16", "uint32")},
+       for t in ("int8", "uint8", "int16", "uint16", "uint32", "bool")},
     ("float64", "int32"): {"scalar": "generic", "avx2": "generic", "avx512": "avx512"},
 }
 
