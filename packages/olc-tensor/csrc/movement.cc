@@ -367,6 +367,23 @@ class Split final : public Kernel {
   }
 };
 
+// The ending Slice, Expand and Tile share: output 0 of shape out_shape is
+// the input read through a strided view (view_shape, view_stride, from
+// element base), copied by strided_copy.
+int32_t emit_strided_view(olc_context* ctx, const olc_tensor& x, int out_rank, const int64_t* out_shape,
+                          int64_t base, int view_rank, const int64_t* view_shape, const int64_t* view_stride,
+                          const char* kernel) {
+  const olc_tensor probe{x.dtype, view_rank, view_shape, nullptr};
+  const int64_t total = olc_element_count(&probe);
+  if (total < 0) return fail(ctx, "output shape %s is too large", shape_str(out_shape, out_rank).c_str());
+  void* y = g_api->allocate_output(ctx, 0, x.dtype, out_rank, out_shape);
+  if (!y && total > 0) return OLC_ERROR;
+  if (total == 0) return OLC_OK;
+  strided_copy(ctx, olc_dtype_size(x.dtype), static_cast<const char*>(x.data), base, static_cast<char*>(y), view_rank,
+               view_shape, view_stride, parallel_min_bytes(kernel));
+  return OLC_OK;
+}
+
 // ------------------------------------------------------------------- Slice
 
 class Slice final : public Kernel {
@@ -457,14 +474,7 @@ class Slice final : public Kernel {
       if (len > 0) base += st[d] * stride;
       stride *= x.shape[d];
     }
-    int64_t total = 1;
-    for (int d = 0; d < rank; ++d) total *= oshape[d];
-    void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, oshape);
-    if (!y && total > 0) return OLC_ERROR;
-    if (total == 0) return OLC_OK;
-    strided_copy(ctx, olc_dtype_size(x.dtype), static_cast<const char*>(x.data), base, static_cast<char*>(y), rank,
-                 oshape, istride, parallel_min_bytes("Slice"));
-    return OLC_OK;
+    return emit_strided_view(ctx, x, rank, oshape, base, rank, oshape, istride, "Slice");
   }
 };
 
@@ -500,15 +510,7 @@ class Expand final : public Kernel {
       istride[d] = (xd == 1) ? 0 : stride;
       stride *= xd;
     }
-    olc_tensor probe{x.dtype, rank, oshape, nullptr};
-    const int64_t total = olc_element_count(&probe);
-    if (total < 0) return fail(ctx, "output shape %s is too large", shape_str(oshape, rank).c_str());
-    void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, oshape);
-    if (!y && total > 0) return OLC_ERROR;
-    if (total == 0) return OLC_OK;
-    strided_copy(ctx, olc_dtype_size(x.dtype), static_cast<const char*>(x.data), 0, static_cast<char*>(y), rank,
-                 oshape, istride, parallel_min_bytes("Expand"));
-    return OLC_OK;
+    return emit_strided_view(ctx, x, rank, oshape, 0, rank, oshape, istride, "Expand");
   }
 };
 
@@ -542,15 +544,7 @@ class Tile final : public Kernel {
       vstride[2 * d + 1] = stride;
       stride *= x.shape[d];
     }
-    olc_tensor probe{x.dtype, 2 * rank, vshape, nullptr};
-    const int64_t total = olc_element_count(&probe);
-    if (total < 0) return fail(ctx, "output is too large");
-    void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, oshape);
-    if (!y && total > 0) return OLC_ERROR;
-    if (total == 0) return OLC_OK;
-    strided_copy(ctx, olc_dtype_size(x.dtype), static_cast<const char*>(x.data), 0, static_cast<char*>(y), 2 * rank,
-                 vshape, vstride, parallel_min_bytes("Tile"));
-    return OLC_OK;
+    return emit_strided_view(ctx, x, rank, oshape, 0, 2 * rank, vshape, vstride, "Tile");
   }
 };
 
