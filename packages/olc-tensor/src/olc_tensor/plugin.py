@@ -23,28 +23,22 @@ def _cast_target(node: Any) -> tuple[str | None, str | None]:
     return t, None
 
 
-def _cast_supports_from_19(node: Any) -> str | None:
-    return _cast_target(node)[1]
+def _cast_supports(since: int) -> Any:
+    """The `supports` check of the Cast registration segment starting at
+    opset `since`: the 'to' type must be a native target at that opset."""
+    allowed = set(manifest.cast_target_types(since))
 
+    def supports(node: Any) -> str | None:
+        t, why = _cast_target(node)
+        if why:
+            return why
+        if t not in allowed:
+            kind = "float8" if t in manifest.FLOAT8 else t
+            joins = next(v for v in (13, 19) if t in manifest.cast_target_types(v))
+            return f"{kind} targets join Cast at opset {joins}"
+        return None
 
-def _cast_supports_13_to_18(node: Any) -> str | None:
-    t, why = _cast_target(node)
-    if why:
-        return why
-    if t in manifest.FLOAT8:
-        return "float8 targets join Cast at opset 19"
-    return None
-
-
-def _cast_supports_until_12(node: Any) -> str | None:
-    t, why = _cast_target(node)
-    if why:
-        return why
-    if t in manifest.FLOAT8:
-        return "float8 targets join Cast at opset 19"
-    if t == "bfloat16":
-        return "bfloat16 targets join Cast at opset 13"
-    return None
+    return supports
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
@@ -63,8 +57,7 @@ def registrations() -> list[olc_core.KernelRegistration]:
                 # output typing, checked by `supports`.
                 types["T2"] = manifest.cast_target_types(seg.since)
                 outputs = ("T2",)
-                supports = (_cast_supports_until_12 if seg.since < 13
-                            else _cast_supports_13_to_18 if seg.since < 19 else _cast_supports_from_19)
+                supports = _cast_supports(seg.since)
             out.append(
                 olc_core.KernelRegistration(
                     domain="",
