@@ -10,6 +10,8 @@
 // the end), wrapping 64-bit integers for integer sums, the value itself for
 // Max/Min. Max/Min propagate NaN; over an empty set Sum gives 0, Mean NaN
 // (integers: 0), Max the lowest value (-inf) and Min the highest (+inf).
+// BOOL (Max/Min from opset 20) orders false < true: Max is any, Min is all;
+// over an empty set Max gives false and Min true.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -32,12 +34,22 @@ struct F16 {
 struct BF16 {
   uint16_t v;
 };
+struct Bool8 {
+  uint8_t v;
+};
 
 template <class T>
 struct Traits {  // integers
   using Acc = typename std::conditional<std::is_signed<T>::value, int64_t, uint64_t>::type;
   static Acc load(T v) { return static_cast<Acc>(v); }
   static T store(Acc a) { return static_cast<T>(a); }
+  static constexpr bool is_float = false;
+};
+template <>
+struct Traits<Bool8> {  // any nonzero byte is true; results are 0 or 1
+  using Acc = uint64_t;
+  static Acc load(Bool8 b) { return b.v != 0; }
+  static Bool8 store(Acc a) { return Bool8{static_cast<uint8_t>(a != 0)}; }
   static constexpr bool is_float = false;
 };
 template <>
@@ -103,6 +115,8 @@ template <class T, class Acc, RKind K>
 Acc empty_value() {
   if constexpr (Traits<T>::is_float) {
     return Combine<Acc, K>::init();
+  } else if constexpr (std::is_same<T, Bool8>::value) {
+    return Acc(K == RKind::Min ? 1 : 0);
   } else {
     if constexpr (K == RKind::Max) return static_cast<Acc>(std::numeric_limits<T>::lowest());
     else if constexpr (K == RKind::Min) return static_cast<Acc>(std::numeric_limits<T>::max());
@@ -200,6 +214,7 @@ void reduce_dispatch(olc_context* ctx, int32_t dtype, const Plan& p, const void*
     case OLC_DTYPE_BFLOAT16: reduce_typed<BF16, K>(ctx, p, static_cast<const BF16*>(x), static_cast<BF16*>(y)); break;
     case OLC_DTYPE_INT8: reduce_typed<int8_t, K>(ctx, p, static_cast<const int8_t*>(x), static_cast<int8_t*>(y)); break;
     case OLC_DTYPE_UINT8: reduce_typed<uint8_t, K>(ctx, p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y)); break;
+    case OLC_DTYPE_BOOL: reduce_typed<Bool8, K>(ctx, p, static_cast<const Bool8*>(x), static_cast<Bool8*>(y)); break;
     case OLC_DTYPE_INT32: reduce_typed<int32_t, K>(ctx, p, static_cast<const int32_t*>(x), static_cast<int32_t*>(y)); break;
     case OLC_DTYPE_INT64: reduce_typed<int64_t, K>(ctx, p, static_cast<const int64_t*>(x), static_cast<int64_t*>(y)); break;
     case OLC_DTYPE_UINT32: reduce_typed<uint32_t, K>(ctx, p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y)); break;
@@ -213,7 +228,7 @@ bool reducible(int32_t dtype, RKind k) {
     case OLC_DTYPE_FLOAT: case OLC_DTYPE_DOUBLE: case OLC_DTYPE_FLOAT16: case OLC_DTYPE_BFLOAT16:
     case OLC_DTYPE_INT32: case OLC_DTYPE_INT64: case OLC_DTYPE_UINT32: case OLC_DTYPE_UINT64:
       return true;
-    case OLC_DTYPE_INT8: case OLC_DTYPE_UINT8:
+    case OLC_DTYPE_INT8: case OLC_DTYPE_UINT8: case OLC_DTYPE_BOOL:
       return k == RKind::Max || k == RKind::Min;
     default:
       return false;

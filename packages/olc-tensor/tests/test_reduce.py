@@ -275,3 +275,38 @@ def test_float32_rows_every_level(level, op):
         else:
             scale = np.sum(np.abs(x.astype(np.float64)), axis=1) / (n if op == "ReduceMean" else 1)
             assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= scale * 2**-23), (level, n)
+
+
+@pytest.mark.parametrize("op", ("ReduceMax", "ReduceMin"))
+def test_bool_from_opset_20(op):
+    """BOOL joins ReduceMax/ReduceMin at opset 20 (false < true): against
+    onnx.reference over random shapes and axes, keepdims, empty reductions
+    (Max of nothing is false, Min true), and not claimed at opset 18."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(seed_of(op, "bool"))
+    cases = []
+    for rank in range(0, 5):
+        for _ in range(4):
+            shape = tuple(int(v) for v in rng.integers(1, 5, rank))
+            cases.append((rng.random(shape) < rng.choice([0.1, 0.5, 0.9]), shape))
+    cases += [(np.zeros((3, 0, 2), np.bool_), (3, 0, 2)), (np.ones((2, 4097), np.bool_), (2, 4097))]
+    for x, shape in cases:
+        rank = len(shape)
+        for keepdims in (0, 1):
+            k = int(rng.integers(0, rank + 1))
+            axes = [int(a) for a in rng.permutation(rank)[:k]] if k else None
+            model, a = build(op, "bool", axes, keepdims, 20)
+            feeds = {"x": x} if a is None else {"x": x, "a": a}
+            (got,) = olc_run(model, feeds, expect_kernel=f"olc_tensor::{op}")
+            (want,) = ReferenceEvaluator(model).run(None, feeds)
+            assert got.dtype == np.bool_ and got.shape == want.shape, (op, shape, axes, got.shape, want.shape)
+            assert np.array_equal(got, want), (op, shape, axes, keepdims, got, want)
+    # Max over an empty set is false, Min true (the reference agrees above
+    # only where it reduces something; pin the empty case explicitly).
+    model, a = build(op, "bool", [1], 0, 20)
+    (got,) = olc_run(model, {"x": np.zeros((3, 0), np.bool_), "a": a})
+    assert got.tolist() == [op == "ReduceMin"] * 3
+    reg = [r for r in olc_core.registered_kernels() if r.op_type == op and r.family == "olc-tensor"]
+    assert any("bool" in r.types["T"] and r.since_version == 20 for r in reg)
+    assert not any("bool" in r.types["T"] and r.since_version < 20 for r in reg)

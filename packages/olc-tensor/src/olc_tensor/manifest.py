@@ -90,11 +90,14 @@ OPS: tuple[TensorOp, ...] = (
              description="SIMD float32 <-> float16/bfloat16, float8 (19+)"),
     TensorOp("CastLike", (Segment(15, 18, ALL), Segment(19, MAX_OPSET, ALL_F8)), ("T1", "T2")),
     # Reductions: axes as an attribute until the opset where they become an
-    # input (ReduceSum 13, the others 18); int8/uint8 join Max/Min at 12.
+    # input (ReduceSum 13, the others 18); int8/uint8 join Max/Min at 12,
+    # bool at 20.
     TensorOp("ReduceSum", _split(1, {1: RED, 13: RED + ("bfloat16",)}), ("T", None)),
     TensorOp("ReduceMean", _split(1, {1: RED, 13: RED + ("bfloat16",)}), ("T", None)),
-    TensorOp("ReduceMax", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",)}), ("T", None)),
-    TensorOp("ReduceMin", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",)}), ("T", None)),
+    TensorOp("ReduceMax", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",),
+                                     20: RED + BYTE + ("bfloat16", "bool")}), ("T", None)),
+    TensorOp("ReduceMin", _split(1, {1: RED, 12: RED + BYTE, 13: RED + BYTE + ("bfloat16",),
+                                     20: RED + BYTE + ("bfloat16", "bool")}), ("T", None)),
     TensorOp("ArgMax", _bf16_from_13_numeric(1), ("T",)),
     TensorOp("ArgMin", _bf16_from_13_numeric(1), ("T",)),
     TensorOp("ScatterND", _bf16_from_13(11), ("T", None, "T")),
