@@ -658,22 +658,7 @@ class Session:
 _CAPSULE_TYPE = type(_native._C_API)
 
 
-# Registration type names whose numpy dtype comes from ml_dtypes.
-_ML_DTYPES = {
-    "bfloat16": "bfloat16",
-    "float8e4m3fn": "float8_e4m3fn",
-    "float8e4m3fnuz": "float8_e4m3fnuz",
-    "float8e5m2": "float8_e5m2",
-    "float8e5m2fnuz": "float8_e5m2fnuz",
-}
-
-
 def np_dtype_of(type_name: str) -> np.dtype:
-    """numpy dtype of a registration type name (bfloat16 and float8 through ml_dtypes)."""
-    if type_name in _ML_DTYPES:
-        import ml_dtypes
-
-        return np.dtype(getattr(ml_dtypes, _ML_DTYPES[type_name]))
-    if type_name == "string":
-        return np.dtype(object)
-    return np.dtype(type_name)
+    """numpy dtype of a registration type name: onnx's own mapping of its
+    element type (bfloat16 and float8 are ml_dtypes types, string is object)."""
+    return np.dtype(helper.tensor_dtype_to_np_dtype(TYPE_CODES[type_name]))
