@@ -110,15 +110,6 @@ D conv(S s) {
   }
 }
 
-// The exact value of a non-float8 source as a double.
-template <class S>
-double widen(S s) {
-  if constexpr (std::is_same<S, F16>::value) return f16_to_f32(s.v);
-  else if constexpr (std::is_same<S, BF16>::value) return bf16_to_f32(s.v);
-  else if constexpr (std::is_same<S, Bool>::value) return s.v != 0 ? 1.0 : 0.0;
-  else return static_cast<double>(s);  // 64-bit integers beyond 2^53 are far out of float8 range
-}
-
 // Anything -> float8 (code C); float8 sources decode through their table.
 template <class S, int32_t C, bool Saturate>
 void conv_loop_to_f8(const void* src, void* dst, int64_t n) {
@@ -128,7 +119,9 @@ void conv_loop_to_f8(const void* src, void* dst, int64_t n) {
     const float* t = f8_table<S::code>();
     for (int64_t i = 0; i < n; ++i) d[i] = f64_to_f8<C, Saturate>(t[s[i].v]);
   } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = f64_to_f8<C, Saturate>(widen(s[i]));
+    // conv<double> is exact for every source but 64-bit integers beyond
+    // 2^53, which are far out of float8 range anyway.
+    for (int64_t i = 0; i < n; ++i) d[i] = f64_to_f8<C, Saturate>(conv<double>(s[i]));
   }
 }
 

@@ -357,6 +357,18 @@ Kernel* make_reduce(const olc_node_info* node, RKind kind, int64_t axes_input_si
 
 // ------------------------------------------------------------ ArgMax/ArgMin
 
+// Whether v replaces the best value b so far. NaN wins, as in numpy: the
+// first one, or the last one with select_last_index; ties go to the first
+// index, or the last with select_last_index.
+template <bool kFloat, bool kMax, class Acc>
+inline bool arg_takes(Acc b, Acc v, bool last) {
+  if constexpr (kFloat) {
+    if (b != b) return last && v != v;
+    if (v != v) return true;
+  }
+  return kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
+}
+
 template <class T, bool kMax>
 void arg_typed(const T* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, bool last) {
   using Tr = Traits<T>;
@@ -368,15 +380,7 @@ void arg_typed(const T* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, 
       int64_t bi = 0;
       for (int64_t j = 1; j < r; ++j) {
         const Acc v = Tr::load(row[j]);
-        bool take;
-        if constexpr (Tr::is_float) {
-          if (b != b) take = last && v != v;
-          else if (v != v) take = true;
-          else take = kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
-        } else {
-          take = kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
-        }
-        if (take) {
+        if (arg_takes<Tr::is_float, kMax>(b, v, last)) {
           b = v;
           bi = j;
         }
@@ -397,17 +401,7 @@ void arg_typed(const T* x, int64_t* y, int64_t outer, int64_t r, int64_t inner, 
       const T* row = xo + j * inner;
       for (int64_t i = 0; i < inner; ++i) {
         const Acc v = Tr::load(row[i]);
-        const Acc b = best[i];
-        bool take;
-        if constexpr (Tr::is_float) {
-          // NaN wins, as in numpy: the first one, or the last one with select_last_index.
-          if (b != b) take = last && v != v;
-          else if (v != v) take = true;
-          else take = kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
-        } else {
-          take = kMax ? (last ? v >= b : v > b) : (last ? v <= b : v < b);
-        }
-        if (take) {
+        if (arg_takes<Tr::is_float, kMax>(best[i], v, last)) {
           best[i] = v;
           yo[i] = j;
         }
