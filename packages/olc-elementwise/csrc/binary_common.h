@@ -37,8 +37,14 @@ struct BinaryVariant {
 // (1, 1) for vv, (0, 1) for sv and (1, 0) for vs. y never overlaps a or b
 // except when y == a exactly (in place on a full input 0).
 using BinaryFn = void (*)(const void* a, const void* b, void* y, int64_t n);
+// The *_stream variants compute the same values but write the 64-byte
+// aligned body of y with non-temporal stores, for outputs far larger than
+// the caches; the caller issues stream_fence() once after its last call.
+// nullptr where the level has no such stores or the op is bound by its
+// arithmetic rather than by memory.
 struct BinaryFns {
   BinaryFn vv = nullptr, sv = nullptr, vs = nullptr;
+  BinaryFn vv_stream = nullptr, sv_stream = nullptr, vs_stream = nullptr;
 };
 
 enum class VarOp : int { Sum, Mean, Min, Max };
@@ -68,7 +74,6 @@ using SwiGluFn = void (*)(const void* a, const void* b, void* y, int64_t n, doub
   WhereFn select_where(int32_t elem_size);                                                        \
   ClipFn select_clip(int32_t dtype);                                                              \
   SwiGluFn select_swiglu(int32_t dtype);                                                          \
-  void stream_copy(void* dst, const void* src, int64_t bytes);                                    \
   void stream_fence();                                                                             \
   }
 // Each returns nullptr / false when that level has no variant; callers

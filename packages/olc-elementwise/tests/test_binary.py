@@ -418,21 +418,63 @@ def test_output_reuse():
                 np.testing.assert_array_equal(y, (x + c) * d)
 
 
-@pytest.mark.parametrize("op,t", [("Add", "float32"), ("Mul", "float64"), ("Less", "float32")])
-def test_streaming_scalar_outputs(op, t):
-    """One thread, a scalar operand and an output of at least 8 MiB: the
-    chunked path with non-temporal stores (odd sizes: a plain tail)."""
+# (shape of A, shape of B, whether the run streams): contiguous, both scalar
+# sides, rows of 4,099 elements (inner blocks that start off a 64-byte line),
+# and columns whose 257-element inner blocks are too short to stream.
+STREAM_SHAPES = [((2_100_003,), (2_100_003,), True), ((2_100_003,), (), True), ((), (2_100_003,), True),
+                 ((513, 4099), (4099,), True), ((8198, 257), (8198, 1), False)]
+
+
+@pytest.mark.parametrize("op,t", [("Add", "float32"), ("Div", "float32"), ("Mul", "float64"), ("Sub", "int32"),
+                                  ("BitwiseAnd", "int64"), ("Less", "float32"), ("And", "bool")])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_streaming_outputs(op, t, threads):
+    """Outputs of at least stream_min_bytes (8 MiB) with inner blocks of at
+    least 4 KiB are written with non-temporal stores, on any number of
+    threads; the values match the reference, head and tail included. Bool
+    outputs are a quarter of the size, so their threshold is lowered here."""
+    from olc_core import tuning
+
     spec = bm.BY_NAME[op]
     t_out = "bool" if spec.bool_out else t
     model = make_model(op, [t, t], t_out, newest_opset(spec, t))
     rng = np.random.default_rng(9)
-    n = 8_400_007 if t_out == "bool" else 2_100_003
-    a = gen(op, {}, t, (n,), rng, 0)
-    s = gen(op, {}, t, (), rng, 1)
-    for x0, x1 in ((a, s), (s, a)):
-        ref = reference(model, {"x0": x0, "x1": x1})
-        for level in LEVELS:
-            check(op, session((op, t, "stream"), model, level).run(None, {"x0": x0, "x1": x1})[0], ref, t_out)
+    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
+    if t_out == "bool":
+        for lv in vector_levels:
+            tuning.set("olc_elementwise", op, "stream_min_bytes", 2 << 20, implementation=lv, dtype=t)
+    try:
+        for sa, sb, streams in STREAM_SHAPES:
+            x0, x1 = gen(op, {}, t, sa, rng, 0), gen(op, {}, t, sb, rng, 1)
+            ref = reference(model, {"x0": x0, "x1": x1})
+            for level in LEVELS:
+                sess = session((op, t, "stream"), model, level, threads)
+                check(op, sess.run(None, {"x0": x0, "x1": x1})[0], ref, t_out)
+                want = streams and level != "scalar"
+                assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sa, sb)
+    finally:
+        if t_out == "bool":
+            for lv in vector_levels:
+                tuning.set("olc_elementwise", op, "stream_min_bytes", 8 << 20, implementation=lv, dtype=t)
+
+
+def test_streaming_in_place():
+    """An intermediate that dies at the next node becomes that node's output
+    (in place on input 0) while the node streams: each piece of input 0 is
+    read before the same bytes are written."""
+    n = 2_100_003
+    nodes = [helper.make_node("Add", ["x", "c"], ["t"]), helper.make_node("Mul", ["t", "d"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in "xcd"],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
+    rng = np.random.default_rng(11)
+    x, c, d = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    for level in LEVELS:
+        for threads in (1, 2):
+            with olc_core.simd_cap(level):
+                s = olc_core.Session(model, threads=threads, strict=True, fusion=False, record_usage=True)
+            np.testing.assert_array_equal(s.run(None, {"x": x, "c": c, "d": d})[0], (x + c) * d)
+            assert all(("stream" in u) == (level != "scalar") for u in s.kernel_usage_details())
 
 
 @pytest.mark.parametrize("t", ["float32", "float16", "bfloat16"])
