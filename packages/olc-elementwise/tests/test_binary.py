@@ -420,9 +420,9 @@ def test_output_reuse():
 
 # (shape of A, shape of B, whether the run streams): contiguous, both scalar
 # sides, rows of 4,099 elements (inner blocks that start off a 64-byte line),
-# and columns whose 257-element inner blocks are too short to stream.
+# and columns whose 127-element inner blocks are too short to stream.
 STREAM_SHAPES = [((2_100_003,), (2_100_003,), True), ((2_100_003,), (), True), ((), (2_100_003,), True),
-                 ((513, 4099), (4099,), True), ((8198, 257), (8198, 1), False)]
+                 ((513, 4099), (4099,), True), ((16591, 127), (16591, 1), False)]
 
 
 @pytest.mark.parametrize("op,t", [("Add", "float32"), ("Div", "float32"), ("Mul", "float64"), ("Sub", "int32"),
@@ -430,9 +430,10 @@ STREAM_SHAPES = [((2_100_003,), (2_100_003,), True), ((2_100_003,), (), True), (
 @pytest.mark.parametrize("threads", [1, 2])
 def test_streaming_outputs(op, t, threads):
     """Outputs of at least stream_min_bytes (8 MiB) with inner blocks of at
-    least 4 KiB are written with non-temporal stores, on any number of
-    threads; the values match the reference, head and tail included. Bool
-    outputs are a quarter of the size, so their threshold is lowered here."""
+    least 1 KiB are written with non-temporal stores; the values match the
+    reference, unaligned ends included. Bool outputs are a quarter of the
+    size, so their threshold is lowered here; on two threads the bytes-moved
+    threshold is lowered so that split runs stream too."""
     from olc_core import tuning
 
     spec = bm.BY_NAME[op]
@@ -440,9 +441,11 @@ def test_streaming_outputs(op, t, threads):
     model = make_model(op, [t, t], t_out, newest_opset(spec, t))
     rng = np.random.default_rng(9)
     vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    if t_out == "bool":
+    params = {"stream_min_bytes": (2 << 20 if t_out == "bool" else 8 << 20, 8 << 20),
+              "stream_parallel_min_bytes": (1, 40 << 20)}
+    for name, (value, _) in params.items():
         for lv in vector_levels:
-            tuning.set("olc_elementwise", op, "stream_min_bytes", 2 << 20, implementation=lv, dtype=t)
+            tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
     try:
         for sa, sb, streams in STREAM_SHAPES:
             x0, x1 = gen(op, {}, t, sa, rng, 0), gen(op, {}, t, sb, rng, 1)
@@ -453,15 +456,36 @@ def test_streaming_outputs(op, t, threads):
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sa, sb)
     finally:
-        if t_out == "bool":
+        for name, (_, default) in params.items():
             for lv in vector_levels:
-                tuning.set("olc_elementwise", op, "stream_min_bytes", 8 << 20, implementation=lv, dtype=t)
+                tuning.set("olc_elementwise", op, name, default, implementation=lv, dtype=t)
+
+
+@pytest.mark.skipif(LEVELS == ["scalar"], reason="needs AVX2 or AVX-512")
+def test_streaming_split_runs_need_traffic_beyond_l3():
+    """With the default thresholds a run split over two threads streams only
+    when the bytes it moves reach stream_parallel_min_bytes (40 MiB): two
+    full float32 inputs of 4M elements (48 MiB) do, a scalar operand (32 MiB)
+    does not; one thread streams both."""
+    model = make_model("Add", ["float32", "float32"], "float32", 14)
+    rng = np.random.default_rng(4)
+    n = 4 << 20
+    full = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+    scalar = np.float32(0.5).reshape(())
+    for threads, feeds, streams in ((2, full, True), (2, [full[0], scalar], False), (1, [full[0], scalar], True)):
+        sess = session(("Add", "float32", "split"), model, LEVELS[-1], threads)
+        y = sess.run(None, {"x0": feeds[0], "x1": feeds[1]})[0]
+        np.testing.assert_array_equal(y, feeds[0] + feeds[1])
+        assert ("stream" in sess.kernel_usage_details()[-1]) == streams, (threads, feeds[1].shape)
 
 
 def test_streaming_in_place():
     """An intermediate that dies at the next node becomes that node's output
     (in place on input 0) while the node streams: each piece of input 0 is
-    read before the same bytes are written."""
+    read before the same bytes are written. Split runs are made to stream
+    too by lowering their bytes-moved threshold."""
+    from olc_core import tuning
+
     n = 2_100_003
     nodes = [helper.make_node("Add", ["x", "c"], ["t"]), helper.make_node("Mul", ["t", "d"], ["y"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in "xcd"],
@@ -469,12 +493,24 @@ def test_streaming_in_place():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
     rng = np.random.default_rng(11)
     x, c, d = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-    for level in LEVELS:
-        for threads in (1, 2):
-            with olc_core.simd_cap(level):
-                s = olc_core.Session(model, threads=threads, strict=True, fusion=False, record_usage=True)
-            np.testing.assert_array_equal(s.run(None, {"x": x, "c": c, "d": d})[0], (x + c) * d)
-            assert all(("stream" in u) == (level != "scalar") for u in s.kernel_usage_details())
+    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
+
+    def set_parallel_min(value):
+        for op in ("Add", "Mul"):
+            for lv in vector_levels:
+                tuning.set("olc_elementwise", op, "stream_parallel_min_bytes", value, implementation=lv,
+                           dtype="float32")
+
+    set_parallel_min(1)
+    try:
+        for level in LEVELS:
+            for threads in (1, 2):
+                with olc_core.simd_cap(level):
+                    s = olc_core.Session(model, threads=threads, strict=True, fusion=False, record_usage=True)
+                np.testing.assert_array_equal(s.run(None, {"x": x, "c": c, "d": d})[0], (x + c) * d)
+                assert all(("stream" in u) == (level != "scalar") for u in s.kernel_usage_details())
+    finally:
+        set_parallel_min(40 << 20)
 
 
 @pytest.mark.parametrize("t", ["float32", "float16", "bfloat16"])
