@@ -139,3 +139,35 @@ def test_family_gates_extras_constants_and_models(tmp_path, monkeypatch):
     # Failed gates under --enforce: exit 1, each named on stderr.
     assert p.returncode == 1
     assert "gate failed: group b impossibly fast" in p.stderr and "gate failed: too small" in p.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+def test_settle_waits_for_spinning_threads():
+    """The gap between blocks lasts until other threads stop using CPU (a
+    spinning worker pool would otherwise steal a core from the next runtime)."""
+    import importlib.util
+    import threading
+    import time
+
+    spec = importlib.util.spec_from_file_location("benchmark_parity_under_test", TOOL)
+    bp = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bp  # its dataclasses look their module up
+    spec.loader.exec_module(bp)
+    spin_s = 0.3
+    done = {}
+
+    def spin():
+        end = time.perf_counter() + spin_s
+        while time.perf_counter() < end:
+            pass
+        done["t"] = time.perf_counter()
+
+    th = threading.Thread(target=spin)
+    th.start()
+    bp.settle()
+    returned = time.perf_counter()
+    th.join()
+    assert returned >= done["t"], "settle returned while another thread was still spinning"
+    start = time.perf_counter()
+    bp.settle()
+    assert time.perf_counter() - start < bp.SETTLE_MAX_S  # idle process: the plain gap

@@ -14,8 +14,10 @@ execution) and run in this one process. Before timing, olc's
 must agree with ORT; a case failing either is reported and not timed. After
 a warm-up, runs alternate in blocks of about 50 ms (at most 1000 runs) whose
 order flips every block pair (olc block, ort block, ort block, olc block,
-...), with 50 ms of idle time after each block, so a runtime's threads still
-spinning after its own runs do not land on the other's samples; the run count comes from the per-case time budget
+...), with at least 50 ms of idle time after each block, and until the
+process's other threads have stopped using CPU (Linux: their schedstat), so
+a runtime's threads still spinning after its own runs do not land on the
+other's samples; the run count comes from the per-case time budget
 (``--min-time``). Every raw sample (``perf_counter_ns``) is kept in the JSON.
 The ratio is ort_median / olc_median: above 1 means olc is faster.
 
@@ -73,6 +75,7 @@ import os
 import platform
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -473,10 +476,53 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
 # a while after its run (ORT's do by default) and would take the cores from
 # whichever runtime ran next. Measured on 4M-element Abs, 2 threads: without
 # the gap olc's samples had 4-8 ms stalls (a worker time-sliced against ORT's
-# spinner), with it both runtimes start every block from idle.
+# spinner), with it both runtimes start every block from idle. A fixed gap is
+# not enough: ORT's worker spins for 40-50 ms after a run on this machine
+# (measured from its CPU time), so the gap lasts until the process's other
+# threads have stopped using CPU (MatMulNBits 128x2048x2048 on 2 threads:
+# olc 8.3 ms while ORT's worker spun, 5.9 ms after it stopped).
 BLOCK_NS = 50_000_000
 MAX_BLOCK_RUNS = 1000
 SETTLE_S = 0.05
+SETTLE_MAX_S = 1.0
+QUIET_WINDOW_S = 0.005
+QUIET_CPU_NS = 250_000  # other threads may use 5 % of one CPU in a quiet window
+
+
+def _other_threads_cpu_ns() -> int | None:
+    """CPU time used so far by this process's threads other than the calling
+    one (Linux schedstat, nanoseconds); None where /proc does not say."""
+    me = threading.get_native_id()
+    total = 0
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tids:
+        if tid == str(me):
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return total
+
+
+def settle() -> None:
+    """Sleeps SETTLE_S, then until the other threads of the process are idle
+    (spinning workers have gone to sleep), at most SETTLE_MAX_S in all."""
+    time.sleep(SETTLE_S)
+    before = _other_threads_cpu_ns()
+    if before is None:
+        return
+    deadline = time.perf_counter() + SETTLE_MAX_S - SETTLE_S
+    while time.perf_counter() < deadline:
+        time.sleep(QUIET_WINDOW_S)
+        now = _other_threads_cpu_ns()
+        if now is None or now - before < QUIET_CPU_NS:
+            return
+        before = now
 
 
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
@@ -511,9 +557,9 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
         k = min(block, pairs - done)
         first, second = ((fb, b), (fa, a)) if flip else ((fa, a), (fb, b))
         run_block(first[0], first[1], k)
-        time.sleep(SETTLE_S)
+        settle()
         run_block(second[0], second[1], k)
-        time.sleep(SETTLE_S)
+        settle()
         done += k
         flip = not flip
     return a, b
