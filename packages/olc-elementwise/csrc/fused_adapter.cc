@@ -88,6 +88,9 @@ struct FusedState {
   const olc_tuning_param* tile_elements;
   const olc_tuning_param* max_participants;
   const olc_tuning_param* specialized;
+  const olc_tuning_param* stream_min_bytes;
+  const olc_tuning_param* stream_parallel_min_bytes;
+  std::string stream_isa;  // usage detail of a run with non-temporal stores
   // The program is the SwiGLU gate: inputs swiglu_gate and 1 - swiglu_gate.
   bool swiglu = false;
   int swiglu_gate = 0;
@@ -312,6 +315,13 @@ void* fused_create(const olc_core_api* api, const olc_node_info* node, char* err
   st->tile_elements = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "tile_elements", 512);
   st->max_participants = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "max_participants", 0);
   st->specialized = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "specialized", 1);
+  // Non-temporal stores on the one-pass scale-and-add loop, by the rule of
+  // the binary ops (binary_run): from 8 MiB of output on one thread; a
+  // split run only once the bytes it moves outgrow the L3.
+  st->stream_min_bytes = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "stream_min_bytes", 8 << 20);
+  st->stream_parallel_min_bytes =
+      api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "stream_parallel_min_bytes", 40 << 20);
+  st->stream_isa = std::string(st->isa) + ",stream";
   detect_patterns(st.get());
   return st.release();
 }
@@ -325,6 +335,7 @@ struct Job {
   int64_t tiles_per_block;
   bool swiglu;     // the one-pass SwiGLU loop applies to this run
   bool scale_add;  // the one-pass scale-and-add loop applies to this run
+  bool stream;     // ... and writes with non-temporal stores
 };
 
 // A value of one tile: a pointer to n floats, or to one float for all.
@@ -379,7 +390,8 @@ void run_items(void* user, int64_t begin, int64_t end) {
       const int x = st.scale_x;
       const float* xp = reinterpret_cast<const float*>(j.in[x]) + cur.offset[x] + e0;
       const float* mp = reinterpret_cast<const float*>(j.in[1 - x]) + cur.offset[1 - x] + e0;
-      st.tile->scale_add(xp, st.constants[0], mp, reinterpret_cast<float*>(j.out) + out_off, n);
+      (j.stream ? st.tile->scale_add_stream : st.tile->scale_add)(xp, st.constants[0], mp,
+                                                                    reinterpret_cast<float*>(j.out) + out_off, n);
       continue;
     }
     for (int i = 0; i < n_in; ++i) {
@@ -422,6 +434,7 @@ void run_items(void* user, int64_t begin, int64_t end) {
       st.tile->store_bf16(r.p, reinterpret_cast<uint16_t*>(j.out) + out_off, n);
     }
   }
+  if (j.stream) st.tile->stream_fence();
 }
 
 int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
@@ -459,8 +472,10 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   if (!build_broadcast_plan(n_inputs, ranks, shapes, &plan, msg, sizeof msg)) return api->set_error(ctx, msg);
   void* y = api->allocate_output(ctx, 0, st->dtype, plan.out_rank, plan.out_shape);
   if (!y && plan.count > 0) return OLC_ERROR;
-  api->record_usage_detail(ctx, st->isa);
-  if (plan.count == 0) return OLC_OK;
+  if (plan.count == 0) {
+    api->record_usage_detail(ctx, st->isa);
+    return OLC_OK;
+  }
 
   int64_t tile = api->tuning_read_int(st->tile_elements);
   tile = std::min<int64_t>(std::max<int64_t>(16, (tile + 15) / 16 * 16), 16384);
@@ -472,10 +487,24 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
                       plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;
   const bool scale_add = st->scale_add && st->dtype == OLC_DTYPE_FLOAT && plan.inner_stride[0] == 1 &&
                          plan.inner_stride[1] == 1 && api->tuning_read_int(st->specialized) != 0;
-  Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add};
   const int64_t items = plan.blocks * tiles_per_block;
   const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
-  if (par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1) {
+  const bool serial = par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1;
+  bool stream = false;
+  if (scale_add && st->tile->scale_add_stream) {
+    const int64_t out_bytes = plan.count * static_cast<int64_t>(sizeof(float));
+    const int64_t stream_min = api->tuning_read_int(st->stream_min_bytes);
+    stream = stream_min > 0 && out_bytes >= stream_min;
+    if (stream && !serial) {
+      int64_t moved = out_bytes;
+      for (int i = 0; i < n_inputs; ++i) moved += olc_element_count(&inputs[i]) * static_cast<int64_t>(sizeof(float));
+      const int64_t par_stream_min = api->tuning_read_int(st->stream_parallel_min_bytes);
+      stream = par_stream_min > 0 && moved >= par_stream_min;
+    }
+  }
+  api->record_usage_detail(ctx, stream ? st->stream_isa.c_str() : st->isa);
+  Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add, stream};
+  if (serial) {
     run_items(&job, 0, items);
     return OLC_OK;
   }

@@ -16,6 +16,8 @@ struct V {
   static constexpr int64_t kWidth = 8;
   static R load(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
+  static void stream(float* p, R v) { _mm256_stream_ps(p, v); }
+  static void fence() { _mm_sfence(); }
   static R set1(float v) { return _mm256_set1_ps(v); }
   static R add(R a, R b) { return _mm256_add_ps(a, b); }
   static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
@@ -80,6 +82,7 @@ void fz_swiglu_bf16(const uint16_t* g, const uint16_t* u, uint16_t* y, int64_t n
 }  // namespace
 
 #define FZ_HAS_SWIGLU 1
+#define FZ_HAS_STREAM 1
 #include "fused_tile.inc"
 
 }  // namespace avx2

@@ -17,6 +17,8 @@ struct V {
   static constexpr int64_t kWidth = 16;
   static R load(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* p, R v) { _mm512_storeu_ps(p, v); }
+  static void stream(float* p, R v) { _mm512_stream_ps(p, v); }
+  static void fence() { _mm_sfence(); }
   static R set1(float v) { return _mm512_set1_ps(v); }
   static R add(R a, R b) { return _mm512_add_ps(a, b); }
   static R sub(R a, R b) { return _mm512_sub_ps(a, b); }
@@ -88,6 +90,7 @@ void fz_swiglu_bf16(const uint16_t* g, const uint16_t* u, uint16_t* y, int64_t n
 }  // namespace
 
 #define FZ_HAS_SWIGLU 1
+#define FZ_HAS_STREAM 1
 #include "fused_tile.inc"
 
 }  // namespace avx512

@@ -31,6 +31,12 @@ struct FusedTileOps {
   // y = (x * s) + m over float32 (s one value): the scaled, masked scores
   // program in one pass; two roundings, as the two steps apart.
   void (*scale_add)(const float* x, float s, const float* m, float* y, int64_t n);
+  // The same, writing y's 64-byte aligned body with non-temporal stores (for
+  // outputs far larger than the caches; the same bits), and the fence that
+  // orders those stores, issued once after a thread's last call. nullptr
+  // where the level has no such stores.
+  void (*scale_add_stream)(const float* x, float s, const float* m, float* y, int64_t n);
+  void (*stream_fence)();
 };
 
 namespace scalar { const FusedTileOps* fused_tile_ops(); }

@@ -190,6 +190,32 @@ def test_scaled_masked_scores(hqk, level, threads, specialized):
     np.testing.assert_array_equal(y, unfused)
 
 
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("level", LEVELS)
+def test_scaled_masked_scores_streaming(level, threads):
+    """Outputs of 8 MiB and more take the non-temporal variant of the
+    one-pass loop (split runs too, once they move 40 MiB): the same bits,
+    rows of 4,099 elements so every row starts off a 64-byte line."""
+    h, q, k = 8, 65, 4099  # 2.1M elements: 8.5 MB out, about 18 MB moved
+    m = scores_model(h, q, k)
+    rng = rng_for("stream", level, threads)
+    mask = np.where(rng.random((1, 1, q, k)) < 0.2, np.float32(-np.inf), np.float32(0)).astype(np.float32)
+    feeds = {"scores": (rng.standard_normal((1, h, q, k)) * 8).astype(np.float32), "mask": mask}
+    ref = (feeds["scores"] * np.float32(0.125)) + mask
+    for parallel_min, split_streams in ((40 << 20, False), (1, True)):
+        tuning.set("olc_elementwise", "ElementwisePlan", "stream_parallel_min_bytes", parallel_min,
+                   implementation=level, dtype="float32")
+        try:
+            s = make_session(m, level, threads)
+            (y,) = s.run(None, feeds)
+            np.testing.assert_array_equal(y, ref)
+            streams = level != "scalar" and (threads == 1 or split_streams)
+            assert ("stream" in s.kernel_usage_details()[-1]) == streams, s.kernel_usage_details()
+        finally:
+            tuning.reset("olc_elementwise", "ElementwisePlan", "stream_parallel_min_bytes", implementation=level,
+                         dtype="float32")
+
+
 def test_scale_folded_into_the_program():
     s = make_session(scores_model(2, 4, 8), "scalar")
     (entry,) = s.kernel_plan()
