@@ -13,6 +13,7 @@
 #include <string>
 
 #include "binary_shared.h"
+#include "stream_policy.h"
 
 namespace olc_ew {
 namespace nary {
@@ -249,8 +250,7 @@ struct BinaryKernelDescriptor {
   bool check_overflow; // signed integer Div: INT_MIN / -1 rejected
   bool unidirectional; // PRelu: the output must have X's shape
   Tuning tuning;
-  const olc_tuning_param* stream_min_bytes = nullptr;
-  const olc_tuning_param* stream_parallel_min_bytes = nullptr;
+  StreamPolicy stream;
   void (*stream_fence)() = nullptr;
   mutable PlanCache plans;
 };
@@ -334,10 +334,7 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
     st->stream_fence = &nary_avx2::stream_fence;
     st->stream_isa = "avx2,stream";
   }
-  st->stream_min_bytes = capi->tuning_declare_int(kLibrary, spec->name, isa, ta, "stream_min_bytes",
-                                                  costly ? 0 : (8 << 20));
-  st->stream_parallel_min_bytes =
-      capi->tuning_declare_int(kLibrary, spec->name, isa, ta, "stream_parallel_min_bytes", 40 << 20);
+  st->stream.declare(capi, kLibrary, spec->name, isa, ta, costly ? 0 : (8 << 20));
   return st;
 }
 
@@ -460,26 +457,13 @@ int32_t binary_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   else if (sb == 0 && sa != 0) { r.fn = st->fns.vs; stream_fn = st->fns.vs_stream; }
   const int64_t bpe = static_cast<int64_t>(st->a_size + st->b_size + st->y_size);
   const SplitParams sp = st->tuning.params(p.family, bpe);
-  // Non-temporal stores once the output is far larger than the caches (and
-  // the inner blocks long enough that their plain-stored unaligned ends do
-  // not dominate). One core cannot drive the write-allocate traffic of such
-  // an output, so a serial run streams from stream_min_bytes of output; when
-  // the run is split, plain stores stay faster until the bytes the op moves
-  // outgrow the shared L3 (stream_parallel_min_bytes). Measured alternately
-  // with onnxruntime on Zen 4 (32 MiB L3), float32 at 4M elements, plain ->
-  // streamed: Add of two full inputs 1.48 -> 1.0 ms on 1 thread and 0.95 ->
-  // 0.73 ms on 2; Add of a scalar on 2 threads (32 MiB moved) 0.54 -> 0.65.
+  // Inner blocks long enough that their plain-stored unaligned ends do not
+  // dominate; then the shared rule (stream_policy.h).
   if (stream_fn && p.inner * static_cast<int64_t>(st->y_size) >= 1024) {
     const int64_t out_bytes = p.count * static_cast<int64_t>(st->y_size);
-    const int64_t stream_min = g_api->tuning_read_int(st->stream_min_bytes);
-    bool stream = stream_min > 0 && out_bytes >= stream_min;
-    if (stream && !runs_serial(ctx, p, sp)) {
-      const int64_t moved = olc_element_count(&inputs[0]) * static_cast<int64_t>(st->a_size) +
-                            olc_element_count(&inputs[1]) * static_cast<int64_t>(st->b_size) + out_bytes;
-      const int64_t par_min = g_api->tuning_read_int(st->stream_parallel_min_bytes);
-      stream = par_min > 0 && moved >= par_min;
-    }
-    if (stream) {
+    const int64_t moved = olc_element_count(&inputs[0]) * static_cast<int64_t>(st->a_size) +
+                          olc_element_count(&inputs[1]) * static_cast<int64_t>(st->b_size) + out_bytes;
+    if (st->stream.wants(g_api, out_bytes, moved, runs_serial(ctx, p, sp))) {
       r.fn = stream_fn;
       r.stream = true;
     }

@@ -57,7 +57,8 @@ using VariadicFn = void (*)(const void* const* in, const int64_t* inc, int n_in,
 
 // out[k] = c[k * ic] ? x[k * ix] : y[k * iy], elements of `size` bytes;
 // one function per element size, the strides (0 or 1) passed as a mask
-// (bit 0: c, bit 1: x, bit 2: y).
+// (bit 0: c, bit 1: x, bit 2: y). select_where_stream gives the variant
+// with non-temporal stores (as BinaryFns' *_stream), nullptr where none.
 using WhereFn = void (*)(const uint8_t* c, const void* x, const void* y, void* out, int64_t n, int inc_mask);
 
 // y[k] = min(max(x[k], lo), hi) with NaN propagated; lo and hi point to one
@@ -72,6 +73,7 @@ using SwiGluFn = void (*)(const void* a, const void* b, void* y, int64_t n, doub
   bool select_binary(BinOp op, BinaryVariant v, int32_t a_dtype, int32_t b_dtype, BinaryFns* out); \
   VariadicFn select_variadic(VarOp op, int32_t dtype);                                           \
   WhereFn select_where(int32_t elem_size);                                                        \
+  WhereFn select_where_stream(int32_t elem_size);                                                 \
   ClipFn select_clip(int32_t dtype);                                                              \
   SwiGluFn select_swiglu(int32_t dtype);                                                          \
   void stream_fence();                                                                             \

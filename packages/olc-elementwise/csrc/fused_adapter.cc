@@ -24,6 +24,7 @@
 
 #include "broadcast.h"
 #include "fused_common.h"
+#include "stream_policy.h"
 #include "unary_common.h"
 
 namespace olc_ew {
@@ -88,8 +89,7 @@ struct FusedState {
   const olc_tuning_param* tile_elements;
   const olc_tuning_param* max_participants;
   const olc_tuning_param* specialized;
-  const olc_tuning_param* stream_min_bytes;
-  const olc_tuning_param* stream_parallel_min_bytes;
+  StreamPolicy stream;
   std::string stream_isa;  // usage detail of a run with non-temporal stores
   // The program is the SwiGLU gate: inputs swiglu_gate and 1 - swiglu_gate.
   bool swiglu = false;
@@ -315,12 +315,8 @@ void* fused_create(const olc_core_api* api, const olc_node_info* node, char* err
   st->tile_elements = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "tile_elements", 512);
   st->max_participants = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "max_participants", 0);
   st->specialized = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "specialized", 1);
-  // Non-temporal stores on the one-pass scale-and-add loop, by the rule of
-  // the binary ops (binary_run): from 8 MiB of output on one thread; a
-  // split run only once the bytes it moves outgrow the L3.
-  st->stream_min_bytes = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "stream_min_bytes", 8 << 20);
-  st->stream_parallel_min_bytes =
-      api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "stream_parallel_min_bytes", 40 << 20);
+  // Non-temporal stores on the one-pass scale-and-add loop (stream_policy.h).
+  st->stream.declare(api, kLibrary, kKernel, st->isa, dtype, 8 << 20);
   st->stream_isa = std::string(st->isa) + ",stream";
   detect_patterns(st.get());
   return st.release();
@@ -492,15 +488,9 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const bool serial = par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1;
   bool stream = false;
   if (scale_add && st->tile->scale_add_stream) {
-    const int64_t out_bytes = plan.count * static_cast<int64_t>(sizeof(float));
-    const int64_t stream_min = api->tuning_read_int(st->stream_min_bytes);
-    stream = stream_min > 0 && out_bytes >= stream_min;
-    if (stream && !serial) {
-      int64_t moved = out_bytes;
-      for (int i = 0; i < n_inputs; ++i) moved += olc_element_count(&inputs[i]) * static_cast<int64_t>(sizeof(float));
-      const int64_t par_stream_min = api->tuning_read_int(st->stream_parallel_min_bytes);
-      stream = par_stream_min > 0 && moved >= par_stream_min;
-    }
+    int64_t moved = plan.count * static_cast<int64_t>(sizeof(float));
+    for (int i = 0; i < n_inputs; ++i) moved += olc_element_count(&inputs[i]) * static_cast<int64_t>(sizeof(float));
+    stream = st->stream.wants(api, plan.count * static_cast<int64_t>(sizeof(float)), moved, serial);
   }
   api->record_usage_detail(ctx, stream ? st->stream_isa.c_str() : st->isa);
   Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add, stream};

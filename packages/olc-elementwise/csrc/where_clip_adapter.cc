@@ -8,6 +8,7 @@
 #include <new>
 
 #include "binary_shared.h"
+#include "stream_policy.h"
 
 namespace olc_ew {
 namespace nary {
@@ -38,8 +39,12 @@ struct WhereState {
   int32_t dtype;
   size_t size;
   WhereFn fn;
+  WhereFn stream_fn = nullptr;  // with non-temporal stores (stream_policy.h)
+  void (*stream_fence)() = nullptr;
   const char* isa;
+  const char* stream_isa = nullptr;
   Tuning tuning;
+  StreamPolicy stream;
   mutable PlanCache plans;
 };
 
@@ -49,6 +54,8 @@ struct WhereRun {
   const olc_tensor* in;
   char* y;
   int mask;
+  WhereFn fn;
+  bool stream;
 };
 
 void where_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) {
@@ -57,12 +64,13 @@ void where_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) {
   const size_t z = r->st->size;
   BlockCursor c(p, b0);
   for (int64_t blk = b0; blk < b1; ++blk) {
-    r->st->fn(static_cast<const uint8_t*>(r->in[0].data) + c.offset[0] + e0 * p.inner_stride[0],
-              static_cast<const char*>(r->in[1].data) + (c.offset[1] + e0 * p.inner_stride[1]) * z,
-              static_cast<const char*>(r->in[2].data) + (c.offset[2] + e0 * p.inner_stride[2]) * z,
-              r->y + (blk * p.inner + e0) * z, e1 - e0, r->mask);
+    r->fn(static_cast<const uint8_t*>(r->in[0].data) + c.offset[0] + e0 * p.inner_stride[0],
+          static_cast<const char*>(r->in[1].data) + (c.offset[1] + e0 * p.inner_stride[1]) * z,
+          static_cast<const char*>(r->in[2].data) + (c.offset[2] + e0 * p.inner_stride[2]) * z,
+          r->y + (blk * p.inner + e0) * z, e1 - e0, r->mask);
     c.next();
   }
+  if (r->stream) r->st->stream_fence();
 }
 
 // ---------------------------------------------------------------- Clip
@@ -180,6 +188,16 @@ void* where_create(const olc_core_api* capi, const olc_node_info* node, char* er
   st->fn = pick<WhereFn>(capi, &nary_avx512::select_where, &nary_avx2::select_where, &nary_scalar::select_where, z,
                          &st->isa);
   st->tuning.declare("Where", st->isa, t, false);
+  if (!std::strcmp(st->isa, "avx512")) {
+    st->stream_fn = nary_avx512::select_where_stream(z);
+    st->stream_fence = &nary_avx512::stream_fence;
+    st->stream_isa = "avx512,stream";
+  } else if (!std::strcmp(st->isa, "avx2")) {
+    st->stream_fn = nary_avx2::select_where_stream(z);
+    st->stream_fence = &nary_avx2::stream_fence;
+    st->stream_isa = "avx2,stream";
+  }
+  st->stream.declare(capi, kLibrary, "Where", st->isa, t, 8 << 20);
   return st;
 }
 
@@ -197,11 +215,25 @@ int32_t where_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const BroadcastPlan& p = *plan;
   void* y = api()->allocate_output(ctx, 0, st->dtype, p.out_rank, p.out_shape);
   if (!y && p.count > 0) return OLC_ERROR;
-  api()->record_usage_detail(ctx, st->isa);
-  if (p.count == 0) return OLC_OK;
+  if (p.count == 0) {
+    api()->record_usage_detail(ctx, st->isa);
+    return OLC_OK;
+  }
   const int mask = (p.inner_stride[0] ? 1 : 0) | (p.inner_stride[1] ? 2 : 0) | (p.inner_stride[2] ? 4 : 0);
-  WhereRun r{st, &p, inputs, static_cast<char*>(y), mask};
-  run_split(ctx, p, st->tuning.params(p.family, 1 + 3 * static_cast<int64_t>(st->size)), &where_range, &r);
+  WhereRun r{st, &p, inputs, static_cast<char*>(y), mask, st->fn, false};
+  const SplitParams sp = st->tuning.params(p.family, 1 + 3 * static_cast<int64_t>(st->size));
+  const int64_t z = static_cast<int64_t>(st->size);
+  if (st->stream_fn && p.inner * z >= 1024) {  // as the binary ops: long enough inner blocks
+    const int64_t out_bytes = p.count * z;
+    const int64_t moved = olc_element_count(&inputs[0]) + (olc_element_count(&inputs[1]) +
+                                                           olc_element_count(&inputs[2])) * z + out_bytes;
+    if (st->stream.wants(api(), out_bytes, moved, runs_serial(ctx, p, sp))) {
+      r.fn = st->stream_fn;
+      r.stream = true;
+    }
+  }
+  api()->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
+  run_split(ctx, p, sp, &where_range, &r);
   return OLC_OK;
 }
 

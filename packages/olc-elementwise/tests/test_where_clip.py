@@ -43,6 +43,46 @@ def test_where(t):
                 check("Where", y, ref, t)  # a copy: bit-exact, NaN and signed zeros included
 
 
+# (condition, X, Y shapes; whether the run streams): a full condition and
+# full values; a per-column mask against rows of 4,099 elements (inner
+# blocks off a 64-byte line); a scalar Y; columns too short to stream.
+WHERE_STREAM_SHAPES = [((1_050_001,), (1_050_001,), (1_050_001,), True),
+                       ((1, 4099), (257, 4099), (1,), True),
+                       ((8300, 1), (8300, 127), (8300, 127), False)]
+
+
+@pytest.mark.parametrize("t", ["float32", "int64", "uint8"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_where_streaming(t, threads):
+    """Where writes outputs of at least stream_min_bytes with non-temporal
+    stores (the binary ops' rule); the threshold is lowered to 1 MiB here
+    and, on two threads, the bytes-moved one too, so split runs stream."""
+    from olc_core import tuning
+
+    spec = bm.BY_NAME["Where"]
+    opset = max(s.since for s in spec.segments if t in s.types["T"])
+    model = make_model("Where", ["bool", t, t], t, opset)
+    rng = np.random.default_rng(zlib.crc32(f"where-stream/{t}".encode()))
+    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
+    params = {"stream_min_bytes": (1 << 20, 8 << 20), "stream_parallel_min_bytes": (1, 40 << 20)}
+    for name, (value, _) in params.items():
+        for lv in vector_levels:
+            tuning.set("olc_elementwise", "Where", name, value, implementation=lv, dtype=t)
+    try:
+        for sc, sx, sy, streams in WHERE_STREAM_SHAPES:
+            feeds = {"x0": values("bool", sc, rng), "x1": values(t, sx, rng), "x2": values(t, sy, rng)}
+            ref = reference(model, feeds)
+            for level in LEVELS:
+                sess = session(("Where", t, "stream"), model, level, threads)
+                check("Where", sess.run(None, feeds)[0], ref, t)
+                want = streams and level != "scalar"
+                assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sc, sx, sy)
+    finally:
+        for name, (_, default) in params.items():
+            for lv in vector_levels:
+                tuning.set("olc_elementwise", "Where", name, default, implementation=lv, dtype=t)
+
+
 def clip_model(t, opset, lo=None, hi=None, attrs=None):
     names = ["x", "lo" if lo is not None else "", "hi" if hi is not None else ""]
     while names and names[-1] == "":
