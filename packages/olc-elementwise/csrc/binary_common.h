@@ -52,7 +52,10 @@ enum class VarOp : int { Sum, Mean, Min, Max };
 // y[k] = op over j of in[j][k * inc[j]] for k in [0, n); inc[j] is 0 or 1.
 // Inputs are combined left to right in the compute type (float for
 // float16/bfloat16), per block of the output, then stored once. y may be
-// the same buffer as in[0] (then inc[0] == 1).
+// the same buffer as in[0] (then inc[0] == 1). At most kMaxVariadicInputs
+// inputs (the broadcast plan's limit). select_variadic_stream gives the
+// variant with non-temporal stores (as BinaryFns' *_stream), or nullptr.
+constexpr int kMaxVariadicInputs = 16;
 using VariadicFn = void (*)(const void* const* in, const int64_t* inc, int n_in, void* y, int64_t n);
 
 // out[k] = c[k * ic] ? x[k * ix] : y[k * iy], elements of `size` bytes;
@@ -72,6 +75,7 @@ using SwiGluFn = void (*)(const void* a, const void* b, void* y, int64_t n, doub
   namespace isa {                                                                                \
   bool select_binary(BinOp op, BinaryVariant v, int32_t a_dtype, int32_t b_dtype, BinaryFns* out); \
   VariadicFn select_variadic(VarOp op, int32_t dtype);                                           \
+  VariadicFn select_variadic_stream(VarOp op, int32_t dtype);                                    \
   WhereFn select_where(int32_t elem_size);                                                        \
   WhereFn select_where_stream(int32_t elem_size);                                                 \
   ClipFn select_clip(int32_t dtype);                                                              \

@@ -6,10 +6,13 @@
 #include <new>
 
 #include "binary_shared.h"
+#include "stream_policy.h"
 
 namespace olc_ew {
 namespace nary {
 namespace {
+
+static_assert(kMaxVariadicInputs == kMaxBroadcastInputs, "the variadic streaming loop sizes its pointer array so");
 
 struct VariadicState {
   VarOp op;
@@ -17,8 +20,12 @@ struct VariadicState {
   int32_t dtype;
   size_t size;
   VariadicFn fn;
+  VariadicFn stream_fn = nullptr;  // with non-temporal stores (stream_policy.h)
+  void (*stream_fence)() = nullptr;
   const char* isa;
+  const char* stream_isa = nullptr;
   Tuning tuning;
+  StreamPolicy stream;
   mutable PlanCache plans;
 };
 
@@ -28,6 +35,8 @@ struct VarRun {
   const olc_tensor* inputs;
   int n;
   char* y;
+  VariadicFn fn;
+  bool stream;
 };
 
 void variadic_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) {
@@ -39,9 +48,10 @@ void variadic_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) 
   for (int64_t blk = b0; blk < b1; ++blk) {
     for (int j = 0; j < r->n; ++j)
       ptrs[j] = static_cast<const char*>(r->inputs[j].data) + (c.offset[j] + e0 * p.inner_stride[j]) * z;
-    r->st->fn(ptrs, p.inner_stride, r->n, r->y + (blk * p.inner + e0) * z, e1 - e0);
+    r->fn(ptrs, p.inner_stride, r->n, r->y + (blk * p.inner + e0) * z, e1 - e0);
     c.next();
   }
+  if (r->stream) r->st->stream_fence();
 }
 
 }  // namespace
@@ -88,6 +98,16 @@ void* variadic_create(const olc_core_api* capi, const olc_node_info* node, char*
   st->fn = fn;
   st->isa = isa;
   st->tuning.declare(st->op_name, isa, t, false);
+  if (!std::strcmp(isa, "avx512")) {
+    st->stream_fn = nary_avx512::select_variadic_stream(op, t);
+    st->stream_fence = &nary_avx512::stream_fence;
+    st->stream_isa = "avx512,stream";
+  } else if (!std::strcmp(isa, "avx2")) {
+    st->stream_fn = nary_avx2::select_variadic_stream(op, t);
+    st->stream_fence = &nary_avx2::stream_fence;
+    st->stream_isa = "avx2,stream";
+  }
+  st->stream.declare(capi, kLibrary, st->op_name, isa, t, 8 << 20);
   return st;
 }
 
@@ -106,10 +126,24 @@ int32_t variadic_run(const void* state, olc_context* ctx, int32_t n_inputs, cons
   const BroadcastPlan& p = *plan;
   void* y = api()->allocate_output(ctx, 0, st->dtype, p.out_rank, p.out_shape);
   if (!y && p.count > 0) return OLC_ERROR;
-  api()->record_usage_detail(ctx, st->isa);
-  if (p.count == 0) return OLC_OK;
-  VarRun r{st, &p, inputs, n_inputs, static_cast<char*>(y)};
-  run_split(ctx, p, st->tuning.params(p.family, static_cast<int64_t>(st->size) * (n_inputs + 1)), &variadic_range, &r);
+  if (p.count == 0) {
+    api()->record_usage_detail(ctx, st->isa);
+    return OLC_OK;
+  }
+  VarRun r{st, &p, inputs, n_inputs, static_cast<char*>(y), st->fn, false};
+  const int64_t z = static_cast<int64_t>(st->size);
+  const SplitParams sp = st->tuning.params(p.family, z * (n_inputs + 1));
+  if (st->stream_fn && p.inner * z >= 1024) {  // as the binary ops: long enough inner blocks
+    const int64_t out_bytes = p.count * z;
+    int64_t moved = out_bytes;
+    for (int32_t i = 0; i < n_inputs; ++i) moved += olc_element_count(&inputs[i]) * z;
+    if (st->stream.wants(api(), out_bytes, moved, runs_serial(ctx, p, sp))) {
+      r.fn = st->stream_fn;
+      r.stream = true;
+    }
+  }
+  api()->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
+  run_split(ctx, p, sp, &variadic_range, &r);
   return OLC_OK;
 }
 

@@ -111,6 +111,54 @@ def test_variadic_large_two_threads(op):
             check(op, y, ref, t, signed_zero=False)
 
 
+# (shapes, whether the run streams): three full inputs; rows of 4,099
+# elements (off a 64-byte line) with a broadcast row and a column; inner
+# blocks too short to stream.
+VARIADIC_STREAM_SHAPES = [([(1_050_001,)] * 3, True),
+                          ([(257, 4099), (4099,), (257, 1)], True),
+                          ([(8300, 127), (8300, 1)], False)]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("op,t", [("Sum", "float32"), ("Mean", "float64"), ("Max", "int32"), ("Min", "float32")])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_variadic_streaming(op, t, threads):
+    """Outputs of at least stream_min_bytes take the non-temporal variant (the
+    binary ops' rule); both thresholds are lowered here so that 1M-element
+    outputs and split runs stream."""
+    from olc_core import tuning
+
+    spec = bm.BY_NAME[op]
+    rng = np.random.default_rng(zlib.crc32(f"stream/{op}/{t}".encode()))
+    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
+    params = {"stream_min_bytes": (1 << 20, 8 << 20), "stream_parallel_min_bytes": (1, 40 << 20)}
+    for name, (value, _) in params.items():
+        for lv in vector_levels:
+            tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
+    try:
+        for shapes, streams in VARIADIC_STREAM_SHAPES:
+            model = make_model(op, [t] * len(shapes), t, newest_opset(spec, t))
+            feeds = {f"x{i}": values(t, s, rng) for i, s in enumerate(shapes)}
+            if op in ("Sum", "Mean"):
+                # left to right in the input type, as the kernel (and numpy) rounds each step
+                arrays = np.broadcast_arrays(*feeds.values())
+                ref = arrays[0].copy()
+                for a in arrays[1:]:
+                    ref = ref + a
+                ref = (ref / NP[t].type(len(arrays))).astype(NP[t]) if op == "Mean" else ref
+            else:
+                ref = reference(model, feeds)
+            for level in LEVELS:
+                sess = session((op, t, "stream", len(shapes)), model, level, threads)
+                check(op, sess.run(None, feeds)[0], ref, t, signed_zero=False)
+                want = streams and level != "scalar"
+                assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, shapes)
+    finally:
+        for name, (_, default) in params.items():
+            for lv in vector_levels:
+                tuning.set("olc_elementwise", op, name, default, implementation=lv, dtype=t)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_nan_propagates(level):
     f = lambda *v: np.array(v, np.float32)  # noqa: E731
