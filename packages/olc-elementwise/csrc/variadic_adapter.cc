@@ -1,7 +1,8 @@
 // Variadic Sum, Mean, Min, Max: every input in one traversal of one common
 // broadcast space (the N-ary plan of broadcast.h), combined left to right
-// per chunk of an inner block in registers / a small stack buffer: no
-// pairwise temporaries. Compiled without ISA flags.
+// per chunk of an inner block straight into the output (or a small stack
+// buffer, see variadic_entry): no pairwise temporaries. Compiled without ISA
+// flags.
 #include <cstring>
 #include <new>
 
