@@ -24,6 +24,13 @@ const olc_core_api* g_api = nullptr;
 
 const olc_core_api* api() { return g_api; }
 
+StreamLevel stream_level(const char* isa) {
+  StreamLevel l;
+  if (!std::strcmp(isa, "avx512")) l = {&nary_avx512::stream_fence, "avx512,stream", true};
+  else if (!std::strcmp(isa, "avx2")) l = {&nary_avx2::stream_fence, "avx2,stream", false};
+  return l;
+}
+
 bool fail(char* error, size_t size, const char* fmt, ...) {
   if (error && size) {
     va_list ap;
@@ -327,13 +334,9 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
   st->tuning.declare(spec->name, isa, ta, costly);
   // Non-temporal stores for outputs far larger than the caches (the level's
   // *_stream variants; see binary_run for when).
-  if (!std::strcmp(isa, "avx512")) {
-    st->stream_fence = &nary_avx512::stream_fence;
-    st->stream_isa = "avx512,stream";
-  } else if (!std::strcmp(isa, "avx2")) {
-    st->stream_fence = &nary_avx2::stream_fence;
-    st->stream_isa = "avx2,stream";
-  }
+  const StreamLevel sl = stream_level(isa);
+  st->stream_fence = sl.fence;
+  st->stream_isa = sl.detail;
   st->stream.declare(capi, kLibrary, spec->name, isa, ta, costly ? 0 : (8 << 20));
   return st;
 }

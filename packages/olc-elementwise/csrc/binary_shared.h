@@ -55,6 +55,16 @@ class PlanCache {
   uint64_t tick_ = 0;
 };
 
+// What a level offers for writing large outputs with non-temporal stores
+// (the *_stream compute variants; stream_policy.h says when): the store
+// fence and the usage detail of such a run. All nullptr at the scalar level.
+struct StreamLevel {
+  void (*fence)() = nullptr;
+  const char* detail = nullptr;  // "avx512,stream" or "avx2,stream"
+  bool avx512 = false;           // which level's selectors to ask
+};
+StreamLevel stream_level(const char* isa);
+
 // Validates that each present input has a sane element count and data.
 bool check_inputs(olc_context* ctx, int n, const olc_tensor* inputs);
 

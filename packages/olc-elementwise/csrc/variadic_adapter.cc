@@ -99,15 +99,11 @@ void* variadic_create(const olc_core_api* capi, const olc_node_info* node, char*
   st->fn = fn;
   st->isa = isa;
   st->tuning.declare(st->op_name, isa, t, false);
-  if (!std::strcmp(isa, "avx512")) {
-    st->stream_fn = nary_avx512::select_variadic_stream(op, t);
-    st->stream_fence = &nary_avx512::stream_fence;
-    st->stream_isa = "avx512,stream";
-  } else if (!std::strcmp(isa, "avx2")) {
-    st->stream_fn = nary_avx2::select_variadic_stream(op, t);
-    st->stream_fence = &nary_avx2::stream_fence;
-    st->stream_isa = "avx2,stream";
-  }
+  const StreamLevel sl = stream_level(isa);
+  st->stream_fence = sl.fence;
+  st->stream_isa = sl.detail;
+  if (sl.fence)
+    st->stream_fn = sl.avx512 ? nary_avx512::select_variadic_stream(op, t) : nary_avx2::select_variadic_stream(op, t);
   st->stream.declare(capi, kLibrary, st->op_name, isa, t, 8 << 20);
   return st;
 }

@@ -188,15 +188,10 @@ void* where_create(const olc_core_api* capi, const olc_node_info* node, char* er
   st->fn = pick<WhereFn>(capi, &nary_avx512::select_where, &nary_avx2::select_where, &nary_scalar::select_where, z,
                          &st->isa);
   st->tuning.declare("Where", st->isa, t, false);
-  if (!std::strcmp(st->isa, "avx512")) {
-    st->stream_fn = nary_avx512::select_where_stream(z);
-    st->stream_fence = &nary_avx512::stream_fence;
-    st->stream_isa = "avx512,stream";
-  } else if (!std::strcmp(st->isa, "avx2")) {
-    st->stream_fn = nary_avx2::select_where_stream(z);
-    st->stream_fence = &nary_avx2::stream_fence;
-    st->stream_isa = "avx2,stream";
-  }
+  const StreamLevel sl = stream_level(st->isa);
+  st->stream_fence = sl.fence;
+  st->stream_isa = sl.detail;
+  if (sl.fence) st->stream_fn = sl.avx512 ? nary_avx512::select_where_stream(z) : nary_avx2::select_where_stream(z);
   st->stream.declare(capi, kLibrary, "Where", st->isa, t, 8 << 20);
   return st;
 }
