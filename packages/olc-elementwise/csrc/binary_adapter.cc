@@ -13,7 +13,6 @@
 #include <string>
 
 #include "binary_shared.h"
-#include "stream_policy.h"
 
 namespace olc_ew {
 namespace nary {
@@ -154,6 +153,13 @@ void split_trampoline(void* user, int64_t begin, int64_t end) {
 bool runs_serial(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp) {
   const int64_t bytes = plan.count * sp.bytes_per_element;
   return sp.parallel_min_bytes <= 0 || bytes < sp.parallel_min_bytes || g_api->concurrency(ctx) <= 1;
+}
+
+bool run_streams(olc_context* ctx, const StreamPolicy& policy, const BroadcastPlan& plan, const SplitParams& sp,
+                 int n_inputs, const olc_tensor* inputs, int64_t out_elem_size) {
+  if (plan.inner * out_elem_size < 1024) return false;
+  const int64_t out_bytes = plan.count * out_elem_size;
+  return policy.wants(g_api, out_bytes, bytes_moved(n_inputs, inputs, out_bytes), runs_serial(ctx, plan, sp));
 }
 
 void run_split(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp, RangeFn fn, void* user) {
@@ -333,7 +339,7 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
   const bool costly = spec->op == BinOp::Pow || spec->op == BinOp::Mod || (spec->op == BinOp::Div && is_int(ta));
   st->tuning.declare(spec->name, isa, ta, costly);
   // Non-temporal stores for outputs far larger than the caches (the level's
-  // *_stream variants; see binary_run for when).
+  // *_stream variants; run_streams says when).
   const StreamLevel sl = stream_level(isa);
   st->stream_fence = sl.fence;
   st->stream_isa = sl.detail;
@@ -460,16 +466,9 @@ int32_t binary_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   else if (sb == 0 && sa != 0) { r.fn = st->fns.vs; stream_fn = st->fns.vs_stream; }
   const int64_t bpe = static_cast<int64_t>(st->a_size + st->b_size + st->y_size);
   const SplitParams sp = st->tuning.params(p.family, bpe);
-  // Inner blocks long enough that their plain-stored unaligned ends do not
-  // dominate; then the shared rule (stream_policy.h).
-  if (stream_fn && p.inner * static_cast<int64_t>(st->y_size) >= 1024) {
-    const int64_t out_bytes = p.count * static_cast<int64_t>(st->y_size);
-    const int64_t moved = olc_element_count(&inputs[0]) * static_cast<int64_t>(st->a_size) +
-                          olc_element_count(&inputs[1]) * static_cast<int64_t>(st->b_size) + out_bytes;
-    if (st->stream.wants(g_api, out_bytes, moved, runs_serial(ctx, p, sp))) {
-      r.fn = stream_fn;
-      r.stream = true;
-    }
+  if (stream_fn && run_streams(ctx, st->stream, p, sp, 2, inputs, static_cast<int64_t>(st->y_size))) {
+    r.fn = stream_fn;
+    r.stream = true;
   }
   g_api->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
   run_split(ctx, p, sp, &binary_range, &r);

@@ -14,6 +14,7 @@
 
 #include "binary_common.h"
 #include "broadcast.h"
+#include "stream_policy.h"
 #include "olc/kernel_abi.h"
 
 namespace olc_ew {
@@ -83,6 +84,13 @@ struct SplitParams {
 using RangeFn = void (*)(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1);
 // True when run_split would run everything on the calling thread.
 bool runs_serial(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp);
+
+// Whether a run over this plan writes its output (out_elem_size bytes per
+// element) with the level's non-temporal variant: inner blocks of at least
+// 1 KiB, so that their plain-stored unaligned ends do not dominate, then the
+// shared rule of stream_policy.h.
+bool run_streams(olc_context* ctx, const StreamPolicy& policy, const BroadcastPlan& plan, const SplitParams& sp,
+                 int n_inputs, const olc_tensor* inputs, int64_t out_elem_size);
 void run_split(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp, RangeFn fn, void* user);
 
 // Loop family names, for tuning parameter names.

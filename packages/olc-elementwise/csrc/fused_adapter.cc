@@ -488,9 +488,8 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const bool serial = par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1;
   bool stream = false;
   if (scale_add && st->tile->scale_add_stream) {
-    int64_t moved = plan.count * static_cast<int64_t>(sizeof(float));
-    for (int i = 0; i < n_inputs; ++i) moved += olc_element_count(&inputs[i]) * static_cast<int64_t>(sizeof(float));
-    stream = st->stream.wants(api, plan.count * static_cast<int64_t>(sizeof(float)), moved, serial);
+    const int64_t out_bytes = plan.count * static_cast<int64_t>(sizeof(float));
+    stream = st->stream.wants(api, out_bytes, bytes_moved(n_inputs, inputs, out_bytes), serial);
   }
   api->record_usage_detail(ctx, stream ? st->stream_isa.c_str() : st->isa);
   Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add, stream};

@@ -23,6 +23,14 @@
 
 namespace olc_ew {
 
+// What a run reads and writes: every input once, and its output.
+inline int64_t bytes_moved(int n_inputs, const olc_tensor* inputs, int64_t out_bytes) {
+  int64_t moved = out_bytes;
+  for (int i = 0; i < n_inputs; ++i)
+    moved += olc_element_count(&inputs[i]) * static_cast<int64_t>(olc_dtype_size(inputs[i].dtype));
+  return moved;
+}
+
 struct StreamPolicy {
   const olc_tuning_param* min_bytes = nullptr;
   const olc_tuning_param* parallel_min_bytes = nullptr;

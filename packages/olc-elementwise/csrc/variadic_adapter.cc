@@ -7,7 +7,6 @@
 #include <new>
 
 #include "binary_shared.h"
-#include "stream_policy.h"
 
 namespace olc_ew {
 namespace nary {
@@ -130,14 +129,9 @@ int32_t variadic_run(const void* state, olc_context* ctx, int32_t n_inputs, cons
   VarRun r{st, &p, inputs, n_inputs, static_cast<char*>(y), st->fn, false};
   const int64_t z = static_cast<int64_t>(st->size);
   const SplitParams sp = st->tuning.params(p.family, z * (n_inputs + 1));
-  if (st->stream_fn && p.inner * z >= 1024) {  // as the binary ops: long enough inner blocks
-    const int64_t out_bytes = p.count * z;
-    int64_t moved = out_bytes;
-    for (int32_t i = 0; i < n_inputs; ++i) moved += olc_element_count(&inputs[i]) * z;
-    if (st->stream.wants(api(), out_bytes, moved, runs_serial(ctx, p, sp))) {
-      r.fn = st->stream_fn;
-      r.stream = true;
-    }
+  if (st->stream_fn && run_streams(ctx, st->stream, p, sp, n_inputs, inputs, z)) {
+    r.fn = st->stream_fn;
+    r.stream = true;
   }
   api()->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
   run_split(ctx, p, sp, &variadic_range, &r);

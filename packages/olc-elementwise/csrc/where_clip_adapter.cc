@@ -8,7 +8,6 @@
 #include <new>
 
 #include "binary_shared.h"
-#include "stream_policy.h"
 
 namespace olc_ew {
 namespace nary {
@@ -217,15 +216,9 @@ int32_t where_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const int mask = (p.inner_stride[0] ? 1 : 0) | (p.inner_stride[1] ? 2 : 0) | (p.inner_stride[2] ? 4 : 0);
   WhereRun r{st, &p, inputs, static_cast<char*>(y), mask, st->fn, false};
   const SplitParams sp = st->tuning.params(p.family, 1 + 3 * static_cast<int64_t>(st->size));
-  const int64_t z = static_cast<int64_t>(st->size);
-  if (st->stream_fn && p.inner * z >= 1024) {  // as the binary ops: long enough inner blocks
-    const int64_t out_bytes = p.count * z;
-    const int64_t moved = olc_element_count(&inputs[0]) + (olc_element_count(&inputs[1]) +
-                                                           olc_element_count(&inputs[2])) * z + out_bytes;
-    if (st->stream.wants(api(), out_bytes, moved, runs_serial(ctx, p, sp))) {
-      r.fn = st->stream_fn;
-      r.stream = true;
-    }
+  if (st->stream_fn && run_streams(ctx, st->stream, p, sp, 3, inputs, static_cast<int64_t>(st->size))) {
+    r.fn = st->stream_fn;
+    r.stream = true;
   }
   api()->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
   run_split(ctx, p, sp, &where_range, &r);
