@@ -158,8 +158,7 @@ bool runs_serial(olc_context* ctx, const BroadcastPlan& plan, const SplitParams&
 bool run_streams(olc_context* ctx, const StreamPolicy& policy, const BroadcastPlan& plan, const SplitParams& sp,
                  int n_inputs, const olc_tensor* inputs, int64_t out_elem_size) {
   if (plan.inner * out_elem_size < 1024) return false;
-  const int64_t out_bytes = plan.count * out_elem_size;
-  return policy.wants(g_api, out_bytes, bytes_moved(n_inputs, inputs, out_bytes), runs_serial(ctx, plan, sp));
+  return policy.wants(g_api, bytes_read(n_inputs, inputs), runs_serial(ctx, plan, sp));
 }
 
 void run_split(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp, RangeFn fn, void* user) {
@@ -343,7 +342,7 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
   const StreamLevel sl = stream_level(isa);
   st->stream_fence = sl.fence;
   st->stream_isa = sl.detail;
-  st->stream.declare(capi, kLibrary, spec->name, isa, ta, costly ? 0 : (8 << 20));
+  st->stream.declare(capi, kLibrary, spec->name, isa, ta, !costly);
   return st;
 }
 

@@ -316,7 +316,7 @@ void* fused_create(const olc_core_api* api, const olc_node_info* node, char* err
   st->max_participants = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "max_participants", 0);
   st->specialized = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "specialized", 1);
   // Non-temporal stores on the one-pass scale-and-add loop (stream_policy.h).
-  st->stream.declare(api, kLibrary, kKernel, st->isa, dtype, 8 << 20);
+  st->stream.declare(api, kLibrary, kKernel, st->isa, dtype, true);
   st->stream_isa = std::string(st->isa) + ",stream";
   detect_patterns(st.get());
   return st.release();
@@ -487,10 +487,7 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
   const bool serial = par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1;
   bool stream = false;
-  if (scale_add && st->tile->scale_add_stream) {
-    const int64_t out_bytes = plan.count * static_cast<int64_t>(sizeof(float));
-    stream = st->stream.wants(api, out_bytes, bytes_moved(n_inputs, inputs, out_bytes), serial);
-  }
+  if (scale_add && st->tile->scale_add_stream) stream = st->stream.wants(api, bytes_read(n_inputs, inputs), serial);
   api->record_usage_detail(ctx, stream ? st->stream_isa.c_str() : st->isa);
   Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add, stream};
   if (serial) {

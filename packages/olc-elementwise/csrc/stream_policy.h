@@ -1,19 +1,28 @@
 // When a large output is written with non-temporal stores: one rule for the
-// binary ops, Where and the fused scale-and-mask loop. Adapter TUs only
-// (compiled without ISA flags); the stores themselves are in the per-ISA
-// loops.
+// binary ops, Where, Sum/Mean/Min/Max and the fused scale-and-mask loop.
+// Adapter TUs only (compiled without ISA flags); the stores themselves are
+// in the per-ISA loops.
 //
 // Non-temporal stores send an output's lines to memory without first
 // reading them for ownership, a third less traffic for two full inputs,
 // but leave nothing of the output in the caches. Measured on a 2-core
-// Zen 4 with a 32 MiB L3, float32 Add at 4M elements, alternating with
-// onnxruntime in one process (plain -> streamed): two full inputs 1.48 ->
-// 1.0 ms on one thread and 0.95 -> 0.73 ms on two; a scalar operand 0.86
-// -> 0.64 ms on one thread but 0.54 -> 0.65 ms on two. One core cannot
-// drive the write-allocate traffic of a large output, so a serial run
-// streams from `stream_min_bytes` of output; several cores keep a working
-// set of the L3's size in it, so a split run streams only once the bytes
-// it reads and writes reach `stream_parallel_min_bytes`.
+// Zen 4 whose 32 MiB L3 is shared with other tenants, float32 Mul and Less
+// repeated over the same buffers (plain -> streamed, µs):
+//
+// * One thread: what decides is whether the inputs would stay in the L3
+//   with the output beside them. A scalar operand reading 8 MiB 224 -> 328,
+//   10 MiB 301 -> 372 (and 356 -> 380), 12 MiB 539 -> 489, 16 MiB 839 ->
+//   684; two full inputs reading 8 MiB 155 -> 159, 12 MiB 283 -> 250, 16 MiB
+//   559 -> 347; Less (a quarter-size bool output) with a scalar operand
+//   reading 12 MiB 228 -> 203, 16 MiB 442 -> 291. So a serial run streams
+//   once it reads `stream_min_bytes` (12 MiB).
+// * Split over two threads, plain stores reach far more bandwidth than
+//   non-temporal ones (about 27 GB/s here whatever the thread count), so the
+//   inputs must be larger still: a split run streams once it reads
+//   `stream_parallel_min_bytes` (24 MiB). A scalar operand reading 16, 20,
+//   24 and 32 MiB 491 -> 611, 639 -> 784, 841 -> 921, 1412 -> 1273; two
+//   full inputs reading 20, 24, 32 and 64 MiB 400 -> 384, 501 -> 472,
+//   950 -> 730 (Add), 2491 -> 1760.
 #ifndef OLC_ELEMENTWISE_STREAM_POLICY_H_
 #define OLC_ELEMENTWISE_STREAM_POLICY_H_
 
@@ -23,34 +32,38 @@
 
 namespace olc_ew {
 
-// What a run reads and writes: every input once, and its output.
-inline int64_t bytes_moved(int n_inputs, const olc_tensor* inputs, int64_t out_bytes) {
-  int64_t moved = out_bytes;
+// The bytes a run reads: every input once.
+inline int64_t bytes_read(int n_inputs, const olc_tensor* inputs) {
+  int64_t read = 0;
   for (int i = 0; i < n_inputs; ++i)
-    moved += olc_element_count(&inputs[i]) * static_cast<int64_t>(olc_dtype_size(inputs[i].dtype));
-  return moved;
+    read += olc_element_count(&inputs[i]) * static_cast<int64_t>(olc_dtype_size(inputs[i].dtype));
+  return read;
 }
 
 struct StreamPolicy {
+  static constexpr int64_t kSerialMinBytes = int64_t(12) << 20;
+  static constexpr int64_t kParallelMinBytes = int64_t(24) << 20;
+
   const olc_tuning_param* min_bytes = nullptr;
   const olc_tuning_param* parallel_min_bytes = nullptr;
 
-  // The two tuning parameters of one kernel; min_default 0 never streams
-  // (ops bound by their arithmetic) unless tuned to.
+  // The two tuning parameters of one kernel. Ops bound by their arithmetic
+  // (streams = false) default to 0: never, unless tuned to.
   void declare(const olc_core_api* api, const char* library, const char* kernel, const char* isa, int32_t dtype,
-               int64_t min_default) {
-    min_bytes = api->tuning_declare_int(library, kernel, isa, dtype, "stream_min_bytes", min_default);
-    parallel_min_bytes = api->tuning_declare_int(library, kernel, isa, dtype, "stream_parallel_min_bytes", 40 << 20);
+               bool streams) {
+    min_bytes = api->tuning_declare_int(library, kernel, isa, dtype, "stream_min_bytes", streams ? kSerialMinBytes : 0);
+    parallel_min_bytes =
+        api->tuning_declare_int(library, kernel, isa, dtype, "stream_parallel_min_bytes", kParallelMinBytes);
   }
 
-  // out_bytes: the output's size; moved_bytes: what the run reads and
-  // writes; serial: whether it runs on the calling thread alone.
-  bool wants(const olc_core_api* api, int64_t out_bytes, int64_t moved_bytes, bool serial) const {
+  // read: bytes_read() of the run; serial: whether it stays on the
+  // calling thread.
+  bool wants(const olc_core_api* api, int64_t read, bool serial) const {
     const int64_t min = api->tuning_read_int(min_bytes);
-    if (min <= 0 || out_bytes < min) return false;
+    if (min <= 0 || read < min) return false;
     if (serial) return true;
     const int64_t par_min = api->tuning_read_int(parallel_min_bytes);
-    return par_min > 0 && moved_bytes >= par_min;
+    return par_min > 0 && read >= par_min;
   }
 };
 

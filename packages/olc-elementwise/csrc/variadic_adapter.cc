@@ -103,7 +103,7 @@ void* variadic_create(const olc_core_api* capi, const olc_node_info* node, char*
   st->stream_isa = sl.detail;
   if (sl.fence)
     st->stream_fn = sl.avx512 ? nary_avx512::select_variadic_stream(op, t) : nary_avx2::select_variadic_stream(op, t);
-  st->stream.declare(capi, kLibrary, st->op_name, isa, t, 8 << 20);
+  st->stream.declare(capi, kLibrary, st->op_name, isa, t, true);
   return st;
 }
 

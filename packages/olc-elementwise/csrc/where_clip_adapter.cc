@@ -191,7 +191,7 @@ void* where_create(const olc_core_api* capi, const olc_node_info* node, char* er
   st->stream_fence = sl.fence;
   st->stream_isa = sl.detail;
   if (sl.fence) st->stream_fn = sl.avx512 ? nary_avx512::select_where_stream(z) : nary_avx2::select_where_stream(z);
-  st->stream.declare(capi, kLibrary, "Where", st->isa, t, 8 << 20);
+  st->stream.declare(capi, kLibrary, "Where", st->isa, t, true);
   return st;
 }
 

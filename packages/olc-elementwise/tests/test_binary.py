@@ -429,11 +429,11 @@ STREAM_SHAPES = [((2_100_003,), (2_100_003,), True), ((2_100_003,), (), True), (
                                   ("BitwiseAnd", "int64"), ("Less", "float32"), ("And", "bool")])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_streaming_outputs(op, t, threads):
-    """Outputs of at least stream_min_bytes (8 MiB) with inner blocks of at
-    least 1 KiB are written with non-temporal stores; the values match the
-    reference, unaligned ends included. Bool outputs are a quarter of the
-    size, so their threshold is lowered here; on two threads the bytes-moved
-    threshold is lowered so that split runs stream too."""
+    """Runs that read at least stream_min_bytes, with inner blocks of at
+    least 1 KiB, write their output with non-temporal stores; the values
+    match the reference, unaligned ends included. Both thresholds are
+    lowered here so that these 2M-element runs stream on one thread and
+    split over two."""
     from olc_core import tuning
 
     spec = bm.BY_NAME[op]
@@ -441,9 +441,8 @@ def test_streaming_outputs(op, t, threads):
     model = make_model(op, [t, t], t_out, newest_opset(spec, t))
     rng = np.random.default_rng(9)
     vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": (2 << 20 if t_out == "bool" else 8 << 20, 8 << 20),
-              "stream_parallel_min_bytes": (1, 40 << 20)}
-    for name, (value, _) in params.items():
+    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
+    for name, value in params.items():
         for lv in vector_levels:
             tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
     try:
@@ -456,34 +455,38 @@ def test_streaming_outputs(op, t, threads):
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sa, sb)
     finally:
-        for name, (_, default) in params.items():
+        for name in params:
             for lv in vector_levels:
-                tuning.set("olc_elementwise", op, name, default, implementation=lv, dtype=t)
+                tuning.reset("olc_elementwise", op, name, implementation=lv, dtype=t)
 
 
 @pytest.mark.skipif(LEVELS == ["scalar"], reason="needs AVX2 or AVX-512")
-def test_streaming_split_runs_need_traffic_beyond_l3():
-    """With the default thresholds a run split over two threads streams only
-    when the bytes it moves reach stream_parallel_min_bytes (40 MiB): two
-    full float32 inputs of 4M elements (48 MiB) do, a scalar operand (32 MiB)
-    does not; one thread streams both."""
+def test_streaming_needs_traffic_beyond_l3():
+    """With the default thresholds a run streams only when the bytes it reads
+    would not stay in the L3 beside its output: from stream_min_bytes
+    (12 MiB) on one thread, from stream_parallel_min_bytes (24 MiB) split
+    over two. A scalar operand at 2M float32 elements (8 MiB read) stays
+    plain, at 3M (12 MiB) it streams on one thread; two full inputs of 4M
+    (32 MiB) stream on two threads, a scalar operand at 4M (16 MiB) does
+    not."""
     model = make_model("Add", ["float32", "float32"], "float32", 14)
     rng = np.random.default_rng(4)
-    n = 4 << 20
-    full = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
+    full = [rng.standard_normal(4 << 20).astype(np.float32) for _ in range(2)]
     scalar = np.float32(0.5).reshape(())
-    for threads, feeds, streams in ((2, full, True), (2, [full[0], scalar], False), (1, [full[0], scalar], True)):
+    cases = ((1, [full[0][: 2 << 20], scalar], False), (1, [full[0][: 3 << 20], scalar], True),
+             (2, full, True), (2, [full[0], scalar], False), (1, [full[0], scalar], True))
+    for threads, feeds, streams in cases:
         sess = session(("Add", "float32", "split"), model, LEVELS[-1], threads)
         y = sess.run(None, {"x0": feeds[0], "x1": feeds[1]})[0]
         np.testing.assert_array_equal(y, feeds[0] + feeds[1])
-        assert ("stream" in sess.kernel_usage_details()[-1]) == streams, (threads, feeds[1].shape)
+        assert ("stream" in sess.kernel_usage_details()[-1]) == streams, (threads, feeds[0].shape, feeds[1].shape)
 
 
 def test_streaming_in_place():
     """An intermediate that dies at the next node becomes that node's output
     (in place on input 0) while the node streams: each piece of input 0 is
     read before the same bytes are written. Split runs are made to stream
-    too by lowering their bytes-moved threshold."""
+    too by lowering their threshold."""
     from olc_core import tuning
 
     n = 2_100_003
@@ -510,7 +513,9 @@ def test_streaming_in_place():
                 np.testing.assert_array_equal(s.run(None, {"x": x, "c": c, "d": d})[0], (x + c) * d)
                 assert all(("stream" in u) == (level != "scalar") for u in s.kernel_usage_details())
     finally:
-        set_parallel_min(40 << 20)
+        for op in ("Add", "Mul"):
+            for lv in vector_levels:
+                tuning.reset("olc_elementwise", op, "stream_parallel_min_bytes", implementation=lv, dtype="float32")
 
 
 @pytest.mark.parametrize("t", ["float32", "float16", "bfloat16"])

@@ -193,16 +193,16 @@ def test_scaled_masked_scores(hqk, level, threads, specialized):
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("level", LEVELS)
 def test_scaled_masked_scores_streaming(level, threads):
-    """Outputs of 8 MiB and more take the non-temporal variant of the
-    one-pass loop (split runs too, once they move 40 MiB): the same bits,
+    """Runs that read 12 MiB and more take the non-temporal variant of the
+    one-pass loop (split runs too, once they read 24 MiB): the same bits,
     rows of 4,099 elements so every row starts off a 64-byte line."""
-    h, q, k = 8, 65, 4099  # 2.1M elements: 8.5 MB out, about 18 MB moved
+    h, q, k = 12, 65, 4099  # 3.2M elements: about 13.9 MB read
     m = scores_model(h, q, k)
     rng = rng_for("stream", level, threads)
     mask = np.where(rng.random((1, 1, q, k)) < 0.2, np.float32(-np.inf), np.float32(0)).astype(np.float32)
     feeds = {"scores": (rng.standard_normal((1, h, q, k)) * 8).astype(np.float32), "mask": mask}
     ref = (feeds["scores"] * np.float32(0.125)) + mask
-    for parallel_min, split_streams in ((40 << 20, False), (1, True)):
+    for parallel_min, split_streams in ((24 << 20, False), (1, True)):
         tuning.set("olc_elementwise", "ElementwisePlan", "stream_parallel_min_bytes", parallel_min,
                    implementation=level, dtype="float32")
         try:

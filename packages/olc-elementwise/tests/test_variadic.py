@@ -123,16 +123,16 @@ VARIADIC_STREAM_SHAPES = [([(1_050_001,)] * 3, True),
 @pytest.mark.parametrize("op,t", [("Sum", "float32"), ("Mean", "float64"), ("Max", "int32"), ("Min", "float32")])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_variadic_streaming(op, t, threads):
-    """Outputs of at least stream_min_bytes take the non-temporal variant (the
-    binary ops' rule); both thresholds are lowered here so that 1M-element
-    outputs and split runs stream."""
+    """Runs that read at least stream_min_bytes take the non-temporal variant
+    (the binary ops' rule); both thresholds are lowered here so that
+    1M-element outputs and split runs stream."""
     from olc_core import tuning
 
     spec = bm.BY_NAME[op]
     rng = np.random.default_rng(zlib.crc32(f"stream/{op}/{t}".encode()))
     vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": (1 << 20, 8 << 20), "stream_parallel_min_bytes": (1, 40 << 20)}
-    for name, (value, _) in params.items():
+    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
+    for name, value in params.items():
         for lv in vector_levels:
             tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
     try:
@@ -154,9 +154,9 @@ def test_variadic_streaming(op, t, threads):
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, shapes)
     finally:
-        for name, (_, default) in params.items():
+        for name in params:
             for lv in vector_levels:
-                tuning.set("olc_elementwise", op, name, default, implementation=lv, dtype=t)
+                tuning.reset("olc_elementwise", op, name, implementation=lv, dtype=t)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf in the numpy reference
@@ -210,8 +210,8 @@ def test_variadic_in_place(op, t):
                         np.testing.assert_array_equal(sess.run(None, feeds)[0], ref.astype(NP[t]))
             finally:
                 for lv in vector_levels:
-                    for name, value in (("stream_min_bytes", 8 << 20), ("stream_parallel_min_bytes", 40 << 20)):
-                        tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
+                    for name in ("stream_min_bytes", "stream_parallel_min_bytes"):
+                        tuning.reset("olc_elementwise", op, name, implementation=lv, dtype=t)
 
 
 @pytest.mark.parametrize("level", LEVELS)

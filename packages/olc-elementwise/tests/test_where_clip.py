@@ -54,9 +54,9 @@ WHERE_STREAM_SHAPES = [((1_050_001,), (1_050_001,), (1_050_001,), True),
 @pytest.mark.parametrize("t", ["float32", "int64", "uint8"])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_where_streaming(t, threads):
-    """Where writes outputs of at least stream_min_bytes with non-temporal
+    """Where runs that read at least stream_min_bytes write with non-temporal
     stores (the binary ops' rule); the threshold is lowered to 1 MiB here
-    and, on two threads, the bytes-moved one too, so split runs stream."""
+    and, on two threads, the split one too, so split runs stream."""
     from olc_core import tuning
 
     spec = bm.BY_NAME["Where"]
@@ -64,8 +64,8 @@ def test_where_streaming(t, threads):
     model = make_model("Where", ["bool", t, t], t, opset)
     rng = np.random.default_rng(zlib.crc32(f"where-stream/{t}".encode()))
     vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": (1 << 20, 8 << 20), "stream_parallel_min_bytes": (1, 40 << 20)}
-    for name, (value, _) in params.items():
+    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
+    for name, value in params.items():
         for lv in vector_levels:
             tuning.set("olc_elementwise", "Where", name, value, implementation=lv, dtype=t)
     try:
@@ -78,9 +78,9 @@ def test_where_streaming(t, threads):
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sc, sx, sy)
     finally:
-        for name, (_, default) in params.items():
+        for name in params:
             for lv in vector_levels:
-                tuning.set("olc_elementwise", "Where", name, default, implementation=lv, dtype=t)
+                tuning.reset("olc_elementwise", "Where", name, implementation=lv, dtype=t)
 
 
 def clip_model(t, opset, lo=None, hi=None, attrs=None):
