@@ -141,18 +141,24 @@ def test_family_gates_extras_constants_and_models(tmp_path, monkeypatch):
     assert "gate failed: group b impossibly fast" in p.stderr and "gate failed: too small" in p.stderr
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
-def test_settle_waits_for_spinning_threads():
-    """The gap between blocks lasts until other threads stop using CPU (a
-    spinning worker pool would otherwise steal a core from the next runtime)."""
+def load_tool():
     import importlib.util
-    import threading
-    import time
 
     spec = importlib.util.spec_from_file_location("benchmark_parity_under_test", TOOL)
     bp = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = bp  # its dataclasses look their module up
     spec.loader.exec_module(bp)
+    return bp
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="needs Linux /proc")
+def test_settle_waits_for_spinning_threads():
+    """The gap between blocks lasts until other threads stop using CPU (a
+    spinning worker pool would otherwise steal a core from the next runtime)."""
+    import threading
+    import time
+
+    bp = load_tool()
     spin_s = 0.3
     done = {}
 
@@ -171,3 +177,27 @@ def test_settle_waits_for_spinning_threads():
     start = time.perf_counter()
     bp.settle()
     assert time.perf_counter() - start < bp.SETTLE_MAX_S  # idle process: the plain gap
+
+
+def test_every_block_starts_after_settle(monkeypatch):
+    """Each timed block, the first one after the probe included, begins
+    after a settle(): the other runtime's spinning workers must not share
+    the cores with it."""
+    bp = load_tool()
+    events: list[str] = []
+    monkeypatch.setattr(bp, "settle", lambda: events.append("settle"))
+
+    def run(tag: str):
+        def f() -> None:
+            events.append(tag)
+        return f
+
+    monkeypatch.setattr(bp, "BLOCK_NS", 1)  # one-run blocks
+    a, b = bp.timed_pairs(run("a"), run("b"), 0.0, min_pairs=4, warmup=0)
+    assert len(a) == len(b) == 4
+    # With min_time 0 the probe is three pairs; the timed part follows it.
+    assert events[:6] == ["a", "b"] * 3
+    timed = events[6:]
+    assert timed.count("a") == timed.count("b") == 4
+    runs = [i for i, e in enumerate(timed) if e != "settle"]
+    assert all(i > 0 and timed[i - 1] == "settle" for i in runs), timed

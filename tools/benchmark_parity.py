@@ -14,7 +14,7 @@ execution) and run in this one process. Before timing, olc's
 must agree with ORT; a case failing either is reported and not timed. After
 a warm-up, runs alternate in blocks of about 50 ms (at most 1000 runs) whose
 order flips every block pair (olc block, ort block, ort block, olc block,
-...), with at least 50 ms of idle time after each block, and until the
+...), with at least 50 ms of idle time before each block, and until the
 process's other threads have stopped using CPU (Linux: their schedstat), so
 a runtime's threads still spinning after its own runs do not land on the
 other's samples; the run count comes from the per-case time budget
@@ -544,6 +544,9 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
     block = int(min(MAX_BLOCK_RUNS, max(1, BLOCK_NS * 2 // max(per_pair, 1)), max(1, pairs // 4)))
     a: list[int] = []
     b: list[int] = []
+    # The probe ended with a run of fb, whose workers may still spin: the
+    # first block (fa's) starts from idle like every later one.
+    settle()
 
     def run_block(f: Callable[[], Any], out: list[int], k: int) -> None:
         for _ in range(k):
