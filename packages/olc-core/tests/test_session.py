@@ -378,6 +378,26 @@ def test_executor_covers_every_index_once_and_nests_inline():
     assert limited["threads_used"] == 1
 
 
+def test_executor_gives_each_thread_the_same_span_every_run():
+    """Run after run, the caller takes the first half of the chunks and the
+    worker the second (a kernel repeated over the same buffers finds its
+    part in the caches of the thread that had it last time), and a
+    participant whose span is done takes from the other's far end."""
+    runs = 10
+    # 64 indices on two threads: 8 chunks of 8, each range sleeping 2 ms, so
+    # the worker is awake long before the caller could reach its span.
+    probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
+    assert probe["min_hits"] == runs and probe["max_hits"] == runs
+    halves = [0] * 32 + [1] * 32
+    assert sum(owners == halves for owners in probe["owners"]) >= runs - 2, probe["owners"]
+    # One participant admitted: the caller runs everything, span by span.
+    alone = _native.executor_probe(2, 64, 1, 1, False, 2, 0)
+    assert all(owners == [0] * 64 for owners in alone["owners"])
+    # Three threads, uneven ranges: every index exactly once per run.
+    odd = _native.executor_probe(3, 1001, 7, 0, False, 5, 0)
+    assert odd["min_hits"] == 5 and odd["max_hits"] == 5
+
+
 def test_concurrent_runs_match_serial(scale_plugin):
     # Native nodes around a fallback node: exercises GIL hand-offs too.
     nodes = [
