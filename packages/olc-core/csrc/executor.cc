@@ -31,38 +31,67 @@ struct DepthGuard {
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(50);
 }  // namespace
 
-// A job's chunks are dealt out as one contiguous span per participant
-// slot: the submitter is slot 0 and worker i prefers slot i, so a kernel run
-// again over the same buffers gives each thread the same part of them, which
-// is still in that thread's caches. A participant that finishes its span
-// takes chunks from the far end of the others' (balance when one starts
-// late or is preempted). Measured on a 2-core Zen 4, float32 Mul by a
-// scalar over 4M elements on two threads, repeated: one chunk queue shared
-// by both threads 240-400 us per run, a span per thread 215-300 us.
+// A job's range is cut into one equal contiguous span per participant
+// slot, each span into a few chunks. The submitter is slot 0 and worker i
+// prefers slot i, so a kernel run again over the same buffers gives each
+// thread the same part of them, which is still in that thread's caches. A
+// participant that finishes its span takes chunks from the far end of the
+// others' (balance when one starts late or is preempted). Measured on a
+// 2-core Zen 4, float32 Mul by a scalar over 4M elements on two threads,
+// repeated: one chunk queue shared by both threads 240-400 us per run, a
+// span per thread 215-300 us.
 struct Executor::Job {
+  static constexpr int64_t kChunksPerSpan = 4;
+
+  struct Span {
+    int64_t begin = 0, size = 0, chunks = 0;
+    // The unclaimed chunks [front, back), packed as front << 32 | back.
+    std::atomic<uint64_t> left{0};
+    std::atomic<bool> taken{false};  // owned by a participant
+  };
+
   olc_range_fn fn;
   void* user;
-  int64_t n;
-  int64_t chunk;
-  int64_t chunks;
-  int slots;
+  int64_t chunks = 0;  // over all spans
+  int slots = 0;
   int submitter_cpu = -1;
-  // Per slot: the unclaimed chunks [front, back) packed as front << 32 | back.
-  std::unique_ptr<std::atomic<uint64_t>[]> spans;
-  std::unique_ptr<std::atomic<bool>[]> taken;  // slot owned by a participant
+  std::unique_ptr<Span[]> spans;
   std::atomic<int64_t> finished{0};
   std::mutex mutex;
   std::condition_variable done;
 
-  // One chunk of span s: from the front for its owner, else from the back.
-  bool claim(int s, bool front, int64_t* c) {
-    uint64_t v = spans[s].load(std::memory_order_relaxed);
+  // [0, n) in `participants` spans of equal size (to one item; at least
+  // `grain` each), each in up to kChunksPerSpan chunks of at least `grain`.
+  void deal(int64_t n, int64_t grain, int participants) {
+    slots = participants;
+    spans.reset(new Span[participants]);
+    const int64_t base = n / participants, extra = n % participants;
+    int64_t at = 0;
+    for (int s = 0; s < participants; ++s) {
+      Span& sp = spans[s];
+      sp.begin = at;
+      sp.size = base + (s < extra ? 1 : 0);
+      sp.chunks = std::min(kChunksPerSpan, std::max<int64_t>(1, sp.size / grain));
+      sp.left.store(static_cast<uint64_t>(sp.chunks), std::memory_order_relaxed);
+      sp.taken.store(s == 0, std::memory_order_relaxed);
+      at += sp.size;
+      chunks += sp.chunks;
+    }
+  }
+
+  // One chunk of span s, from the front for its owner, else from the back;
+  // false when none is left.
+  bool claim(int s, bool front, int64_t* begin, int64_t* end) {
+    Span& sp = spans[s];
+    uint64_t v = sp.left.load(std::memory_order_relaxed);
     for (;;) {
       const uint64_t f = v >> 32, b = v & 0xffffffffu;
       if (f >= b) return false;
       const uint64_t next = front ? ((f + 1) << 32) | b : (f << 32) | (b - 1);
-      if (spans[s].compare_exchange_weak(v, next, std::memory_order_relaxed)) {
-        *c = static_cast<int64_t>(front ? f : b - 1);
+      if (sp.left.compare_exchange_weak(v, next, std::memory_order_relaxed)) {
+        const int64_t c = static_cast<int64_t>(front ? f : b - 1);
+        *begin = sp.begin + sp.size / sp.chunks * c + std::min(c, sp.size % sp.chunks);
+        *end = *begin + sp.size / sp.chunks + (c < sp.size % sp.chunks ? 1 : 0);
         return true;
       }
     }
@@ -71,9 +100,9 @@ struct Executor::Job {
   // The slot a participant works from: `preferred` if free, else the first
   // free one; -1 when every slot is owned (it only steals then).
   int take_slot(int preferred) {
-    if (preferred >= 0 && preferred < slots && !taken[preferred].exchange(true)) return preferred;
+    if (preferred >= 0 && preferred < slots && !spans[preferred].taken.exchange(true)) return preferred;
     for (int s = 0; s < slots; ++s)
-      if (!taken[s].exchange(true)) return s;
+      if (!spans[s].taken.exchange(true)) return s;
     return -1;
   }
 };
@@ -148,21 +177,19 @@ int Executor::admitted(int requested) const {
 
 void Executor::work_on(Job& job, int slot) {
   DepthGuard guard;
-  auto run = [&job](int64_t c) {
-    const int64_t begin = c * job.chunk;
-    const int64_t end = std::min(job.n, begin + job.chunk);
+  auto run = [&job](int64_t begin, int64_t end) {
     job.fn(job.user, begin, end);
     if (job.finished.fetch_add(1, std::memory_order_acq_rel) + 1 == job.chunks) {
       std::lock_guard<std::mutex> lock(job.mutex);
       job.done.notify_all();
     }
   };
-  int64_t c;
+  int64_t begin, end;
   if (slot >= 0)
-    while (job.claim(slot, true, &c)) run(c);
+    while (job.claim(slot, true, &begin, &end)) run(begin, end);
   for (int k = 1; k <= job.slots; ++k) {
     const int s = ((slot < 0 ? 0 : slot) + k) % job.slots;
-    while (job.claim(s, false, &c)) run(c);
+    while (job.claim(s, false, &begin, &end)) run(begin, end);
   }
 }
 
@@ -170,7 +197,7 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
                             olc_range_fn fn, void* user) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  const int64_t max_useful = (n + grain - 1) / grain;
+  const int64_t max_useful = std::max<int64_t>(1, n / grain);  // spans of at least `grain`
   const int participants =
       static_cast<int>(std::min<int64_t>(admitted(max_participants), max_useful));
   if (participants <= 1 || in_parallel_region()) {
@@ -181,21 +208,9 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
   auto job = std::make_shared<Job>();
   job->fn = fn;
   job->user = user;
-  job->n = n;
   // A few chunks per participant balance uneven progress without making
-  // the per-chunk bookkeeping visible; never below the grain.
-  const int64_t target_chunks = std::min<int64_t>(max_useful, int64_t(participants) * 4);
-  job->chunk = std::max(grain, (n + target_chunks - 1) / target_chunks);
-  job->chunks = (n + job->chunk - 1) / job->chunk;
-  job->slots = participants;
-  job->spans.reset(new std::atomic<uint64_t>[participants]);
-  job->taken.reset(new std::atomic<bool>[participants]);
-  for (int s = 0; s < participants; ++s) {
-    const uint64_t front = static_cast<uint64_t>(job->chunks * s / participants);
-    const uint64_t back = static_cast<uint64_t>(job->chunks * (s + 1) / participants);
-    job->spans[s].store(front << 32 | back, std::memory_order_relaxed);
-    job->taken[s].store(s == 0, std::memory_order_relaxed);
-  }
+  // the per-chunk bookkeeping visible.
+  job->deal(n, grain, participants);
   job->submitter_cpu = current_cpu();
   {
     std::lock_guard<std::mutex> lock(mutex_);
