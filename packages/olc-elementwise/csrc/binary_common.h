@@ -66,6 +66,7 @@ using WhereFn = void (*)(const uint8_t* c, const void* x, const void* y, void* o
 
 // y[k] = min(max(x[k], lo), hi) with NaN propagated; lo and hi point to one
 // value of the element type each, or are nullptr when absent.
+// select_clip_stream gives the variant with non-temporal stores, or nullptr.
 using ClipFn = void (*)(const void* x, void* y, int64_t n, const void* lo, const void* hi);
 
 // y[k] = a[k] * sigmoid(alpha * a[k]) * b[k]
@@ -79,6 +80,7 @@ using SwiGluFn = void (*)(const void* a, const void* b, void* y, int64_t n, doub
   WhereFn select_where(int32_t elem_size);                                                        \
   WhereFn select_where_stream(int32_t elem_size);                                                 \
   ClipFn select_clip(int32_t dtype);                                                              \
+  ClipFn select_clip_stream(int32_t dtype);                                                       \
   SwiGluFn select_swiglu(int32_t dtype);                                                          \
   void stream_fence();                                                                             \
   }

@@ -101,7 +101,11 @@ struct ClipState {
   int32_t dtype;
   size_t size;
   ClipFn fn;
+  ClipFn stream_fn = nullptr;  // with non-temporal stores (stream_policy.h)
+  void (*stream_fence)() = nullptr;
   const char* isa;
+  const char* stream_isa = nullptr;
+  StreamPolicy stream;
   bool attr_form;
   bool has_lo, has_hi;  // attribute form
   alignas(8) unsigned char lo[8], hi[8];
@@ -110,16 +114,19 @@ struct ClipState {
 
 struct ClipRun {
   const ClipState* st;
+  ClipFn fn;
   const char* x;
   char* y;
   const void* lo;
   const void* hi;
+  bool stream;  // fn writes with non-temporal stores: fence on the thread that ran it
 };
 
 void clip_range(void* user, int64_t, int64_t, int64_t e0, int64_t e1) {
   const ClipRun* r = static_cast<const ClipRun*>(user);
   const size_t z = r->st->size;
-  r->st->fn(r->x + e0 * z, r->y + e0 * z, e1 - e0, r->lo, r->hi);
+  r->fn(r->x + e0 * z, r->y + e0 * z, e1 - e0, r->lo, r->hi);
+  if (r->stream) r->st->stream_fence();
 }
 
 // ---------------------------------------------------------------- SwiGLU
@@ -282,6 +289,11 @@ void* clip_create(const olc_core_api* capi, const olc_node_info* node, char* err
     }
   }
   st->tuning.declare("Clip", st->isa, t, false);
+  const StreamLevel sl = stream_level(st->isa);
+  st->stream_fence = sl.fence;
+  st->stream_isa = sl.detail;
+  if (sl.fence) st->stream_fn = sl.avx512 ? nary_avx512::select_clip_stream(t) : nary_avx2::select_clip_stream(t);
+  st->stream.declare(capi, kLibrary, "Clip", st->isa, t, true);
   return st;
 }
 
@@ -311,11 +323,18 @@ int32_t clip_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const int64_t n = olc_element_count(&inputs[0]);
   void* y = api()->allocate_output(ctx, 0, st->dtype, inputs[0].ndim, inputs[0].shape);
   if (!y && n > 0) return OLC_ERROR;
-  api()->record_usage_detail(ctx, st->isa);
-  if (n == 0) return OLC_OK;
+  if (n == 0) {
+    api()->record_usage_detail(ctx, st->isa);
+    return OLC_OK;
+  }
   const BroadcastPlan p = flat_plan(n);
-  ClipRun r{st, static_cast<const char*>(inputs[0].data), static_cast<char*>(y), lo, hi};
-  run_split(ctx, p, st->tuning.params(LoopFamily::kContiguous, 2 * static_cast<int64_t>(st->size)), &clip_range, &r);
+  const SplitParams sp = st->tuning.params(LoopFamily::kContiguous, 2 * static_cast<int64_t>(st->size));
+  // Only x counts as read: the bounds are one element each.
+  const bool stream = st->stream_fn && run_streams(ctx, st->stream, p, sp, 1, inputs, static_cast<int64_t>(st->size));
+  ClipRun r{st, stream ? st->stream_fn : st->fn, static_cast<const char*>(inputs[0].data), static_cast<char*>(y), lo, hi,
+            stream};
+  api()->record_usage_detail(ctx, stream ? st->stream_isa : st->isa);
+  run_split(ctx, p, sp, &clip_range, &r);
   return OLC_OK;
 }
 

@@ -129,6 +129,53 @@ def test_clip(opset, t):
             check("Clip", y, ref, t, signed_zero=False)
 
 
+@pytest.mark.parametrize("t", ["float32", "float64", "int32", "uint8", "float16"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_clip_streaming(t, threads):
+    """Clip streams by the binary ops' rule (thresholds lowered here so that
+    a 1M-element input and split runs stream): the same values on every
+    level, both bounds or one, an input that starts off a 64-byte line, and
+    in place on a dying intermediate. The 16-bit floats do not stream."""
+    from olc_core import tuning
+
+    rng = np.random.default_rng(zlib.crc32(f"clip-stream/{t}".encode()))
+    x = values(t, (1_050_011,), rng)
+    lo, hi = (-10, 10) if t in FLOATS or t == "int32" else (3, 200)
+    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
+    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
+    for name, value in params.items():
+        for lv in vector_levels:
+            tuning.set("olc_elementwise", "Clip", name, value, implementation=lv, dtype=t)
+    try:
+        for bounds in ((lo, hi), (lo, None)):
+            model = clip_model(t, 13, *bounds)
+            feeds = {"x": x[1:]}  # one element past the array's start: off the line
+            feeds.update({k: np.array(v, NP[t]) for k, v in zip(("lo", "hi"), bounds) if v is not None})
+            ref = reference(model, feeds)
+            for level in LEVELS:
+                sess = session(("Clip", "stream", t, bounds), model, level, threads)
+                check("Clip", sess.run(None, feeds)[0], ref, t, signed_zero=False)
+                want = level != "scalar" and t != "float16"
+                assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, bounds)
+        # In place: Neg's output dies at Clip, which then writes over it.
+        g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"]), helper.make_node("Clip", ["t", "lo", "hi"], ["y"])],
+                              "g", [helper.make_tensor_value_info(n, ONNX[t], None) for n in ("x", "lo", "hi")],
+                              [helper.make_tensor_value_info("y", ONNX[t], None)])
+        model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+        if t not in ("uint8",):
+            feeds = {"x": x, "lo": np.array(lo, NP[t]), "hi": np.array(hi, NP[t])}
+            ref = reference(model, feeds)
+            for level in LEVELS:
+                sess = session(("Clip", "stream-in-place", t), model, level, threads)
+                check("Clip", sess.run(None, feeds)[0], ref, t, signed_zero=False)
+                assert sess.kernel_usage()[-1] == bm.kernel_name("Clip")
+                assert ("stream" in sess.kernel_usage_details()[-1]) == (level != "scalar" and t != "float16")
+    finally:
+        for name in params:
+            for lv in vector_levels:
+                tuning.reset("olc_elementwise", "Clip", name, implementation=lv, dtype=t)
+
+
 def test_clip_bound_must_be_scalar():
     model = clip_model("float32", 13, 0.0, 1.0)
     sess = session(("Clip", "err"), model, LEVELS[-1])
