@@ -60,8 +60,9 @@ struct Executor::Job {
   std::mutex mutex;
   std::condition_variable done;
 
-  // [0, n) in `participants` spans of equal size (to one item; at least
-  // `grain` each), each in up to kChunksPerSpan chunks of at least `grain`.
+  // [0, n) in `participants` spans of equal size (to one item), each in up
+  // to kChunksPerSpan chunks of at least `grain` items (a span shorter than
+  // `grain`, when n is not a multiple of it, is one chunk).
   void deal(int64_t n, int64_t grain, int participants) {
     slots = participants;
     spans.reset(new Span[participants]);
@@ -197,7 +198,7 @@ void Executor::parallel_for(int64_t n, int64_t grain, int max_participants,
                             olc_range_fn fn, void* user) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  const int64_t max_useful = std::max<int64_t>(1, n / grain);  // spans of at least `grain`
+  const int64_t max_useful = (n + grain - 1) / grain;
   const int participants =
       static_cast<int>(std::min<int64_t>(admitted(max_participants), max_useful));
   if (participants <= 1 || in_parallel_region()) {
