@@ -6,6 +6,7 @@ in-place reuse, and the manifest against the onnx schemas."""
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 
 import ml_dtypes
@@ -62,6 +63,29 @@ def session(model_key, model, level, threads=1):
         with olc_core.simd_cap(level):
             _sessions[key] = olc_core.Session(model, threads=threads, strict=True, record_usage=True)
     return _sessions[key]
+
+
+@contextlib.contextmanager
+def streaming_lowered(kernels, t):
+    """Lowers the streaming thresholds of `kernels` (dtype t, vector levels)
+    so that runs reading 1 MiB stream, split ones too; restores the
+    defaults on exit."""
+    from olc_core import tuning
+
+    names = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
+    kernels = [kernels] if isinstance(kernels, str) else kernels
+    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
+    for kernel in kernels:
+        for name, value in names.items():
+            for lv in vector_levels:
+                tuning.set("olc_elementwise", kernel, name, value, implementation=lv, dtype=t)
+    try:
+        yield
+    finally:
+        for kernel in kernels:
+            for name in names:
+                for lv in vector_levels:
+                    tuning.reset("olc_elementwise", kernel, name, implementation=lv, dtype=t)
 
 
 # ---------------------------------------------------------------- inputs
@@ -434,18 +458,11 @@ def test_streaming_outputs(op, t, threads):
     match the reference, unaligned ends included. Both thresholds are
     lowered here so that these 2M-element runs stream on one thread and
     split over two."""
-    from olc_core import tuning
-
     spec = bm.BY_NAME[op]
     t_out = "bool" if spec.bool_out else t
     model = make_model(op, [t, t], t_out, newest_opset(spec, t))
     rng = np.random.default_rng(9)
-    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
-    for name, value in params.items():
-        for lv in vector_levels:
-            tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
-    try:
+    with streaming_lowered(op, t):
         for sa, sb, streams in STREAM_SHAPES:
             x0, x1 = gen(op, {}, t, sa, rng, 0), gen(op, {}, t, sb, rng, 1)
             ref = reference(model, {"x0": x0, "x1": x1})
@@ -454,10 +471,6 @@ def test_streaming_outputs(op, t, threads):
                 check(op, sess.run(None, {"x0": x0, "x1": x1})[0], ref, t_out)
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sa, sb)
-    finally:
-        for name in params:
-            for lv in vector_levels:
-                tuning.reset("olc_elementwise", op, name, implementation=lv, dtype=t)
 
 
 @pytest.mark.skipif(LEVELS == ["scalar"], reason="needs AVX2 or AVX-512")
@@ -485,10 +498,8 @@ def test_streaming_needs_traffic_beyond_l3():
 def test_streaming_in_place():
     """An intermediate that dies at the next node becomes that node's output
     (in place on input 0) while the node streams: each piece of input 0 is
-    read before the same bytes are written. Split runs are made to stream
-    too by lowering their threshold."""
-    from olc_core import tuning
-
+    read before the same bytes are written. The thresholds are lowered so
+    that split runs stream too."""
     n = 2_100_003
     nodes = [helper.make_node("Add", ["x", "c"], ["t"]), helper.make_node("Mul", ["t", "d"], ["y"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(v, TensorProto.FLOAT, [n]) for v in "xcd"],
@@ -496,26 +507,13 @@ def test_streaming_in_place():
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 14)])
     rng = np.random.default_rng(11)
     x, c, d = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
-    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-
-    def set_parallel_min(value):
-        for op in ("Add", "Mul"):
-            for lv in vector_levels:
-                tuning.set("olc_elementwise", op, "stream_parallel_min_bytes", value, implementation=lv,
-                           dtype="float32")
-
-    set_parallel_min(1)
-    try:
+    with streaming_lowered(["Add", "Mul"], "float32"):
         for level in LEVELS:
             for threads in (1, 2):
                 with olc_core.simd_cap(level):
                     s = olc_core.Session(model, threads=threads, strict=True, fusion=False, record_usage=True)
                 np.testing.assert_array_equal(s.run(None, {"x": x, "c": c, "d": d})[0], (x + c) * d)
                 assert all(("stream" in u) == (level != "scalar") for u in s.kernel_usage_details())
-    finally:
-        for op in ("Add", "Mul"):
-            for lv in vector_levels:
-                tuning.reset("olc_elementwise", op, "stream_parallel_min_bytes", implementation=lv, dtype="float32")
 
 
 @pytest.mark.parametrize("t", ["float32", "float16", "bfloat16"])

@@ -19,6 +19,7 @@ from test_binary import (
     newest_opset,
     reference,
     session,
+    streaming_lowered,
 )
 
 import olc_core
@@ -126,16 +127,9 @@ def test_variadic_streaming(op, t, threads):
     """Runs that read at least stream_min_bytes take the non-temporal variant
     (the binary ops' rule); both thresholds are lowered here so that
     1M-element outputs and split runs stream."""
-    from olc_core import tuning
-
     spec = bm.BY_NAME[op]
     rng = np.random.default_rng(zlib.crc32(f"stream/{op}/{t}".encode()))
-    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
-    for name, value in params.items():
-        for lv in vector_levels:
-            tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
-    try:
+    with streaming_lowered(op, t):
         for shapes, streams in VARIADIC_STREAM_SHAPES:
             model = make_model(op, [t] * len(shapes), t, newest_opset(spec, t))
             feeds = {f"x{i}": values(t, s, rng) for i, s in enumerate(shapes)}
@@ -153,10 +147,6 @@ def test_variadic_streaming(op, t, threads):
                 check(op, sess.run(None, feeds)[0], ref, t, signed_zero=False)
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, shapes)
-    finally:
-        for name in params:
-            for lv in vector_levels:
-                tuning.reset("olc_elementwise", op, name, implementation=lv, dtype=t)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # inf - inf in the numpy reference
@@ -169,13 +159,10 @@ def test_variadic_in_place(op, t):
     that streams (thresholds lowered for the two-thread runs)."""
     from onnx import TensorProto, helper
 
-    from olc_core import tuning
-
     if op in ("Sum", "Mean") and t == "int32":
         pytest.skip(f"{op} has no integer types")
     code = {"float32": TensorProto.FLOAT, "int32": TensorProto.INT32, "float16": TensorProto.FLOAT16}[t]
     rng = np.random.default_rng(zlib.crc32(f"inplace/{op}/{t}".encode()))
-    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
     for n_in in (2, 3, "again"):
         for n in (1000, 300_001):
             # "again": Sum(t, c, t), the output's buffer is also a later input
@@ -199,19 +186,12 @@ def test_variadic_in_place(op, t):
                 for p in parts[1:]:
                     acc = acc + p
                 ref = acc / NP[t].type(len(parts)) if op == "Mean" else acc
-            for lv in vector_levels:
-                for name, value in (("stream_min_bytes", 1 << 20), ("stream_parallel_min_bytes", 1)):
-                    tuning.set("olc_elementwise", op, name, value, implementation=lv, dtype=t)
-            try:
+            with streaming_lowered(op, t):
                 for level in LEVELS:
                     for threads in (1, 2):
                         with olc_core.simd_cap(level):
                             sess = olc_core.Session(model, threads=threads, strict=True, fusion=False)
                         np.testing.assert_array_equal(sess.run(None, feeds)[0], ref.astype(NP[t]))
-            finally:
-                for lv in vector_levels:
-                    for name in ("stream_min_bytes", "stream_parallel_min_bytes"):
-                        tuning.reset("olc_elementwise", op, name, implementation=lv, dtype=t)
 
 
 @pytest.mark.parametrize("level", LEVELS)

@@ -10,7 +10,19 @@ import numpy as np
 import onnx
 import pytest
 from onnx import helper
-from test_binary import FLOATS, LEVELS, NP, ONNX, check, float_values, int_values, make_model, reference, session
+from test_binary import (
+    FLOATS,
+    LEVELS,
+    NP,
+    ONNX,
+    check,
+    float_values,
+    int_values,
+    make_model,
+    reference,
+    session,
+    streaming_lowered,
+)
 
 from olc_elementwise import binary_manifest as bm
 
@@ -57,18 +69,11 @@ def test_where_streaming(t, threads):
     """Where runs that read at least stream_min_bytes write with non-temporal
     stores (the binary ops' rule); the threshold is lowered to 1 MiB here
     and, on two threads, the split one too, so split runs stream."""
-    from olc_core import tuning
-
     spec = bm.BY_NAME["Where"]
     opset = max(s.since for s in spec.segments if t in s.types["T"])
     model = make_model("Where", ["bool", t, t], t, opset)
     rng = np.random.default_rng(zlib.crc32(f"where-stream/{t}".encode()))
-    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
-    for name, value in params.items():
-        for lv in vector_levels:
-            tuning.set("olc_elementwise", "Where", name, value, implementation=lv, dtype=t)
-    try:
+    with streaming_lowered("Where", t):
         for sc, sx, sy, streams in WHERE_STREAM_SHAPES:
             feeds = {"x0": values("bool", sc, rng), "x1": values(t, sx, rng), "x2": values(t, sy, rng)}
             ref = reference(model, feeds)
@@ -77,10 +82,6 @@ def test_where_streaming(t, threads):
                 check("Where", sess.run(None, feeds)[0], ref, t)
                 want = streams and level != "scalar"
                 assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, sc, sx, sy)
-    finally:
-        for name in params:
-            for lv in vector_levels:
-                tuning.reset("olc_elementwise", "Where", name, implementation=lv, dtype=t)
 
 
 def clip_model(t, opset, lo=None, hi=None, attrs=None):
@@ -136,17 +137,11 @@ def test_clip_streaming(t, threads):
     a 1M-element input and split runs stream): the same values on every
     level, both bounds or one, an input that starts off a 64-byte line, and
     in place on a dying intermediate. The 16-bit floats do not stream."""
-    from olc_core import tuning
-
     rng = np.random.default_rng(zlib.crc32(f"clip-stream/{t}".encode()))
     x = values(t, (1_050_011,), rng)
     lo, hi = (-10, 10) if t in FLOATS or t == "int32" else (3, 200)
-    vector_levels = [lv for lv in LEVELS if lv != "scalar"]
-    params = {"stream_min_bytes": 1 << 20, "stream_parallel_min_bytes": 1}
-    for name, value in params.items():
-        for lv in vector_levels:
-            tuning.set("olc_elementwise", "Clip", name, value, implementation=lv, dtype=t)
-    try:
+    streams = t != "float16"
+    with streaming_lowered("Clip", t):
         for bounds in ((lo, hi), (lo, None)):
             model = clip_model(t, 13, *bounds)
             feeds = {"x": x[1:]}  # one element past the array's start: off the line
@@ -155,25 +150,21 @@ def test_clip_streaming(t, threads):
             for level in LEVELS:
                 sess = session(("Clip", "stream", t, bounds), model, level, threads)
                 check("Clip", sess.run(None, feeds)[0], ref, t, signed_zero=False)
-                want = level != "scalar" and t != "float16"
-                assert ("stream" in sess.kernel_usage_details()[-1]) == want, (level, bounds)
+                assert ("stream" in sess.kernel_usage_details()[-1]) == (streams and level != "scalar"), (level, bounds)
+        if t == "uint8":
+            return  # no Neg for the in-place case
         # In place: Neg's output dies at Clip, which then writes over it.
         g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"]), helper.make_node("Clip", ["t", "lo", "hi"], ["y"])],
                               "g", [helper.make_tensor_value_info(n, ONNX[t], None) for n in ("x", "lo", "hi")],
                               [helper.make_tensor_value_info("y", ONNX[t], None)])
         model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
-        if t not in ("uint8",):
-            feeds = {"x": x, "lo": np.array(lo, NP[t]), "hi": np.array(hi, NP[t])}
-            ref = reference(model, feeds)
-            for level in LEVELS:
-                sess = session(("Clip", "stream-in-place", t), model, level, threads)
-                check("Clip", sess.run(None, feeds)[0], ref, t, signed_zero=False)
-                assert sess.kernel_usage()[-1] == bm.kernel_name("Clip")
-                assert ("stream" in sess.kernel_usage_details()[-1]) == (level != "scalar" and t != "float16")
-    finally:
-        for name in params:
-            for lv in vector_levels:
-                tuning.reset("olc_elementwise", "Clip", name, implementation=lv, dtype=t)
+        feeds = {"x": x, "lo": np.array(lo, NP[t]), "hi": np.array(hi, NP[t])}
+        ref = reference(model, feeds)
+        for level in LEVELS:
+            sess = session(("Clip", "stream-in-place", t), model, level, threads)
+            check("Clip", sess.run(None, feeds)[0], ref, t, signed_zero=False)
+            assert sess.kernel_usage()[-1] == bm.kernel_name("Clip")
+            assert ("stream" in sess.kernel_usage_details()[-1]) == (streams and level != "scalar")
 
 
 def test_clip_bound_must_be_scalar():
