@@ -25,8 +25,8 @@ const olc_core_api* api() { return g_api; }
 
 StreamLevel stream_level(const char* isa) {
   StreamLevel l;
-  if (!std::strcmp(isa, "avx512")) l = {&nary_avx512::stream_fence, "avx512,stream", true};
-  else if (!std::strcmp(isa, "avx2")) l = {&nary_avx2::stream_fence, "avx2,stream", false};
+  if (!std::strcmp(isa, "avx512")) l = {&nary_avx512::stream_fence, stream_detail(isa), true};
+  else if (!std::strcmp(isa, "avx2")) l = {&nary_avx2::stream_fence, stream_detail(isa), false};
   return l;
 }
 
@@ -257,13 +257,12 @@ struct BinaryKernelDescriptor {
   size_t a_size, b_size, y_size;
   BinaryFns fns;
   const char* isa;
-  const char* stream_isa = nullptr;  // usage detail of a run with non-temporal stores
+  StreamLevel streaming;  // the level's fence and usage detail for non-temporal stores
   bool check_divisor;  // integer Div / Mod: zero divisors rejected
   bool check_overflow; // signed integer Div: INT_MIN / -1 rejected
   bool unidirectional; // PRelu: the output must have X's shape
   Tuning tuning;
   StreamPolicy stream;
-  void (*stream_fence)() = nullptr;
   mutable PlanCache plans;
 };
 
@@ -339,9 +338,7 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
   st->tuning.declare(spec->name, isa, ta, costly);
   // Non-temporal stores for outputs far larger than the caches (the level's
   // *_stream variants; run_streams says when).
-  const StreamLevel sl = stream_level(isa);
-  st->stream_fence = sl.fence;
-  st->stream_isa = sl.detail;
+  st->streaming = stream_level(isa);
   st->stream.declare(capi, kLibrary, spec->name, isa, ta, !costly);
   return st;
 }
@@ -411,7 +408,7 @@ void binary_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) {
           r->y + (blk * p.inner + e0) * zy, len);
     c.next();
   }
-  if (r->stream) r->st->stream_fence();
+  if (r->stream) r->st->streaming.fence();
 }
 
 int32_t binary_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs, int32_t n_outputs) {
@@ -469,7 +466,7 @@ int32_t binary_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
     r.fn = stream_fn;
     r.stream = true;
   }
-  g_api->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
+  g_api->record_usage_detail(ctx, r.stream ? st->streaming.detail : st->isa);
   run_split(ctx, p, sp, &binary_range, &r);
   return OLC_OK;
 }

@@ -90,7 +90,7 @@ struct FusedState {
   const olc_tuning_param* max_participants;
   const olc_tuning_param* specialized;
   StreamPolicy stream;
-  std::string stream_isa;  // usage detail of a run with non-temporal stores
+  const char* stream_isa = nullptr;  // usage detail of a run with non-temporal stores
   // The program is the SwiGLU gate: inputs swiglu_gate and 1 - swiglu_gate.
   bool swiglu = false;
   int swiglu_gate = 0;
@@ -317,7 +317,7 @@ void* fused_create(const olc_core_api* api, const olc_node_info* node, char* err
   st->specialized = api->tuning_declare_int(kLibrary, kKernel, st->isa, dtype, "specialized", 1);
   // Non-temporal stores on the one-pass scale-and-add loop (stream_policy.h).
   st->stream.declare(api, kLibrary, kKernel, st->isa, dtype, true);
-  st->stream_isa = std::string(st->isa) + ",stream";
+  st->stream_isa = stream_detail(st->isa);
   detect_patterns(st.get());
   return st.release();
 }
@@ -488,7 +488,7 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const bool serial = par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1;
   bool stream = false;
   if (scale_add && st->tile->scale_add_stream) stream = st->stream.wants(api, bytes_read(n_inputs, inputs), serial);
-  api->record_usage_detail(ctx, stream ? st->stream_isa.c_str() : st->isa);
+  api->record_usage_detail(ctx, stream ? st->stream_isa : st->isa);
   Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add, stream};
   if (serial) {
     run_items(&job, 0, items);

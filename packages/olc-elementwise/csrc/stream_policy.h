@@ -27,10 +27,19 @@
 #define OLC_ELEMENTWISE_STREAM_POLICY_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "olc/kernel_abi.h"
 
 namespace olc_ew {
+
+// The usage detail of a run that streams at level `isa` ("avx512", "avx2");
+// nullptr where the level has no non-temporal stores.
+inline const char* stream_detail(const char* isa) {
+  if (!std::strcmp(isa, "avx512")) return "avx512,stream";
+  if (!std::strcmp(isa, "avx2")) return "avx2,stream";
+  return nullptr;
+}
 
 // The bytes a run reads: every input once.
 inline int64_t bytes_read(int n_inputs, const olc_tensor* inputs) {

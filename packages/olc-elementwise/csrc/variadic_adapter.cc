@@ -21,9 +21,8 @@ struct VariadicState {
   size_t size;
   VariadicFn fn;
   VariadicFn stream_fn = nullptr;  // with non-temporal stores (stream_policy.h)
-  void (*stream_fence)() = nullptr;
   const char* isa;
-  const char* stream_isa = nullptr;
+  StreamLevel streaming;
   Tuning tuning;
   StreamPolicy stream;
   mutable PlanCache plans;
@@ -51,7 +50,7 @@ void variadic_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) 
     r->fn(ptrs, p.inner_stride, r->n, r->y + (blk * p.inner + e0) * z, e1 - e0);
     c.next();
   }
-  if (r->stream) r->st->stream_fence();
+  if (r->stream) r->st->streaming.fence();
 }
 
 }  // namespace
@@ -98,11 +97,10 @@ void* variadic_create(const olc_core_api* capi, const olc_node_info* node, char*
   st->fn = fn;
   st->isa = isa;
   st->tuning.declare(st->op_name, isa, t, false);
-  const StreamLevel sl = stream_level(isa);
-  st->stream_fence = sl.fence;
-  st->stream_isa = sl.detail;
-  if (sl.fence)
-    st->stream_fn = sl.avx512 ? nary_avx512::select_variadic_stream(op, t) : nary_avx2::select_variadic_stream(op, t);
+  st->streaming = stream_level(isa);
+  if (st->streaming.fence)
+    st->stream_fn = st->streaming.avx512 ? nary_avx512::select_variadic_stream(op, t)
+                                         : nary_avx2::select_variadic_stream(op, t);
   st->stream.declare(capi, kLibrary, st->op_name, isa, t, true);
   return st;
 }
@@ -133,7 +131,7 @@ int32_t variadic_run(const void* state, olc_context* ctx, int32_t n_inputs, cons
     r.fn = st->stream_fn;
     r.stream = true;
   }
-  api()->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
+  api()->record_usage_detail(ctx, r.stream ? st->streaming.detail : st->isa);
   run_split(ctx, p, sp, &variadic_range, &r);
   return OLC_OK;
 }

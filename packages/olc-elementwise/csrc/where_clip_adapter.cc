@@ -39,9 +39,8 @@ struct WhereState {
   size_t size;
   WhereFn fn;
   WhereFn stream_fn = nullptr;  // with non-temporal stores (stream_policy.h)
-  void (*stream_fence)() = nullptr;
   const char* isa;
-  const char* stream_isa = nullptr;
+  StreamLevel streaming;
   Tuning tuning;
   StreamPolicy stream;
   mutable PlanCache plans;
@@ -69,7 +68,7 @@ void where_range(void* user, int64_t b0, int64_t b1, int64_t e0, int64_t e1) {
           r->y + (blk * p.inner + e0) * z, e1 - e0, r->mask);
     c.next();
   }
-  if (r->stream) r->st->stream_fence();
+  if (r->stream) r->st->streaming.fence();
 }
 
 // ---------------------------------------------------------------- Clip
@@ -102,9 +101,8 @@ struct ClipState {
   size_t size;
   ClipFn fn;
   ClipFn stream_fn = nullptr;  // with non-temporal stores (stream_policy.h)
-  void (*stream_fence)() = nullptr;
   const char* isa;
-  const char* stream_isa = nullptr;
+  StreamLevel streaming;
   StreamPolicy stream;
   bool attr_form;
   bool has_lo, has_hi;  // attribute form
@@ -126,7 +124,7 @@ void clip_range(void* user, int64_t, int64_t, int64_t e0, int64_t e1) {
   const ClipRun* r = static_cast<const ClipRun*>(user);
   const size_t z = r->st->size;
   r->fn(r->x + e0 * z, r->y + e0 * z, e1 - e0, r->lo, r->hi);
-  if (r->stream) r->st->stream_fence();
+  if (r->stream) r->st->streaming.fence();
 }
 
 // ---------------------------------------------------------------- SwiGLU
@@ -194,10 +192,9 @@ void* where_create(const olc_core_api* capi, const olc_node_info* node, char* er
   st->fn = pick<WhereFn>(capi, &nary_avx512::select_where, &nary_avx2::select_where, &nary_scalar::select_where, z,
                          &st->isa);
   st->tuning.declare("Where", st->isa, t, false);
-  const StreamLevel sl = stream_level(st->isa);
-  st->stream_fence = sl.fence;
-  st->stream_isa = sl.detail;
-  if (sl.fence) st->stream_fn = sl.avx512 ? nary_avx512::select_where_stream(z) : nary_avx2::select_where_stream(z);
+  st->streaming = stream_level(st->isa);
+  if (st->streaming.fence)
+    st->stream_fn = st->streaming.avx512 ? nary_avx512::select_where_stream(z) : nary_avx2::select_where_stream(z);
   st->stream.declare(capi, kLibrary, "Where", st->isa, t, true);
   return st;
 }
@@ -227,7 +224,7 @@ int32_t where_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
     r.fn = st->stream_fn;
     r.stream = true;
   }
-  api()->record_usage_detail(ctx, r.stream ? st->stream_isa : st->isa);
+  api()->record_usage_detail(ctx, r.stream ? st->streaming.detail : st->isa);
   run_split(ctx, p, sp, &where_range, &r);
   return OLC_OK;
 }
@@ -289,10 +286,9 @@ void* clip_create(const olc_core_api* capi, const olc_node_info* node, char* err
     }
   }
   st->tuning.declare("Clip", st->isa, t, false);
-  const StreamLevel sl = stream_level(st->isa);
-  st->stream_fence = sl.fence;
-  st->stream_isa = sl.detail;
-  if (sl.fence) st->stream_fn = sl.avx512 ? nary_avx512::select_clip_stream(t) : nary_avx2::select_clip_stream(t);
+  st->streaming = stream_level(st->isa);
+  if (st->streaming.fence)
+    st->stream_fn = st->streaming.avx512 ? nary_avx512::select_clip_stream(t) : nary_avx2::select_clip_stream(t);
   st->stream.declare(capi, kLibrary, "Clip", st->isa, t, true);
   return st;
 }
@@ -333,7 +329,7 @@ int32_t clip_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const bool stream = st->stream_fn && run_streams(ctx, st->stream, p, sp, 1, inputs, static_cast<int64_t>(st->size));
   ClipRun r{st, stream ? st->stream_fn : st->fn, static_cast<const char*>(inputs[0].data), static_cast<char*>(y), lo, hi,
             stream};
-  api()->record_usage_detail(ctx, stream ? st->stream_isa : st->isa);
+  api()->record_usage_detail(ctx, stream ? st->streaming.detail : st->isa);
   run_split(ctx, p, sp, &clip_range, &r);
   return OLC_OK;
 }
