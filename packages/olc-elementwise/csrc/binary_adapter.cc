@@ -157,7 +157,8 @@ bool runs_serial(olc_context* ctx, const BroadcastPlan& plan, const SplitParams&
 
 bool run_streams(olc_context* ctx, const StreamPolicy& policy, const BroadcastPlan& plan, const SplitParams& sp,
                  int n_inputs, const olc_tensor* inputs, int64_t out_elem_size) {
-  if (plan.inner * out_elem_size < 1024) return false;
+  const int64_t block_bytes = plan.inner * out_elem_size;
+  if (block_bytes < 1024 && block_bytes % kStreamPieceBytes != 0) return false;
   return policy.wants(g_api, bytes_read(n_inputs, inputs), runs_serial(ctx, plan, sp));
 }
 

@@ -37,9 +37,11 @@ struct BinaryVariant {
 // (1, 1) for vv, (0, 1) for sv and (1, 0) for vs. y never overlaps a or b
 // except when y == a exactly (in place on a full input 0).
 using BinaryFn = void (*)(const void* a, const void* b, void* y, int64_t n);
+constexpr int64_t kStreamPieceBytes = 256;
 // The *_stream variants compute the same values but write the 64-byte
-// aligned body of y with non-temporal stores, for outputs far larger than
-// the caches; the caller issues stream_fence() once after its last call.
+// aligned body of y with non-temporal stores, in pieces of
+// kStreamPieceBytes, for outputs far larger than the caches; the caller
+// issues stream_fence() once after its last call.
 // nullptr where the level has no such stores or the op is bound by its
 // arithmetic rather than by memory.
 struct BinaryFns {

@@ -87,8 +87,9 @@ bool runs_serial(olc_context* ctx, const BroadcastPlan& plan, const SplitParams&
 
 // Whether a run over this plan writes its output (out_elem_size bytes per
 // element) with the level's non-temporal variant: inner blocks of at least
-// 1 KiB, so that their plain-stored unaligned ends do not dominate, then the
-// shared rule of stream_policy.h.
+// 1 KiB, so that their plain-stored unaligned ends do not dominate, or of
+// whole streaming pieces, which have no such ends ([N,H,W,64] op [64] in
+// float32: 256-byte blocks), then the shared rule of stream_policy.h.
 bool run_streams(olc_context* ctx, const StreamPolicy& policy, const BroadcastPlan& plan, const SplitParams& sp,
                  int n_inputs, const olc_tensor* inputs, int64_t out_elem_size);
 void run_split(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp, RangeFn fn, void* user);

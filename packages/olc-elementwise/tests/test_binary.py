@@ -445,8 +445,18 @@ def test_output_reuse():
 # (shape of A, shape of B, whether the run streams): contiguous, both scalar
 # sides, rows of 4,099 elements (inner blocks that start off a 64-byte line),
 # and columns whose 127-element inner blocks are too short to stream.
-STREAM_SHAPES = [((2_100_003,), (2_100_003,), True), ((2_100_003,), (), True), ((), (2_100_003,), True),
-                 ((513, 4099), (4099,), True), ((16591, 127), (16591, 1), False)]
+# (shape of x0, shape of x1, inner block length of the broadcast plan or
+# None for a single block). NHWC-like [M,64] op [64] has blocks of 64
+# elements: whole 256-byte streaming pieces from 4-byte outputs on, too
+# short with one-byte (bool) outputs.
+STREAM_SHAPES = [((2_100_003,), (2_100_003,), None), ((2_100_003,), (), None), ((), (2_100_003,), None),
+                 ((513, 4099), (4099,), 4099), ((16591, 127), (16591, 1), 127), ((32768, 64), (64,), 64)]
+
+
+def blocks_stream(inner, itemsize):
+    """The block rule of run_streams: one block, blocks of at least 1 KiB, or
+    blocks made of whole 256-byte pieces."""
+    return inner is None or inner * itemsize >= 1024 or inner * itemsize % 256 == 0
 
 
 @pytest.mark.parametrize("op,t", [("Add", "float32"), ("Div", "float32"), ("Mul", "float64"), ("Sub", "int32"),
@@ -454,18 +464,19 @@ STREAM_SHAPES = [((2_100_003,), (2_100_003,), True), ((2_100_003,), (), True), (
 @pytest.mark.parametrize("threads", [1, 2])
 def test_streaming_outputs(op, t, threads):
     """Runs that read at least stream_min_bytes, with inner blocks of at
-    least 1 KiB, write their output with non-temporal stores; the values
-    match the reference, unaligned ends included. Both thresholds are
-    lowered here so that these 2M-element runs stream on one thread and
-    split over two."""
+    least 1 KiB or of whole 256-byte pieces, write their output with
+    non-temporal stores; the values match the reference, unaligned ends
+    included. Both thresholds are lowered here so that these 2M-element runs
+    stream on one thread and split over two."""
     spec = bm.BY_NAME[op]
     t_out = "bool" if spec.bool_out else t
     model = make_model(op, [t, t], t_out, newest_opset(spec, t))
     rng = np.random.default_rng(9)
     with streaming_lowered(op, t):
-        for sa, sb, streams in STREAM_SHAPES:
+        for sa, sb, inner in STREAM_SHAPES:
             x0, x1 = gen(op, {}, t, sa, rng, 0), gen(op, {}, t, sb, rng, 1)
             ref = reference(model, {"x0": x0, "x1": x1})
+            streams = blocks_stream(inner, ref.dtype.itemsize)
             for level in LEVELS:
                 sess = session((op, t, "stream"), model, level, threads)
                 check(op, sess.run(None, {"x0": x0, "x1": x1})[0], ref, t_out)
