@@ -442,13 +442,12 @@ def test_output_reuse():
                 np.testing.assert_array_equal(y, (x + c) * d)
 
 
-# (shape of A, shape of B, whether the run streams): contiguous, both scalar
-# sides, rows of 4,099 elements (inner blocks that start off a 64-byte line),
-# and columns whose 127-element inner blocks are too short to stream.
 # (shape of x0, shape of x1, inner block length of the broadcast plan or
-# None for a single block). NHWC-like [M,64] op [64] has blocks of 64
-# elements: whole 256-byte streaming pieces from 4-byte outputs on, too
-# short with one-byte (bool) outputs.
+# None for a single block): contiguous, both scalar sides, rows of 4,099
+# elements (inner blocks that start off a 64-byte line), columns whose
+# 127-element inner blocks are too short to stream, and NHWC-like [M,64] op
+# [64], whose 64-element blocks are whole 256-byte streaming pieces from
+# 4-byte outputs on and too short with one-byte (bool) outputs.
 STREAM_SHAPES = [((2_100_003,), (2_100_003,), None), ((2_100_003,), (), None), ((), (2_100_003,), None),
                  ((513, 4099), (4099,), 4099), ((16591, 127), (16591, 1), 127), ((32768, 64), (64,), 64)]
 
