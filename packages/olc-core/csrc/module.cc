@@ -39,6 +39,7 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
     olc::Executor* ex;
     bool nested;
     std::atomic<bool> nested_escaped{false};
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // of the last run
     explicit Probe(int64_t n) : hits(static_cast<size_t>(n)), owner(static_cast<size_t>(n)) {}
   };
   olc::Executor ex(threads, 0);
@@ -51,6 +52,7 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
     {
       std::lock_guard<std::mutex> lock(p->mutex);
       p->ids.insert(std::this_thread::get_id());
+      p->ranges.emplace_back(begin, end);
       for (int64_t i = begin; i < end; ++i) p->owner[i] = std::this_thread::get_id();
     }
     if (p->sleep_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(p->sleep_us));
@@ -75,6 +77,7 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
   std::vector<std::thread::id> labels{std::this_thread::get_id()};
   py::list owners;
   for (int r = 0; r < std::max(1, runs); ++r) {
+    probe.ranges.clear();
     {
       py::gil_scoped_release nogil;
       ex.parallel_for(n, grain, max_participants, body, &probe);
@@ -98,6 +101,8 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
   d["nested_escaped"] = probe.nested_escaped.load();
   d["threads_used"] = static_cast<int>(probe.ids.size());
   d["owners"] = owners;
+  std::sort(probe.ranges.begin(), probe.ranges.end());
+  d["ranges"] = probe.ranges;
   return d;
 }
 

@@ -384,7 +384,7 @@ def test_executor_gives_each_thread_the_same_span_every_run():
     part in the caches of the thread that had it last time), and a
     participant whose span is done takes from the other's far end."""
     runs = 10
-    # 64 indices on two threads: 8 chunks of 8, each range sleeping 2 ms, so
+    # 64 indices on two threads: 32 chunks of 2, each range sleeping 2 ms, so
     # the worker is awake long before the caller could reach its span.
     probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
     assert probe["min_hits"] == runs and probe["max_hits"] == runs
@@ -396,6 +396,22 @@ def test_executor_gives_each_thread_the_same_span_every_run():
     # Three threads, uneven ranges: every index exactly once per run.
     odd = _native.executor_probe(3, 1001, 7, 0, False, 5, 0)
     assert odd["min_hits"] == 5 and odd["max_hits"] == 5
+
+
+def test_executor_cuts_each_span_into_up_to_sixteen_chunks():
+    """Each participant's span is cut into up to sixteen chunks of at least
+    `grain` items, the unit in which a faster thread takes over the work of
+    a slower one."""
+    def sizes(threads, n, grain):
+        ranges = _native.executor_probe(threads, n, grain)["ranges"]
+        assert [b for b, _ in ranges] == [0] + [e for _, e in ranges[:-1]] and ranges[-1][1] == n  # a partition
+        return [e - b for b, e in ranges]
+
+    assert sizes(2, 64, 1) == [2] * 32
+    assert sizes(2, 64, 4) == [4] * 16  # grain-sized chunks: 8 per span
+    assert sizes(2, 6400, 1) == [200] * 32
+    assert sizes(2, 20, 1) == [1] * 20  # fewer items than chunks
+    assert sorted(sizes(3, 1000, 1)) == [20] * 8 + [21] * 40  # spans of 334, 333, 333
 
 
 def test_concurrent_runs_match_serial(scale_plugin):
