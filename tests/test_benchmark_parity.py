@@ -201,3 +201,51 @@ def test_every_block_starts_after_settle(monkeypatch):
     assert timed.count("a") == timed.count("b") == 4
     runs = [i for i, e in enumerate(timed) if e != "settle"]
     assert all(i > 0 and timed[i - 1] == "settle" for i in runs), timed
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="needs Linux /proc/stat")
+def test_interference_counts_other_processes_not_this_one():
+    """CPU that another process burns while a case is timed shows up in
+    other_cpus; this process's own busy loop does not."""
+    import subprocess
+    import sys
+    import time
+
+    bp = load_tool()
+
+    def measure(busy) -> dict:
+        before, start = bp._machine_cpu_s(), time.perf_counter()
+        busy()
+        return bp._interference(before, bp._machine_cpu_s(), time.perf_counter() - start)
+
+    def spin_here() -> None:
+        end = time.perf_counter() + 0.5
+        while time.perf_counter() < end:
+            pass
+
+    def spin_elsewhere() -> None:
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import time\nend = time.perf_counter() + 0.6\nwhile time.perf_counter() < end: pass"])
+        time.sleep(0.5)
+        child.wait()
+
+    own = measure(spin_here)
+    other = measure(spin_elsewhere)
+    assert set(own) == {"other_cpus", "steal_cpus"}
+    assert other["other_cpus"] > own["other_cpus"] + 0.4, (own, other)
+    assert bp._interference(None, bp._machine_cpu_s(), 1.0) == {}
+
+
+def test_report_lists_disturbed_cases():
+    bp = load_tool()
+    env = {"cpu": "x", "cpu_affinity": 2, "simd_level": "avx512", "python": "3",
+           "versions": {"olc-core": "0", "onnxruntime": "0"}}
+    case = {"suite": "s", "name": "Add", "size": 4, "threads": 2, "status": "ok", "olc_median_ns": 1e3,
+            "ort_median_ns": 1e3, "ratio": 1.0}
+    quiet = dict(case, other_cpus=0.02, steal_cpus=0.0)
+    busy = dict(case, name="Mul", other_cpus=0.6, steal_cpus=0.01)
+    text = bp.markdown({"environment": env, "cases": [quiet, busy], "summary": {}, "gates": []})
+    disturbed = text.split("## Disturbed cases", 1)[1].split("## Summary", 1)[0]
+    assert "Mul size 4 threads 2: ratio 1.00, other processes 0.60 CPUs" in disturbed
+    assert "Add" not in disturbed
+    assert "## Disturbed cases" not in bp.markdown({"environment": env, "cases": [quiet], "summary": {}, "gates": []})

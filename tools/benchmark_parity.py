@@ -19,7 +19,11 @@ process's other threads have stopped using CPU (Linux: their schedstat), so
 a runtime's threads still spinning after its own runs do not land on the
 other's samples; the run count comes from the per-case time budget
 (``--min-time``). Every raw sample (``perf_counter_ns``) is kept in the JSON.
-The ratio is ort_median / olc_median: above 1 means olc is faster.
+The ratio is ort_median / olc_median: above 1 means olc is faster. Each case
+also records the CPUs that other processes (``other_cpus``) and the
+hypervisor (``steal_cpus``) took on average while it was timed (Linux
+/proc/stat); the report lists the cases where either exceeded
+DISTURBED_CPUS, since a busy second core can halve a two-thread run.
 
 Suites:
   unary     float32 unary ops, one node on a 1-D tensor of each size. The op
@@ -509,6 +513,39 @@ def _other_threads_cpu_ns() -> int | None:
     return total
 
 
+# A case during whose timed runs other processes (or the hypervisor) took
+# more than this many CPUs on average is listed as disturbed in the report.
+DISTURBED_CPUS = 0.1
+
+
+def _machine_cpu_s() -> tuple[float, float, float] | None:
+    """(CPU seconds the whole machine has spent busy, seconds the hypervisor
+    has stolen from its vCPUs, CPU seconds of this process) so far; None
+    where /proc/stat does not say."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 8:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
+    steal = int(fields[8]) if len(fields) > 8 else 0
+    own = os.times()
+    return (user + nice + system + irq + softirq) / hz, steal / hz, own.user + own.system
+
+
+def _interference(before: tuple[float, float, float] | None, after: tuple[float, float, float] | None,
+                  wall_s: float) -> dict[str, float]:
+    """CPUs used on average by other processes, and stolen by the
+    hypervisor, between two _machine_cpu_s() readings wall_s apart."""
+    if before is None or after is None or wall_s <= 0:
+        return {}
+    busy, stolen, own = (a - b for a, b in zip(after, before))
+    return {"other_cpus": round(max(0.0, busy - own) / wall_s, 3), "steal_cpus": round(max(0.0, stolen) / wall_s, 3)}
+
+
 def settle() -> None:
     """Sleeps SETTLE_S, then until the other threads of the process are idle
     (spinning workers have gone to sleep), at most SETTLE_MAX_S in all."""
@@ -592,7 +629,9 @@ def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, An
         return rec
     if rec["status"] != "ok":
         return rec
+    before, start = _machine_cpu_s(), time.perf_counter()
     olc_ns, ort_ns = timed_pairs(runner.run_olc, runner.run_ort, args.min_time)
+    rec.update(_interference(before, _machine_cpu_s(), time.perf_counter() - start))
     rec.update(_stats(olc_ns, ort_ns))
     return rec
 
@@ -805,6 +844,16 @@ def markdown(report: dict[str, Any]) -> str:
             value = "-" if x["value"] is None else f"{x['value']:.4g}"
             lines.append(f"| {x['suite']} | {x['name']} | {value} | {x.get('unit', '')} | "
                          f"{str(x.get('detail', '')).replace('|', '/')} |")
+        lines.append("")
+    disturbed = [c for c in report["cases"]
+                 if max(c.get("other_cpus", 0.0), c.get("steal_cpus", 0.0)) > DISTURBED_CPUS]
+    if disturbed:
+        lines += ["## Disturbed cases", "",
+                  f"Other processes or the hypervisor took more than {DISTURBED_CPUS} CPUs on average while these "
+                  "were timed; their ratios may say more about that than about either runtime.", ""]
+        lines += [f"- {c['suite']} {c['name']} size {c.get('size')} threads {c['threads']}: ratio "
+                  f"{c['ratio']:.2f}, other processes {c.get('other_cpus', 0.0):.2f} CPUs, "
+                  f"stolen {c.get('steal_cpus', 0.0):.2f}" for c in disturbed if c.get("ratio") is not None]
         lines.append("")
     lines.append("## Summary")
     lines.append("")
