@@ -23,7 +23,7 @@ The ratio is ort_median / olc_median: above 1 means olc is faster. Each case
 also records the CPUs that other processes (``other_cpus``) and the
 hypervisor (``steal_cpus``) took on average while it was timed (Linux
 /proc/stat); the report lists the cases where either exceeded
-DISTURBED_CPUS, since a busy second core can halve a two-thread run.
+DISTURBED_CPUS, since a busy second core slows two-thread runs.
 
 Suites:
   unary     float32 unary ops, one node on a 1-D tensor of each size. The op
@@ -629,11 +629,16 @@ def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, An
         return rec
     if rec["status"] != "ok":
         return rec
-    before, start = _machine_cpu_s(), time.perf_counter()
-    olc_ns, ort_ns = timed_pairs(runner.run_olc, runner.run_ort, args.min_time)
-    rec.update(_interference(before, _machine_cpu_s(), time.perf_counter() - start))
-    rec.update(_stats(olc_ns, ort_ns))
+    rec.update(timed_runner(runner, args.min_time))
     return rec
+
+
+def timed_runner(runner: Runner, min_time_s: float, min_pairs: int = 5) -> dict[str, Any]:
+    """The medians and ratio of timed_pairs over both runtimes, with the
+    CPUs that others took meanwhile (_interference)."""
+    before, start = _machine_cpu_s(), time.perf_counter()
+    olc_ns, ort_ns = timed_pairs(runner.run_olc, runner.run_ort, min_time_s, min_pairs=min_pairs)
+    return {**_interference(before, _machine_cpu_s(), time.perf_counter() - start), **_stats(olc_ns, ort_ns)}
 
 
 def _stats(olc_ns: list[int], ort_ns: list[int]) -> dict[str, Any]:
@@ -664,7 +669,7 @@ def run_overhead(threads: int, args: argparse.Namespace) -> list[dict[str, Any]]
         if rec["status"] == "ok":
             runners[name] = runner
             # Overhead cases are cheap; a few times the budget steadies the medians of µs-scale runs.
-            rec.update(_stats(*timed_pairs(runner.run_olc, runner.run_ort, args.min_time * 2, min_pairs=50)))
+            rec.update(timed_runner(runner, args.min_time * 2, min_pairs=50))
         recs.append(rec)
     one_rec, chain_rec = recs
     if one_rec["status"] == "ok":
@@ -853,7 +858,7 @@ def markdown(report: dict[str, Any]) -> str:
                   "were timed; their ratios may say more about that than about either runtime.", ""]
         lines += [f"- {c['suite']} {c['name']} size {c.get('size')} threads {c['threads']}: ratio "
                   f"{c['ratio']:.2f}, other processes {c.get('other_cpus', 0.0):.2f} CPUs, "
-                  f"stolen {c.get('steal_cpus', 0.0):.2f}" for c in disturbed if c.get("ratio") is not None]
+                  f"stolen {c.get('steal_cpus', 0.0):.2f}" for c in disturbed]
         lines.append("")
     lines.append("## Summary")
     lines.append("")
