@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +23,14 @@ from .registry import dispatch_table, graph_passes
 from .threads import default_thread_count
 
 FALLBACK_LIBRARY = "onnx.reference"
+
+# A session whose plan runs nodes on the fallback says so once, here, at
+# WARNING level (silence it with logging.getLogger("olc_core").setLevel(...)).
+logger = logging.getLogger("olc_core.session")
+
+# The reason of a Constant node that ran once on the fallback while the
+# session was built: its value is a constant of the plan, not a per-run step.
+CONSTANT_FOLDED_REASON = "constant, evaluated at load"
 
 # ONNX TensorProto codes -> the type names used by registrations.
 TYPE_NAMES: dict[int, str] = {
@@ -74,6 +84,9 @@ class PlanEntry:
     # weights); a buffer shared with other nodes is counted in each entry,
     # once in Session.prepacked_bytes().
     prepacked_bytes: int = 0
+    # Only in kernel_plan(expand_fused=True): an original node that runs
+    # inside a fused node names that node here (and its pass in graph_pass).
+    fused_into: str = ""
 
 
 @dataclass(frozen=True)
@@ -304,7 +317,13 @@ class Session:
         self._types = _value_types(inferred)
         self._plan_entries: list[PlanEntry] = []
         self._prepacked: dict[int, int] = {}  # buffer key -> bytes, over every native kernel
+        # (domain, op_type) of each node that runs on the fallback at every run.
+        self._fallback_nodes: list[tuple[str, str]] = []
+        # Graph index of each original node name (fused entries expand by it).
+        self._node_index: dict[str, int] = {}
+        self._node_domains: list[str] = []
         self._build(proto, threads, participant_limit or 0, record_usage)
+        self._warn_fallbacks(len(proto.graph.node))
 
     # ------------------------------------------------------------ building
 
@@ -312,6 +331,9 @@ class Session:
         graph = model.graph
         if len(graph.sparse_initializer):
             raise InvalidModelError("sparse initializers are not supported")
+        for index, node in enumerate(graph.node):
+            self._node_index.setdefault(node.name or f"{node.op_type}_{index}", index)
+            self._node_domains.append(normalize_domain(node.domain))
         opsets = {normalize_domain(o.domain): int(o.version) for o in model.opset_import}
         slots: dict[str, int] = {}
 
@@ -448,10 +470,11 @@ class Session:
                 for s, value in zip(out_slots, runner()):
                     constants.append((s, value))
                 self._plan_entries.append(
-                    PlanEntry(node_name, domain, node.op_type, kernel_name, False, "constant, evaluated at load")
+                    PlanEntry(node_name, domain, node.op_type, kernel_name, False, CONSTANT_FOLDED_REASON)
                 )
                 continue
             steps.append(("python", runner, fb_slots, out_slots, label, kernel_name))
+            self._fallback_nodes.append((domain, node.op_type))
             self._plan_entries.append(
                 PlanEntry(node_name, domain, node.op_type, kernel_name, False, f"fallback: {selection_reason}")
             )
@@ -624,9 +647,48 @@ class Session:
         (packed weights), each shared buffer counted once."""
         return sum(self._prepacked.values())
 
-    def kernel_plan(self) -> list[PlanEntry]:
-        """For every node, in graph order: the kernel chosen and why."""
-        return list(self._plan_entries)
+    def kernel_plan(self, expand_fused: bool = False) -> list[PlanEntry]:
+        """For every node, in graph order: the kernel chosen and why.
+
+        By default a group of nodes a graph pass fused is one entry (the fused
+        node, its ``fused_nodes`` naming the originals). ``expand_fused=True``
+        gives one entry per node of the original graph instead, in its order:
+        each fused original carries the fused node's kernel, ``fused_into``
+        (the fused node's name), ``graph_pass`` and the reason
+        "fused into <node> by <pass>".
+        """
+        if not expand_fused or not any(e.fused_nodes for e in self._plan_entries):
+            return list(self._plan_entries)
+        indexed: list[tuple[int, PlanEntry]] = []
+        for e in self._plan_entries:
+            if not e.fused_nodes:
+                indexed.append((self._node_index[e.node_name], e))
+                continue
+            for name, op_type in e.fused_nodes:
+                index = self._node_index[name]
+                indexed.append((index, PlanEntry(
+                    name, self._node_domains[index], op_type, e.kernel, e.native,
+                    f"fused into {e.node_name} by {e.graph_pass}", graph_pass=e.graph_pass, fused_into=e.node_name,
+                )))
+        return [e for _, e in sorted(indexed, key=lambda item: item[0])]
+
+    def _warn_fallbacks(self, node_count: int) -> None:
+        """One WARNING naming the nodes that run on the fallback at every run.
+
+        Constant nodes the fallback evaluated once while building are not
+        counted: their values are plan constants and cost nothing per run.
+        """
+        if not self._fallback_nodes:
+            return
+        ops = Counter(op if domain == "ai.onnx" else f"{domain}::{op}" for domain, op in self._fallback_nodes)
+        listed = ", ".join(f"{op} x{n}" for op, n in ops.most_common())
+        count = len(self._fallback_nodes)
+        logger.warning(
+            "%d of %d nodes run on the %s fallback: %s (Session(strict=True) refuses this; "
+            "kernel_plan() says why each has no kernel)",
+            count, node_count, FALLBACK_LIBRARY, listed,
+            extra={"olc_fallback": {"count": count, "nodes": node_count, "ops": dict(ops)}},
+        )
 
     def kernel_usage(self) -> list[str]:
         """Library-qualified names of the kernels the last run used, in order (record_usage=True)."""
