@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from pathlib import Path
 
 import nox
@@ -45,6 +46,11 @@ TEST_DEPS = ["pytest>=7", "onnxruntime>=1.17", "psutil", ONNX_PIN]
 
 # pytest exit code 5: no tests collected (a package whose tests are not written yet).
 PYTEST_OK = [0, 5]
+
+# The families the built-in demo model (olc_core.demo) runs on: its
+# elementwise chains and its MatMul. `nox -s demo` builds only these and runs
+# the demo with --strict, so a node this list no longer covers fails loudly.
+DEMO_FAMILIES = ["olc-elementwise", "olc-matmul"]
 
 _built: dict[tuple[str, bool], Path] = {}
 
@@ -102,7 +108,10 @@ def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> 
         old.unlink()
 
     env = _build_env(session)
-    args = ["python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(outdir)]
+    # -q: pip's own output is a silent "Preparing metadata ... still running"
+    # for the whole compile; the lines logged here say what is being built
+    # and how long it took instead. A failing build still prints its log.
+    args = ["python", "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(outdir)]
     if sanitize:
         # scikit-build-core's hatchling hook does not see PEP 517 config
         # settings (--config-settings=cmake.define...); it does read SKBUILD_*
@@ -110,7 +119,11 @@ def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> 
         env["SKBUILD_CMAKE_DEFINE"] = "OLC_SANITIZE=ON"
     if dist != CORE:
         args += ["--find-links", str(WHEELHOUSE)]
+    what = f"{dist}{' (sanitizers)' if sanitize else ''}"
+    session.log(f"building {what}: compiling its C++ extension ...")
+    start = time.monotonic()
     session.run(*args, str(_project_dir(dist)), env=env)
+    session.log(f"built {what} in {time.monotonic() - start:.0f} s")
 
     wheels = sorted(outdir.glob(_wheel_glob(dist)))
     if not wheels:
@@ -222,10 +235,13 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Run the built-in demo model through olc and compare with onnxruntime."""
-    _install(session, [CORE, *_families()], "onnxruntime>=1.17")
+    """Run the built-in demo model through olc and compare with onnxruntime
+    (builds olc-core and only the families the demo model needs)."""
+    start = time.monotonic()
+    _install(session, [CORE, *DEMO_FAMILIES], "onnxruntime>=1.17")
+    session.log(f"installed olc-core, {', '.join(DEMO_FAMILIES)} and onnxruntime in {time.monotonic() - start:.0f} s")
     session.run("olc", "info")
-    session.run("olc", "run", "--compare", "onnxruntime", *session.posargs)
+    session.run("olc", "run", "--compare", "onnxruntime", "--strict", *session.posargs)
 
 
 @nox.session
@@ -314,13 +330,31 @@ def sanitize(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Everything CI runs, in one venv: every package's tests, the example plugin,
-    the conformance suite, the end-to-end tests, the demo and a benchmark smoke."""
+    the conformance suite, the end-to-end tests, the demo and a benchmark smoke.
+    Every step runs even when an earlier one fails; the failures are listed at the end."""
     dists = [CORE, *_families(), *_examples()]
     _install(session, dists, *TEST_DEPS)
-    for dist in dists:
-        _pytest(session, _tests_of(dist))
-    _pytest(session, "tests")  # conformance + end to end
-    session.run("olc", "run", "--compare", "onnxruntime", "--repeat", "3")
+    steps: list[tuple[str, list[str]]] = [
+        (f"{dist} tests", ["pytest", _tests_of(dist)]) for dist in dists
+    ]
+    steps.append(("conformance and end-to-end tests", ["pytest", "tests"]))
+    steps.append(("the demo", ["olc", "run", "--compare", "onnxruntime", "--repeat", "3", "--strict"]))
     bench_tool = ROOT / "tools" / "benchmark_parity.py"
     if bench_tool.is_file():
-        session.run("python", str(bench_tool), "--quick")
+        steps.append(("the benchmark smoke", ["python", str(bench_tool), "--quick"]))
+
+    failed, timings = [], []
+    for label, cmd in steps:
+        start = time.monotonic()
+        try:
+            if cmd[0] == "pytest":
+                _pytest(session, cmd[1])
+            else:
+                session.run(*cmd)
+        except nox.command.CommandFailed:
+            failed.append(label)
+        timings.append(f"{label}: {'FAILED' if label in failed else 'ok'} in {time.monotonic() - start:.0f} s")
+    for line in timings:
+        session.log(line)
+    if failed:
+        session.error(f"{len(failed)} of {len(steps)} steps failed: {', '.join(failed)}")

@@ -91,20 +91,51 @@ def test_qlinear_matmul(opset, ta, tb, ty, level, threads):
     except Exception:  # onnxruntime has no kernel for some sign mixes
         o = None
     for M, N, K in SHAPES:
-        a, b = rand_q(rng, (M, K), ta), rand_q(rng, (K, N), tb)
-        feeds = {"a": a, "sa": np.float32(rng.uniform(0.01, 0.05)), "za": rand_q(rng, (), ta), "b": b,
-                 "sb": np.float32(rng.uniform(0.01, 0.05)), "zb": rand_q(rng, (), tb),
-                 "sy": np.float32(rng.uniform(0.5, 4.0) * np.sqrt(max(K, 1))), "zy": rand_q(rng, (), ty)}
-        feeds = {k: np.asarray(v) for k, v in feeds.items()}
-        y = s.run(None, feeds)[0]
-        ref = ref_qlm(feeds["a"], feeds["sa"], feeds["za"], b, feeds["sb"], feeds["zb"], feeds["sy"], feeds["zy"])
-        np.testing.assert_array_equal(y, ref)
-        # onnxruntime rounds in float32: allow one unit where the two differ.
+        # olc against the exact reference, over the full range of both types.
+        feeds = qlinear_feeds(rng, M, N, K, ta, tb, ty)
+        np.testing.assert_array_equal(s.run(None, feeds)[0], ref_qlm(*(feeds[k] for k in QLM_INPUTS)))
         if o is None:
             continue
+        # onnxruntime as a second oracle, on inputs where its result is exact
+        # but for its float32 requantization (one unit either way). On x86
+        # CPUs without VNNI its uint8 x int8 kernel adds pairs of products in
+        # saturating 16-bit lanes (VPMADDUBSW, a documented onnxruntime
+        # limitation): with the uint8 operand below 128 no pair can saturate,
+        # on any ISA it picks.
+        feeds = qlinear_feeds(rng, M, N, K, ta, tb, ty, saturation_safe=True)
+        y = s.run(None, feeds)[0]
+        np.testing.assert_array_equal(y, ref_qlm(*(feeds[k] for k in QLM_INPUTS)))
         yo = o.run(None, feeds)[0]
         assert np.abs(y.astype(np.int32) - yo.astype(np.int32)).max(initial=0) <= 1
     assert s.kernel_usage() == ["olc_matmul::QLinearMatMul"]
+
+
+QLM_INPUTS = ("a", "sa", "za", "b", "sb", "zb", "sy", "zy")
+
+
+def qlinear_feeds(rng, M, N, K, ta, tb, ty, saturation_safe=False):
+    """Scalar scales and zero points; with ``saturation_safe``, a uint8 operand
+    multiplied with an int8 one stays below 128 (see test_qlinear_matmul)."""
+    def operand(shape, t, other):
+        if saturation_safe and t == "uint8" and other == "int8":
+            return rng.integers(0, 127, size=shape, endpoint=True).astype(np.uint8)
+        return rand_q(rng, shape, t)
+
+    feeds = {"a": operand((M, K), ta, tb), "sa": np.float32(rng.uniform(0.01, 0.05)), "za": rand_q(rng, (), ta),
+             "b": operand((K, N), tb, ta), "sb": np.float32(rng.uniform(0.01, 0.05)), "zb": rand_q(rng, (), tb),
+             "sy": np.float32(rng.uniform(0.5, 4.0) * np.sqrt(max(K, 1))), "zy": rand_q(rng, (), ty)}
+    return {k: np.asarray(v) for k, v in feeds.items()}
+
+
+def test_qlinear_saturation_safe_feeds_cannot_saturate_16_bit_pairs():
+    rng = np.random.default_rng(16)
+    for ta, tb in (("uint8", "int8"), ("int8", "uint8")):
+        f = qlinear_feeds(rng, 40, 40, 64, ta, tb, "uint8", saturation_safe=True)
+        u, s8 = (f["a"], f["b"]) if ta == "uint8" else (f["b"], f["a"])
+        # The extreme sums of two adjacent products fit in int16.
+        lo, hi = 2 * int(u.max()) * int(s8.min()), 2 * int(u.max()) * int(s8.max())
+        i16 = np.iinfo(np.int16)
+        assert u.max() <= 127 and i16.min <= lo and hi <= i16.max
 
 
 def test_qlinear_per_row_and_column():
