@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import olc_core
 from olc_core import cli, demo
@@ -22,13 +23,19 @@ except ImportError:
     HAS_ORT = False
 
 
+def _table_row(text: str, first: str) -> list[str]:
+    """The cells (split on runs of two or more spaces) of the table row that starts with ``first``."""
+    (line,) = [line for line in text.splitlines() if line.split("  ")[0] == first]
+    return re.split(r"\s{2,}", line.strip())
+
+
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "olc_core.cli", *args], capture_output=True, text=True,
                           timeout=300, env={**os.environ, **(env or {})})
 
 
-def _model(path, nodes, inputs, outputs, opset=17):
-    m = helper.make_model(helper.make_graph(nodes, "t", inputs, outputs),
+def _model(path, nodes, inputs, outputs, opset=17, initializers=()):
+    m = helper.make_model(helper.make_graph(nodes, "t", inputs, outputs, initializer=list(initializers)),
                           opset_imports=[helper.make_opsetid("", opset)])
     m.ir_version = 8
     onnx.save(m, str(path))
@@ -72,15 +79,27 @@ def test_demo_run_prints_plan_and_matches_onnxruntime(tmp_path):
         assert row, f"no plan row for {node.name}"
         assert node.op_type in row[0] and ("native" in row[0] or "fallback" in row[0])
     assert "olc: preparing an olc session" in p.stderr  # progress goes to stderr
+    # Shapes name their symbolic dimensions.
+    assert f"olc: input x: float32 [batch=64, {demo.FEATURES}]: random N(0,1)" in p.stderr
     result = json.loads(out_json.read_text())
     assert result["threads"] == 1
     assert result["inputs"]["x"]["shape"] == [demo.DEMO_DIMS["batch"], demo.FEATURES]
+    assert result["inputs"]["x"]["dims"] == ["batch", None]
     assert len(result["plan"]) == len(demo.build_demo_model().graph.node)
+    # The JSON plan is the session's expanded plan.
+    expanded = olc_core.Session(demo.build_demo_model(), threads=1).kernel_plan(expand_fused=True)
+    assert [(r["node"], r["kernel"], r["fused_into"]) for r in result["plan"]] == [
+        (e.node_name, e.kernel, e.fused_into or None) for e in expanded]
+    # Every line of the report stays readable.
+    assert max(len(line) for line in p.stdout.splitlines()) <= cli.TABLE_WIDTH
     if HAS_ORT:
         assert "olc vs onnxruntime" in p.stdout and "ratio onnxruntime/olc" in p.stdout
         assert {r["output"] for r in result["comparison"]} == {"head", "features", "log_abs_tanh"}
         for r in result["comparison"]:
-            assert r["ok"] and r["max_abs"] < 1e-4, r
+            assert r["ok"] and r["verdict"] == "agree" and r["max_abs"] < 1e-4, r
+            assert r["tol_used"] <= 1 and r["olc_nan"] == r["ort_nan"] == r["olc_inf"] == r["ort_inf"] == 0, r
+        head = _table_row(p.stdout, "head")
+        assert head[1] == f"[batch=64, {demo.HIDDEN}]" and head[-1] == "agree"
         t = result["timing"]
         assert len(t["olc_ns"]) == len(t["ort_ns"]) == 3 and t["ratio"] > 0
 
@@ -111,8 +130,9 @@ def test_run_model_file_with_symbolic_dim(abs_model, tmp_path, capsys):
 def test_run_model_file_compare(abs_model):
     p = run_cli("run", abs_model, "--compare", "onnxruntime", "--repeat", "2", "--dim", "n=7")
     assert p.returncode == 0, p.stderr
-    row = [line for line in p.stdout.splitlines() if line.startswith("y ")]
-    assert row and "7x3" in row[0] and row[0].split()[2] == "0"  # Abs is exact
+    row = _table_row(p.stdout, "y")
+    # output, shape, max abs diff, tol used, NaN olc/ort, inf olc/ort, verdict; Abs is exact
+    assert row == ["y", "[n=7, 3]", "0", "0", "0/0", "0/0", "agree"]
 
 
 def test_input_generation_is_seeded_and_typed():
@@ -123,22 +143,31 @@ def test_input_generation_is_seeded_and_typed():
          helper.make_tensor_value_info("f", TensorProto.FLOAT16, [])],
         [helper.make_tensor_value_info("b", TensorProto.INT64, ["k", 2])]))
     specs = cli.input_specs(m, {"k": 4})
-    assert [(n, str(d), s) for n, d, s in specs] == [("a", "int64", (4, 2)), ("m", "bool", (3,)),
-                                                     ("f", "float16", ())]
-    a = cli.random_inputs(specs, seed=1)
-    b = cli.random_inputs(specs, seed=1)
+    assert [(n, str(d), s, p) for n, d, s, p in specs] == [("a", "int64", (4, 2), ("k", None)),
+                                                           ("m", "bool", (3,), (None,)), ("f", "float16", (), ())]
+    a, roles = cli.random_inputs(m, specs, seed=1)
+    b, _ = cli.random_inputs(m, specs, seed=1)
+    c, _ = cli.random_inputs(m, specs, seed=2)
     assert all(np.array_equal(a[k], b[k]) for k in a)
-    assert a["a"].dtype == np.int64 and a["a"].min() >= 0 and a["m"].dtype == np.bool_
+    assert not np.array_equal(a["a"], c["a"])
+    assert a["a"].dtype == np.int64 and a["a"].min() >= 0 and a["a"].max() < cli.DEFAULT_INT_HIGH
+    assert a["m"].dtype == np.bool_ and a["f"].dtype == np.float16 and a["f"].shape == ()
+    assert {n: r.kind for n, r in roles.items()} == {"a": "int", "m": "bool", "f": "float"}
 
 
 def test_compare_outputs_handles_nan_inf_and_mismatch():
     a = np.array([1.0, np.nan, np.inf, 0.0], np.float32)
-    rows = cli.compare_outputs(["o"], [a], [a.copy()], rtol=1e-4, atol=1e-5)
-    assert rows[0]["ok"] and rows[0]["max_abs"] == 0
-    rows = cli.compare_outputs(["o"], [a + 1], [a], rtol=1e-4, atol=1e-5)
-    assert not rows[0]["ok"] and rows[0]["max_abs"] == pytest.approx(1.0)
-    rows = cli.compare_outputs(["o"], [np.zeros(2)], [np.zeros(3)], 1e-4, 1e-5)
-    assert not rows[0]["ok"]
+    # NaN and inf in the same places: the finite values agree, but the verdict is not "agree".
+    (row,) = cli.compare_outputs(["o"], [a], [a.copy()], rtol=1e-4, atol=1e-5)
+    assert row["verdict"] == "non-finite" and not row["ok"] and row["max_abs"] == 0
+    assert (row["olc_nan"], row["olc_inf"], row["ort_nan"], row["ort_inf"]) == (1, 1, 1, 1)
+    assert row["nonfinite_same"] == 2 and row["nonfinite_mismatch"] == 0
+    (row,) = cli.compare_outputs(["o"], [a + 1], [a], rtol=1e-4, atol=1e-5)
+    assert row["verdict"] == "DIFFER" and row["max_abs"] == pytest.approx(1.0) and row["beyond"] == 2
+    (row,) = cli.compare_outputs(["o"], [np.zeros(2)], [np.zeros(3)], 1e-4, 1e-5)
+    assert row["verdict"] == "DIFFER" and "shape" in row["note"]
+    (row,) = cli.compare_outputs(["o"], [np.zeros(2, np.float32)], [np.zeros(2)], 1e-4, 1e-5)
+    assert row["verdict"] == "DIFFER" and "float32" in row["note"]
 
 
 def test_missing_file_is_a_clear_error():
@@ -197,7 +226,10 @@ def test_strict_refuses_fallback(tmp_path):
 
 def test_usage_errors():
     assert run_cli("run", "--threads", "0").returncode == 2
-    assert run_cli("run", "--dim", "nonsense", "--compare", "none").returncode == 1
+    p = run_cli("run", "--dim", "nonsense", "--compare", "none")
+    assert p.returncode == 2 and "--dim expects NAME=VALUE" in p.stderr
+    for bad in (["--seed", "-1"], ["--vocab", "0"], ["--float-range", "1", "1"], ["--rtol", "-1"]):
+        assert run_cli("run", "--compare", "none", *bad).returncode == 2, bad
     assert run_cli("frobnicate").returncode == 2
 
 
@@ -222,7 +254,9 @@ def test_kernels_table_matches_registry():
     if fam:
         by_family = json.loads(run_cli("kernels", "--json", "--family", fam).stdout)
         assert by_family and all(d["family"] == fam for d in by_family)
-    assert "no registered kernel matches" in run_cli("kernels", "--op", "NoSuchOp").stdout
+    p = run_cli("kernels", "--op", "NoSuchOp")
+    assert p.returncode == 1 and p.stdout == ""
+    assert "no registered kernel matches op 'NoSuchOp'" in p.stderr
 
 
 def test_kernels_empty_registry(monkeypatch, capsys):
@@ -238,7 +272,7 @@ def test_core_alone_lists_no_kernel_and_still_runs_the_demo():
     assert cli.NO_KERNELS_MESSAGE in p.stdout
     p = run_cli("run", "--compare", "none", "--repeat", "1", env=env)
     assert p.returncode == 0, p.stderr
-    assert "0 of 14 nodes on native kernels, 14 on fallbacks" in p.stdout
+    assert "0 of 14 nodes on native kernels, 14 on the onnx.reference fallback" in p.stdout
 
 
 def test_info_text_and_json():
@@ -262,3 +296,363 @@ def test_info_reports_the_simd_cap():
     assert info["simd_level"] == "scalar"
     uncapped = json.loads(run_cli("info", "--json", env={"OLC_SIMD": ""}).stdout)
     assert info["detected_simd_level"] == uncapped["simd_level"]
+
+
+# ---------------------------------------------------------------- comparison
+
+
+def _nan_model(path):
+    # sqrt(-1 - |x|): NaN for every input.
+    return _model(path, [helper.make_node("Abs", ["x"], ["a"], name="abs"),
+                         helper.make_node("Sub", ["minus_one", "a"], ["s"], name="sub"),
+                         helper.make_node("Sqrt", ["s"], ["y"], name="sqrt")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])],
+                  initializers=[numpy_helper.from_array(np.array(-1, np.float32), "minus_one")])
+
+
+@pytest.mark.skipif(not HAS_ORT, reason="onnxruntime not installed")
+def test_all_nan_outputs_are_not_called_agree(tmp_path):
+    out = tmp_path / "r.json"
+    p = run_cli("run", _nan_model(tmp_path / "nan.onnx"), "--compare", "onnxruntime", "--repeat", "0",
+                "--dim", "batch=2", "--json", str(out))
+    assert p.returncode == cli.EXIT_NONFINITE, p.stderr
+    row = _table_row(p.stdout, "y")
+    assert row == ["y", "[batch=2, 4]", "-", "-", "8/8", "0/0", "non-finite"]
+    assert "agree" not in row and "yes" not in p.stdout
+    assert "the inputs produced non-finite outputs (8 of 8 values of y are NaN or infinite" in p.stderr
+    assert "--feeds FILE.npz" in p.stderr and "--vocab" in p.stderr and "--seed" in p.stderr
+    (r,) = json.loads(out.read_text())["comparison"]
+    assert r["verdict"] == "non-finite" and r["ok"] is False and r["max_abs"] is None
+    assert (r["olc_nan"], r["ort_nan"], r["nonfinite_same"]) == (8, 8, 8)
+    assert json.loads(out.read_text())["status"] == cli.EXIT_NONFINITE
+
+
+@pytest.mark.skipif(not HAS_ORT, reason="onnxruntime not installed")
+def test_partly_nan_outputs_count_the_nan_positions(tmp_path):
+    path = _model(tmp_path / "log.onnx", [helper.make_node("Log", ["x"], ["y"], name="log")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 5])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 5])])
+    feeds, out = tmp_path / "feeds.npz", tmp_path / "r.json"
+    p = run_cli("run", path, "--compare", "onnxruntime", "--repeat", "0", "--dim", "n=6",
+                "--save-feeds", str(feeds), "--json", str(out))
+    negative = int((np.load(feeds)["x"] < 0).sum())
+    assert 0 < negative < 30  # N(0, 1) inputs: some negative, not all
+    assert p.returncode == cli.EXIT_NONFINITE, p.stderr
+    (r,) = json.loads(out.read_text())["comparison"]
+    assert (r["olc_nan"], r["ort_nan"], r["verdict"]) == (negative, negative, "non-finite")
+    assert f"({negative} of 30 values of y" in p.stderr
+    # The finite values were compared under the rule all the same.
+    assert r["max_abs"] is not None and r["tol_used"] <= 1
+    # Inputs in the model's domain make the same model agree.
+    p = run_cli("run", path, "--compare", "onnxruntime", "--repeat", "0", "--float-range", "0.5", "2")
+    assert p.returncode == 0, p.stderr
+    assert _table_row(p.stdout, "y")[-1] == "agree" and "U[0.5, 2)" in p.stderr
+
+
+def test_nan_position_mismatch_is_a_disagreement():
+    ours = np.array([1.0, np.nan, 3.0], np.float32)
+    (r,) = cli.compare_outputs(["o"], [ours], [np.array([1.0, 2.0, 3.0], np.float32)], rtol=1e-4, atol=1e-5)
+    assert r["verdict"] == "DIFFER" and r["nonfinite_mismatch"] == 1 and r["beyond"] == 0
+    assert r["worst"]["index"] == [1] and np.isnan(r["worst"]["olc"]) and r["worst"]["ort"] == 2.0
+    # NaN in olc where onnxruntime has NaN elsewhere: two mismatched positions.
+    (r,) = cli.compare_outputs(["o"], [ours], [np.array([np.nan, 2.0, 3.0], np.float32)], 1e-4, 1e-5)
+    assert r["verdict"] == "DIFFER" and r["nonfinite_mismatch"] == 2
+    # Infinities must match in sign; equal ones only make the output non-finite.
+    (r,) = cli.compare_outputs(["o"], [np.array([np.inf, 1.0])], [np.array([-np.inf, 1.0])], 1e-4, 1e-5)
+    assert r["verdict"] == "DIFFER" and r["nonfinite_mismatch"] == 1
+    (r,) = cli.compare_outputs(["o"], [np.array([-np.inf, 1.0])], [np.array([-np.inf, 1.0])], 1e-4, 1e-5)
+    assert r["verdict"] == "non-finite" and r["olc_inf"] == r["ort_inf"] == 1
+    # Complex outputs: a NaN in one part only is a mismatch too.
+    (r,) = cli.compare_outputs(["o"], [np.array([1 + 1j, complex(1, np.nan)])], [np.array([1 + 1j, 1 + 1j])],
+                               1e-4, 1e-5)
+    assert r["verdict"] == "DIFFER" and r["nonfinite_mismatch"] == 1
+
+
+def test_agreement_is_the_documented_rule():
+    rtol, atol = 1e-3, 1e-2
+    ort = np.array([100.0, -100.0, 0.0, 1e-6], np.float64)
+    allowed = atol + rtol * np.abs(ort)  # 0.11, 0.11, 0.01, ~0.01
+    for fraction in (0.0, 0.5, 0.99, 1.01, 3.0):
+        olc = ort + fraction * allowed * np.array([1, -1, 1, -1])
+        (r,) = cli.compare_outputs(["o"], [olc], [ort], rtol, atol)
+        # The printed columns are the rule's own quantities.
+        assert r["tol_used"] == pytest.approx(fraction)
+        assert r["max_abs"] == pytest.approx(float(np.max(fraction * allowed)))
+        assert (r["verdict"] == "agree") == (fraction <= 1) == (r["tol_used"] <= 1) == r["ok"]
+        assert r["beyond"] == (4 if fraction > 1 else 0)
+    # A large relative difference next to zero is still within atol: agree, and tol used says why.
+    (r,) = cli.compare_outputs(["o"], [np.array([5e-6])], [np.array([1e-7])], rtol, atol)
+    assert r["verdict"] == "agree" and r["tol_used"] < 1
+    # Random data at several scales: the verdict is tol_used <= 1, always.
+    rng = np.random.default_rng(0)
+    for scale in (1e-6, 1.0, 1e4):
+        ort = rng.standard_normal(1000) * scale
+        olc = ort + rng.standard_normal(1000) * (atol + rtol * np.abs(ort)) * 0.4
+        (r,) = cli.compare_outputs(["o"], [olc], [ort], rtol, atol)
+        within = bool(np.all(np.abs(olc - ort) <= atol + rtol * np.abs(ort)))
+        assert (r["verdict"] == "agree") == within == (r["tol_used"] <= 1)
+    # atol = rtol = 0: only equality agrees.
+    (r,) = cli.compare_outputs(["o"], [np.array([1.0, 2.0])], [np.array([1.0, 2.0])], 0.0, 0.0)
+    assert r["verdict"] == "agree" and r["tol_used"] == 0
+    (r,) = cli.compare_outputs(["o"], [np.array([1.0, 2.5])], [np.array([1.0, 2.0])], 0.0, 0.0)
+    assert r["verdict"] == "DIFFER" and r["tol_used"] == np.inf
+
+
+def test_integer_outputs_must_be_equal():
+    (r,) = cli.compare_outputs(["o"], [np.array([1000, 7], np.int64)], [np.array([1001, 7], np.int64)],
+                               rtol=0.5, atol=5.0)
+    assert r["verdict"] == "DIFFER" and r["exact"] and r["max_abs"] == 1 and r["worst"]["index"] == [0]
+    (r,) = cli.compare_outputs(["o"], [np.array([True, False])], [np.array([True, False])], 1e-4, 1e-5)
+    assert r["verdict"] == "agree" and r["tol_used"] is None
+
+
+class _FakeOrt:
+    """Stands in for an onnxruntime session: ``fn(feeds)`` gives its outputs."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def run(self, names, feeds):
+        return self.fn(feeds)
+
+
+def _fake_onnxruntime(monkeypatch, fn):
+    import olc_core.compare
+
+    monkeypatch.setattr(cli, "_onnxruntime_available", lambda: True)
+    monkeypatch.setattr(olc_core.compare, "onnxruntime_session", lambda model, threads: _FakeOrt(fn))
+
+
+@pytest.mark.parametrize("fraction", [0.25, 4.0])
+def test_printed_columns_follow_the_rule(abs_model, monkeypatch, capsys, tmp_path, fraction):
+    rtol, atol = 1e-3, 1e-2
+
+    def ort(feeds):  # |x| + d with d = fraction * (atol + rtol * |ort|): off by `fraction` of the allowed difference
+        olc = np.abs(feeds["x"]).astype(np.float64)
+        return [((olc + fraction * atol) / (1 - fraction * rtol)).astype(np.float32)]
+
+    _fake_onnxruntime(monkeypatch, ort)
+    out = tmp_path / "r.json"
+    status = cli.main(["run", abs_model, "--compare", "onnxruntime", "--repeat", "0", "--dim", "n=50",
+                       "--rtol", str(rtol), "--atol", str(atol), "--json", str(out)])
+    captured = capsys.readouterr()
+    row = _table_row(captured.out, "y")
+    assert row[1] == "[n=50, 3]"
+    assert float(row[3]) == pytest.approx(fraction, rel=1e-3)  # tol used
+    (r,) = json.loads(out.read_text())["comparison"]
+    assert float(row[2]) == pytest.approx(r["max_abs"], rel=1e-2)
+    if fraction <= 1:
+        assert status == cli.EXIT_OK and row[-1] == "agree"
+    else:
+        assert status == cli.EXIT_MISMATCH and row[-1] == "DIFFER"
+        assert "outputs differ from onnxruntime: y" in captured.err
+        assert "150 of 150 values beyond tolerance (worst y[" in captured.err
+
+
+def test_nan_in_one_runtime_only_fails_the_run(abs_model, monkeypatch, capsys):
+    def ort(feeds):
+        y = np.abs(feeds["x"])
+        y[1, 2] = np.nan
+        return [y]
+
+    _fake_onnxruntime(monkeypatch, ort)
+    status = cli.main(["run", abs_model, "--compare", "onnxruntime", "--repeat", "0", "--dim", "n=4"])
+    captured = capsys.readouterr()
+    assert status == cli.EXIT_MISMATCH
+    assert _table_row(captured.out, "y")[4:] == ["0/1", "0/0", "DIFFER"]
+    assert "y: NaN/infinity differ at 1 of 12 positions (first y[1, 2]: olc " in captured.err
+    assert "vs onnxruntime nan" in captured.err
+
+
+def test_without_comparison_the_outputs_still_show_nan_counts(tmp_path):
+    p = run_cli("run", _nan_model(tmp_path / "nan.onnx"), "--compare", "none", "--dim", "batch=3")
+    assert p.returncode == 0, p.stderr
+    assert _table_row(p.stdout, "y") == ["y", "float32", "[batch=3, 4]", "12", "0"]
+    assert "non-finite outputs (12 of 12 values of y are NaN or infinite)" in p.stderr
+
+
+# ---------------------------------------------------------------- feeds
+
+
+def _text_model(path, table_rows=37, seq_dims=("batch", "seq")):
+    """input_ids -> Gather on an embedding table; attention_mask, position_ids, token_type_ids beside it."""
+    rng = np.random.default_rng(0)
+    n = helper.make_node
+    nodes = [n("Gather", ["emb", "input_ids"], ["e"], name="word_emb"),
+             n("Gather", ["pos", "position_ids"], ["p"], name="pos_emb"),
+             n("Gather", ["typ", "token_type_ids"], ["t"], name="type_emb"),
+             n("Add", ["e", "p"], ["ep"], name="add_pos"), n("Add", ["ep", "t"], ["ept"], name="add_type"),
+             n("Cast", ["attention_mask"], ["mf"], name="mask_cast", to=TensorProto.FLOAT),
+             n("Unsqueeze", ["mf", "axes"], ["mu"], name="mask_unsqueeze"),
+             n("Mul", ["ept", "mu"], ["y"], name="masked")]
+    inits = [numpy_helper.from_array(rng.standard_normal((table_rows, 4)).astype(np.float32), "emb"),
+             numpy_helper.from_array(rng.standard_normal((64, 4)).astype(np.float32), "pos"),
+             numpy_helper.from_array(rng.standard_normal((2, 4)).astype(np.float32), "typ"),
+             numpy_helper.from_array(np.array([-1], np.int64), "axes")]
+    inputs = [helper.make_tensor_value_info(k, TensorProto.INT64, list(seq_dims))
+              for k in ("input_ids", "attention_mask", "position_ids", "token_type_ids")]
+    return _model(path, nodes, inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*seq_dims, 4])],
+                  initializers=inits)
+
+
+def test_feeds_follow_each_inputs_role(tmp_path):
+    model = onnx.load(_text_model(tmp_path / "text.onnx"))
+    specs = cli.input_specs(model, {"batch": 3, "seq": 9})
+    feeds, roles = cli.random_inputs(model, specs, seed=0)
+    ids = feeds["input_ids"]
+    assert ids.dtype == np.int64 and ids.shape == (3, 9)
+    assert ids.min() >= 0 and ids.max() < 37 and len(np.unique(ids)) > 5
+    assert roles["input_ids"].label == "ids < 37 (rows of embedding table 'emb')"
+    np.testing.assert_array_equal(feeds["attention_mask"], np.ones((3, 9), np.int64))
+    np.testing.assert_array_equal(feeds["position_ids"], np.tile(np.arange(9), (3, 1)))
+    np.testing.assert_array_equal(feeds["token_type_ids"], np.zeros((3, 9), np.int64))
+    assert {n: r.kind for n, r in roles.items()} == {"input_ids": "ids", "attention_mask": "mask",
+                                                     "position_ids": "positions", "token_type_ids": "token_types"}
+    # --vocab below the table's rows narrows the ids; above it, the table wins.
+    feeds, roles = cli.random_inputs(model, specs, seed=0, vocab=5)
+    assert feeds["input_ids"].max() < 5 and roles["input_ids"].high == 5
+    assert cli.random_inputs(model, specs, seed=0, vocab=1000)[1]["input_ids"].high == 37
+
+
+def test_ids_found_through_casts_and_by_name():
+    n = helper.make_node
+    table = numpy_helper.from_array(np.zeros((5, 2), np.float32), "table")
+    model = helper.make_model(helper.make_graph(
+        [n("Cast", ["tok"], ["tok64"], to=TensorProto.INT64), n("Unsqueeze", ["tok64", "ax"], ["tok2"]),
+         n("Gather", ["table", "tok2"], ["e"], axis=0), n("Identity", ["word_ids"], ["w"]),
+         n("Identity", ["k"], ["kk"]), n("Identity", ["pos_mask"], ["pm"])], "g",
+        [helper.make_tensor_value_info("tok", TensorProto.INT32, [6]),
+         helper.make_tensor_value_info("word_ids", TensorProto.INT64, [2, 3]),
+         helper.make_tensor_value_info("k", TensorProto.INT64, [50]),
+         helper.make_tensor_value_info("pos_mask", TensorProto.BOOL, [4])],
+        [helper.make_tensor_value_info(v, TensorProto.UNDEFINED, None) for v in ("e", "w", "kk", "pm")],
+        initializer=[table, numpy_helper.from_array(np.array([0], np.int64), "ax")]))
+    specs = cli.input_specs(model, {})
+    feeds, roles = cli.random_inputs(model, specs, seed=3)
+    assert roles["tok"].label == "ids < 5 (rows of embedding table 'table')" and feeds["tok"].max() < 5
+    assert feeds["tok"].dtype == np.int32
+    assert roles["word_ids"].high == cli.DEFAULT_VOCAB and "set --vocab" in roles["word_ids"].label
+    assert roles["k"].kind == "int" and feeds["k"].max() < cli.DEFAULT_INT_HIGH
+    assert roles["pos_mask"].kind == "mask" and feeds["pos_mask"].all()
+    _, roles = cli.random_inputs(model, specs, seed=3, vocab=7)
+    assert roles["word_ids"].label == "ids < 7 (--vocab)"
+
+
+def test_run_prints_the_roles_and_saves_the_feeds(tmp_path):
+    path = _text_model(tmp_path / "text.onnx")
+    saved = tmp_path / "used.npz"
+    compare = "onnxruntime" if HAS_ORT else "none"
+    p = run_cli("run", path, "--compare", compare, "--repeat", "0", "--dim", "batch=2", "--dim", "seq=6",
+                "--save-feeds", str(saved))
+    assert p.returncode == 0, p.stderr  # ids out of range would fail the Gather
+    assert "olc: input input_ids: int64 [batch=2, seq=6]: ids < 37 (rows of embedding table 'emb')" in p.stderr
+    assert "olc: input attention_mask: int64 [batch=2, seq=6]: mask (ones)" in p.stderr
+    assert "olc: input position_ids: int64 [batch=2, seq=6]: positions 0..5 along the last axis" in p.stderr
+    assert "olc: input token_type_ids: int64 [batch=2, seq=6]: token types (zeros)" in p.stderr
+    used = np.load(saved)
+    assert sorted(used.files) == ["attention_mask", "input_ids", "position_ids", "token_type_ids"]
+    assert used["input_ids"].max() < 37 and used["position_ids"][1].tolist() == list(range(6))
+    if HAS_ORT:
+        assert _table_row(p.stdout, "y")[1:2] == ["[batch=2, seq=6, 4]"]
+
+
+def test_feeds_file_supplies_inputs_and_binds_dims(tmp_path):
+    path = _text_model(tmp_path / "text.onnx")
+    given = np.array([[1, 2, 3, 4, 5]], np.int64)
+    np.savez(tmp_path / "ids.npz", input_ids=given)
+    saved, out = tmp_path / "used.npz", tmp_path / "r.json"
+    p = run_cli("run", path, "--compare", "none", "--feeds", str(tmp_path / "ids.npz"),
+                "--save-feeds", str(saved), "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "olc: input input_ids: int64 [batch=1, seq=5]: from ids.npz" in p.stderr
+    # The file's sizes bind batch and seq for the generated inputs.
+    assert "olc: input attention_mask: int64 [batch=1, seq=5]: mask (ones)" in p.stderr
+    used = np.load(saved)
+    np.testing.assert_array_equal(used["input_ids"], given)
+    assert used["position_ids"].tolist() == [[0, 1, 2, 3, 4]]
+    assert json.loads(out.read_text())["inputs"]["input_ids"]["role"] == "from ids.npz"
+
+
+@pytest.mark.parametrize(("arrays", "expected"), [
+    ({"input_idz": np.zeros((1, 2), np.int64)},
+     "'input_idz' is not an input of the model (its inputs: input_ids: int64 [batch, seq]; attention_mask: "),
+    ({"input_ids": np.zeros((1, 2), np.int32)}, "input 'input_ids' is int32 in the file, the model expects int64"),
+    ({"input_ids": np.zeros(2, np.int64)}, "input 'input_ids' has shape [2] in the file, the model expects [batch, seq]"),
+    ({"input_ids": np.zeros((1, 2), np.int64), "attention_mask": np.ones((1, 3), np.int64)},
+     "inputs 'input_ids' and 'attention_mask' disagree on seq (2 vs 3)"),
+], ids=["unknown-name", "dtype", "shape", "dim-conflict"])
+def test_feeds_file_errors(tmp_path, arrays, expected):
+    path = _text_model(tmp_path / "text.onnx")
+    np.savez(tmp_path / "f.npz", **arrays)
+    p = run_cli("run", path, "--compare", "none", "--feeds", str(tmp_path / "f.npz"))
+    assert p.returncode == cli.EXIT_ERROR
+    assert expected in p.stderr and "Traceback" not in p.stderr
+
+
+def test_feeds_file_against_dim_and_missing_file(tmp_path, capsys):
+    path = _text_model(tmp_path / "text.onnx")
+    np.savez(tmp_path / "f.npz", input_ids=np.zeros((1, 2), np.int64))
+    assert cli.main(["run", path, "--compare", "none", "--feeds", str(tmp_path / "f.npz"), "--dim", "seq=3"]) == 1
+    assert "input 'input_ids' has seq=2, but --dim seq=3" in capsys.readouterr().err
+    assert cli.main(["run", path, "--compare", "none", "--feeds", str(tmp_path / "none.npz")]) == 1
+    assert "none.npz: no such file" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- strict command line
+
+
+def test_unknown_dim_is_a_usage_error_listing_the_dims(tmp_path):
+    p = run_cli("run", "--dim", "bach=3", "--compare", "none")
+    assert p.returncode == cli.EXIT_USAGE
+    assert "no input of the model has a symbolic dimension named 'bach' (the model's symbolic dimensions: batch)" \
+        in p.stderr
+    p = run_cli("run", _text_model(tmp_path / "text.onnx"), "--dim", "sequence=3", "--compare", "none")
+    assert p.returncode == cli.EXIT_USAGE and "symbolic dimensions: batch, seq)" in p.stderr
+    fixed = _model(tmp_path / "fixed.onnx", [helper.make_node("Abs", ["x"], ["y"])],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    p = run_cli("run", fixed, "--dim", "n=3", "--compare", "none")
+    assert p.returncode == cli.EXIT_USAGE and "(the model has none)" in p.stderr
+
+
+def test_kernels_filter_without_match_fails(capsys):
+    regs = olc_core.registered_kernels()
+    assert cli.main(["kernels", "--op", "NoSuchOp"]) == cli.EXIT_ERROR
+    captured = capsys.readouterr()
+    assert captured.out == "" and "no registered kernel matches op 'NoSuchOp'" in captured.err
+    assert cli.main(["kernels", "--json", "--family", "no-such-family"]) == cli.EXIT_ERROR
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == [] and "family 'no-such-family'" in captured.err
+    if regs:
+        assert "installed families: " in captured.err
+        op = regs[0].op_type
+        assert cli.main(["kernels", "--op", op.lower() + "x"]) == cli.EXIT_ERROR
+        hint = capsys.readouterr().err.partition("(did you mean ")[2]
+        assert op in hint.rstrip("?)\n").replace(" or ", ", ").split(", ")
+        assert cli.main(["kernels", "--op", op.upper()]) == cli.EXIT_OK  # any case matches
+
+
+def test_long_reasons_move_under_the_table():
+    notes: list[str] = []
+    long_reason = "kernel_a covers opset 1-12, the model uses 17; kernel_b: input 0 has type int32, kernel accepts " \
+                  "float32, float64, float16, bfloat16"
+    table = cli._format_table(["node", "op", "reason"],
+                              [["n1", "MatMul", long_reason], ["n2", "Abs", "short"], ["n3", "MatMul", long_reason]],
+                              width=80, notes=notes)
+    lines = table.splitlines()
+    assert notes == [long_reason]
+    assert max(len(line) for line in lines) <= 80
+    assert lines[2].startswith("n1 ") and lines[2].endswith("... [1]") and lines[4].endswith("... [1]")
+    assert lines[3].split() == ["n2", "Abs", "short"]
+    assert cli._format_notes(notes, 80).replace("\n    ", " ") == f"[1] {long_reason}"
+
+
+def test_fallback_warning_is_printed_once_in_the_commands_words():
+    p = run_cli("run", "--compare", "none", "--repeat", "0", env={"OLC_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert p.returncode == 0, p.stderr
+    warnings = [line for line in p.stderr.splitlines() if "fallback" in line]
+    assert warnings == ["olc: warning: 14 of 14 nodes run on the onnx.reference fallback: Add x2, Tanh x2, Abs x1, "
+                        "Sqrt x1, Neg x1, 7 other op types (--strict refuses them; the plan says why)"]
+    assert "Session(strict=True)" not in p.stderr
+    assert max(len(line) for line in p.stdout.splitlines()) <= cli.TABLE_WIDTH

@@ -1,26 +1,66 @@
 """The ``olc`` command line: run a model, list kernels, describe the machine.
 
     olc run [MODEL] [--threads N] [--compare onnxruntime|none] [--repeat K]
-            [--strict] [--no-fusion] [--seed S] [--dim NAME=VALUE ...] [--debug]
+            [--strict] [--no-fusion] [--dim NAME=VALUE ...] [--seed S]
+            [--feeds FILE.npz] [--save-feeds FILE.npz] [--vocab N]
+            [--float-range LO HI] [--rtol R] [--atol A] [--json PATH] [--debug]
     olc kernels [--family F] [--op OP] [--json]
     olc info [--json]
 
-Exit status: 0 success; 1 an error (missing file, malformed model, a
-session or run error; the message is printed, the traceback only with
-``--debug``); 2 a usage error; 3 ``olc run --compare`` found outputs that
-differ from onnxruntime beyond ``--rtol``/``--atol``.
+Inputs (``olc run``). Each graph input is fed by its role, decided from its
+name, its element type and the nodes that read it (:func:`input_roles`):
+integer ids (``input_ids``, ``*_ids``, ``tokens``, or any integer input
+that indexes a Gather on an initializer, an embedding table) are drawn from
+[0, rows of that table), or [0, ``--vocab``) when no table tells
+(:data:`DEFAULT_VOCAB` without ``--vocab``); a name containing ``mask``
+gets ones; ``position`` ids the range 0..S-1 along the last axis; token
+type / segment ids zeros; other integers [0, 10); booleans 50/50; floats
+N(0, 1), or uniform in [LO, HI) with ``--float-range``. ``--feeds FILE.npz``
+supplies named arrays (``np.savez``) whose dtype and shape must fit the
+model; their sizes bind the symbolic dimensions of the inputs still
+generated. ``--save-feeds`` writes the inputs used, for reuse.
+
+Comparison (``--compare onnxruntime``). One rule, elementwise, with olc's
+value ``a`` and onnxruntime's ``b``: where both are finite they agree when
+``|a - b| <= atol + rtol * |b|``; everywhere else they must be the same
+non-finite value (NaN against NaN, an infinity against the infinity of the
+same sign). Integer, bool and string outputs must be equal exactly. The
+table prints, per output, the max abs diff and "tol used", the largest
+``|a - b| / (atol + rtol * |b|)`` over the finite positions (1 or less is
+within tolerance), and the NaN and infinity counts on each side. Verdicts:
+
+    agree       the rule holds and every value is finite
+    non-finite  the rule holds, but some values are NaN or infinite (at the
+                same positions on both sides): those values are not checked,
+                which usually means the inputs are outside the model's domain
+    DIFFER      the rule fails somewhere (a value beyond tolerance, a NaN or
+                infinity on one side only, a shape or dtype mismatch)
+
+Exit status: 0 success; 1 an error (missing file, malformed model, bad
+``--feeds``, a session or run error; the message is printed, the traceback
+only with ``--debug``), and ``olc kernels`` when ``--op``/``--family``
+match no registered kernel; 2 a usage error (bad options, including a
+``--dim`` naming no symbolic dimension of the model); 3 ``--compare``: an
+output is DIFFER; 4 ``--compare``: none differs but some are non-finite.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import logging
+import math
 import os
+import re
 import statistics
 import sys
+import textwrap
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -28,24 +68,55 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MISMATCH = 3
+EXIT_NONFINITE = 4
 
-# A symbolic or unknown dimension gets this size unless --dim names it.
+# A symbolic or unknown dimension gets this size unless --dim (or --feeds) sets it.
 DEFAULT_SYMBOLIC_DIM = 1
+# The id range of an ids input when neither an embedding table nor --vocab tells it.
+DEFAULT_VOCAB = 100
+# Plain integer inputs: small non-negative values are valid indices, counts and
+# axes in most models.
+DEFAULT_INT_HIGH = 10
+# Tables are cut to this width; longer cells of the last column become notes.
+TABLE_WIDTH = 120
 
+FALLBACK_LIBRARY = "onnx.reference"
 NO_KERNELS_MESSAGE = "no native kernels registered (install a family such as olc-elementwise)"
+
+VERDICT_AGREE = "agree"
+VERDICT_NONFINITE = "non-finite"
+VERDICT_DIFFER = "DIFFER"
 
 
 class CliError(Exception):
     """An error reported to the user as one line, without a traceback."""
 
 
+class CliUsageError(CliError):
+    """A command line that asks for something the model does not have (exit 2)."""
+
+
 def _progress(msg: str) -> None:
     print(f"olc: {msg}", file=sys.stderr, flush=True)
 
 
-def _format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+def _format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
+                  notes: list[str] | None = None) -> str:
+    """A left-aligned text table. With ``width``, last-column cells that would
+    pass it are cut and end in a ``[n]`` mark; their full text is appended to
+    ``notes`` (identical texts share one mark)."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if width is not None and notes is not None and len(headers) > 1:
+        room = max(40, width - sum(widths[:-1]) - 2 * (len(headers) - 1))
+        for r in cells[1:]:
+            text = r[-1]
+            if len(text) > room:
+                if text not in notes:
+                    notes.append(text)
+                mark = f" [{notes.index(text) + 1}]"
+                r[-1] = text[: room - len(mark) - 3].rstrip() + "..." + mark
+        widths[-1] = max(len(r[-1]) for r in cells)
     lines = []
     for n, r in enumerate(cells):
         lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
@@ -54,9 +125,39 @@ def _format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def _format_notes(notes: Sequence[str], width: int = TABLE_WIDTH) -> str:
+    return "\n".join(textwrap.fill(text, width, initial_indent=f"[{i}] ", subsequent_indent="    ")
+                     for i, text in enumerate(notes, 1))
+
+
+def format_shape(shape: Sequence[int], dim_params: Sequence[str | None] = ()) -> str:
+    """``[batch=64, 1024]``: a symbolic dimension's name beside its value."""
+    params = list(dim_params) if len(dim_params) == len(shape) else [None] * len(shape)
+    return "[" + ", ".join(f"{p}={v}" if p else str(v) for v, p in zip(shape, params)) + "]"
+
+
 # ---------------------------------------------------------------- model input
 
 
+class InputSpec(NamedTuple):
+    """A graph input to feed: its dtype, concrete shape and, per dimension,
+    the symbolic name the model gives it (None for a fixed or unnamed one)."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    dim_params: tuple[str | None, ...]
+
+
+class DeclaredInput(NamedTuple):
+    name: str
+    dtype: np.dtype
+    dims: tuple[int | str | None, ...] | None  # None: the model gives no shape
+    has_default: bool  # an initializer listed as an input: feeding it is optional
+
+    def describe(self) -> str:
+        dims = "[?]" if self.dims is None else "[" + ", ".join("?" if d is None else str(d) for d in self.dims) + "]"
+        return f"{self.name}: {self.dtype} {dims}"
 
 
 def _numpy_dtype(elem_type: int) -> np.dtype:
@@ -74,61 +175,294 @@ def parse_dims(specs: Sequence[str]) -> dict[str, int]:
     for spec in specs:
         name, sep, value = spec.partition("=")
         if not sep or not name:
-            raise CliError(f"--dim expects NAME=VALUE, got {spec!r}")
+            raise CliUsageError(f"--dim expects NAME=VALUE, got {spec!r}")
         try:
             dims[name] = int(value)
         except ValueError:
-            raise CliError(f"--dim {name}: {value!r} is not an integer") from None
+            raise CliUsageError(f"--dim {name}: {value!r} is not an integer") from None
         if dims[name] < 0:
-            raise CliError(f"--dim {name}: size must be >= 0")
+            raise CliUsageError(f"--dim {name}: size must be >= 0")
     return dims
 
 
-def input_specs(model: Any, dims: dict[str, int]) -> list[tuple[str, np.dtype, tuple[int, ...]]]:
-    """Graph inputs that need a feed: (name, dtype, concrete shape)."""
+def declared_inputs(model: Any) -> list[DeclaredInput]:
+    """Every graph input, as the model declares it."""
     initializers = {init.name for init in model.graph.initializer}
-    specs = []
+    out = []
     for vi in model.graph.input:
-        if vi.name in initializers:
-            continue  # an initializer listed as an input has a default value
-        tt = vi.type.tensor_type
         if not vi.type.HasField("tensor_type"):
-            raise CliError(f"input {vi.name!r}: only tensor inputs can be generated")
-        shape: list[int] = []
+            if vi.name in initializers:
+                continue
+            raise CliError(f"input {vi.name!r}: only tensor inputs can be fed")
+        tt = vi.type.tensor_type
+        dims: tuple[int | str | None, ...] | None = None
         if tt.HasField("shape"):
-            for d in tt.shape.dim:
-                if d.HasField("dim_value"):
-                    shape.append(d.dim_value)
-                elif d.HasField("dim_param") and d.dim_param in dims:
-                    shape.append(dims[d.dim_param])
-                else:
-                    shape.append(DEFAULT_SYMBOLIC_DIM)
-        specs.append((vi.name, _numpy_dtype(tt.elem_type), tuple(shape)))
+            dims = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                         if d.HasField("dim_param") else None for d in tt.shape.dim)
+        out.append(DeclaredInput(vi.name, _numpy_dtype(tt.elem_type), dims, vi.name in initializers))
+    return out
+
+
+def symbolic_dims(model: Any) -> list[str]:
+    """The dim_param names the graph inputs use, in order of first use."""
+    names: list[str] = []
+    for d in declared_inputs(model):
+        for dim in d.dims or ():
+            if isinstance(dim, str) and dim not in names:
+                names.append(dim)
+    return names
+
+
+def check_dims(model: Any, dims: Mapping[str, int]) -> None:
+    """A ``--dim`` must name a symbolic dimension of a graph input."""
+    known = symbolic_dims(model)
+    unknown = [n for n in dims if n not in known]
+    if unknown:
+        have = f"the model's symbolic dimensions: {', '.join(known)}" if known else "the model has none"
+        what = ", ".join(map(repr, unknown))
+        raise CliUsageError(f"--dim: no input of the model has a symbolic dimension named {what} ({have})")
+
+
+def input_specs(model: Any, dims: Mapping[str, int], include_defaults: bool = False) -> list[InputSpec]:
+    """Graph inputs that need a feed, with their shapes made concrete by
+    ``dims`` (a symbolic dimension it does not name: DEFAULT_SYMBOLIC_DIM).
+    Initializers listed as inputs have a default value: only with
+    ``include_defaults``."""
+    specs = []
+    for d in declared_inputs(model):
+        if d.has_default and not include_defaults:
+            continue
+        shape = tuple(v if isinstance(v, int) else dims.get(v, DEFAULT_SYMBOLIC_DIM) if v else DEFAULT_SYMBOLIC_DIM
+                      for v in d.dims or ())
+        specs.append(InputSpec(d.name, d.dtype, shape, tuple(v if isinstance(v, str) else None
+                                                               for v in d.dims or ())))
     return specs
 
 
-def random_inputs(specs: Sequence[tuple[str, np.dtype, tuple[int, ...]]], seed: int) -> dict[str, np.ndarray]:
-    """Seeded inputs: floats ~ N(0, 1), integers in [0, 10), booleans 50/50.
+# ---------------------------------------------------------------- input roles
 
-    Small non-negative integers are valid as indices, counts and axes in most
-    models that take integer inputs.
-    """
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    for name, dtype, shape in specs:
-        if dtype == np.bool_:
-            arr = rng.random(shape) < 0.5
-        elif np.issubdtype(dtype, np.integer):
-            arr = rng.integers(0, 10, size=shape).astype(dtype)
-        elif dtype.kind in "fV" or np.issubdtype(dtype, np.floating):
-            # float16/bfloat16/float8 (ml_dtypes) go through float32.
-            arr = rng.standard_normal(shape).astype(np.float32).astype(dtype)
-        elif np.issubdtype(dtype, np.complexfloating):
-            arr = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+@dataclass(frozen=True)
+class InputRole:
+    """How an input is fed: ``kind`` is one of ids, mask, positions,
+    token_types, int, bool, float, complex, file; ``label`` says it in the
+    progress lines; ``high`` is the exclusive bound of generated ids."""
+
+    kind: str
+    label: str
+    high: int | None = None
+
+
+# Ops an id may pass through, on their first input, before it indexes a table.
+_ID_PASS_THROUGH = {"Cast", "Unsqueeze", "Squeeze", "Reshape", "Flatten", "Identity"}
+
+
+def _tables(model: Any) -> dict[str, tuple[int, ...]]:
+    """Dims of the constant tensors a Gather may index: initializers and Constant values."""
+    tables = {init.name: tuple(init.dims) for init in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and node.output:
+            for a in node.attribute:
+                if a.name == "value" and a.HasField("t"):
+                    tables[node.output[0]] = tuple(a.t.dims)
+    return tables
+
+
+def embedding_tables(model: Any, name: str) -> list[tuple[int, str]]:
+    """(rows, table) of each constant table the value ``name`` indexes as a
+    Gather's indices, directly or through Cast/Unsqueeze/Squeeze/Reshape/
+    Flatten/Identity; rows is the table's size along the Gather's axis."""
+    consumers: dict[str, list[tuple[Any, int]]] = {}
+    for node in model.graph.node:
+        for i, inp in enumerate(node.input):
+            consumers.setdefault(inp, []).append((node, i))
+    tables = _tables(model)
+    found: list[tuple[int, str]] = []
+    frontier, seen = [name], {name}
+    while frontier:
+        value = frontier.pop()
+        for node, i in consumers.get(value, ()):
+            if node.domain not in ("", "ai.onnx"):
+                continue
+            if node.op_type == "Gather" and i == 1 and node.input[0] in tables:
+                dims = tables[node.input[0]]
+                axis = next((a.i for a in node.attribute if a.name == "axis"), 0)
+                if dims and -len(dims) <= axis < len(dims):
+                    found.append((int(dims[axis]), node.input[0]))
+            elif node.op_type in _ID_PASS_THROUGH and i == 0 and node.output and node.output[0] not in seen:
+                seen.add(node.output[0])
+                frontier.append(node.output[0])
+    return found
+
+
+def _name_words(name: str) -> list[str]:
+    # input_ids, inputIds, input.ids -> ["input", "ids"]
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    return [w for w in re.split(r"[^a-z0-9]+", spaced.lower()) if w]
+
+
+def input_roles(model: Any, specs: Sequence[InputSpec], vocab: int | None = None,
+                float_range: tuple[float, float] | None = None) -> dict[str, InputRole]:
+    """The role of each input (see the module docstring), by name, dtype and graph."""
+    roles = {}
+    for spec in specs:
+        words = _name_words(spec.name)
+        joined = "_".join(words)
+        integer = np.issubdtype(spec.dtype, np.integer)
+        if "mask" in joined and (integer or spec.dtype == np.bool_ or spec.dtype.kind in "fV"):
+            roles[spec.name] = InputRole("mask", "mask (ones)")
+        elif integer and ("position" in joined or words[-1:] == ["pos"] or "pos_ids" in joined):
+            last = spec.shape[-1] if spec.shape else 1
+            roles[spec.name] = InputRole("positions", f"positions 0..{max(last - 1, 0)} along the last axis")
+        elif integer and ("type_id" in joined or "token_type" in joined or "segment" in joined):
+            roles[spec.name] = InputRole("token_types", "token types (zeros)")
+        elif integer:
+            tables = embedding_tables(model, spec.name)
+            id_name = (words[-1:] in (["ids"], ["id"]) or "ids" in words or any(w.startswith("token") for w in words)
+                       or joined.endswith("ids"))
+            if tables:
+                rows, table = min(tables)
+                if vocab is not None and vocab < rows:
+                    roles[spec.name] = InputRole("ids", f"ids < {vocab} (--vocab; table {table!r} has {rows} rows)",
+                                                 vocab)
+                else:
+                    roles[spec.name] = InputRole("ids", f"ids < {rows} (rows of embedding table {table!r})", rows)
+            elif id_name:
+                high = vocab if vocab is not None else DEFAULT_VOCAB
+                how = "--vocab" if vocab is not None else "default; set --vocab"
+                roles[spec.name] = InputRole("ids", f"ids < {high} ({how})", high)
+            else:
+                roles[spec.name] = InputRole("int", f"random ints in [0, {DEFAULT_INT_HIGH})", DEFAULT_INT_HIGH)
+        elif spec.dtype == np.bool_:
+            roles[spec.name] = InputRole("bool", "random bool (50/50)")
+        elif np.issubdtype(spec.dtype, np.complexfloating):
+            roles[spec.name] = InputRole("complex", "random complex, N(0,1) parts")
+        elif spec.dtype.kind in "fV":  # float16/bfloat16/float8 (ml_dtypes) are kind V
+            label = f"random U[{float_range[0]:g}, {float_range[1]:g})" if float_range else "random N(0,1)"
+            roles[spec.name] = InputRole("float", label)
         else:
-            raise CliError(f"input {name!r}: cannot generate values of type {dtype}")
-        feeds[name] = np.ascontiguousarray(arr)
-    return feeds
+            raise CliError(f"input {spec.name!r}: cannot generate values of type {spec.dtype}; "
+                           f"pass them with --feeds FILE.npz")
+    return roles
+
+
+def generate_input(spec: InputSpec, role: InputRole, rng: np.random.Generator,
+                   float_range: tuple[float, float] | None = None) -> np.ndarray:
+    """Values for one input in its role."""
+    shape, dtype = spec.shape, spec.dtype
+    if role.kind == "mask":
+        arr: np.ndarray = np.ones(shape, dtype=np.float32).astype(dtype)
+    elif role.kind == "positions":
+        last = shape[-1] if shape else 1
+        arr = np.broadcast_to(np.arange(last, dtype=np.int64), shape).astype(dtype) if shape else np.zeros((), dtype)
+    elif role.kind == "token_types":
+        arr = np.zeros(shape, dtype)
+    elif role.kind in ("ids", "int"):
+        high = role.high or DEFAULT_INT_HIGH
+        if np.iinfo(dtype).max < high - 1:
+            high = int(np.iinfo(dtype).max) + 1
+        arr = rng.integers(0, high, size=shape).astype(dtype)
+    elif role.kind == "bool":
+        arr = rng.random(shape) < 0.5
+    elif role.kind == "complex":
+        arr = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    elif role.kind == "float":
+        values = rng.uniform(*float_range, size=shape) if float_range else rng.standard_normal(shape)
+        arr = values.astype(np.float32).astype(dtype)  # ml_dtypes types convert from float32
+    else:
+        raise CliError(f"input {spec.name!r}: no generator for role {role.kind!r}")
+    return np.asarray(arr, order="C")  # keeps 0-d arrays 0-d, as ascontiguousarray does not
+
+
+def random_inputs(model: Any, specs: Sequence[InputSpec], seed: int, vocab: int | None = None,
+                  float_range: tuple[float, float] | None = None
+                  ) -> tuple[dict[str, np.ndarray], dict[str, InputRole]]:
+    """Seeded feeds by role. Each input draws from its own stream, seeded by
+    ``seed`` and its position, so that supplying one from a file leaves the
+    others' values as they were."""
+    roles = input_roles(model, specs, vocab, float_range)
+    order = {d.name: i for i, d in enumerate(model.graph.input)}
+    feeds = {}
+    for spec in specs:
+        rng = np.random.default_rng([seed, order.get(spec.name, 0)])
+        feeds[spec.name] = generate_input(spec, roles[spec.name], rng, float_range)
+    return feeds, roles
+
+
+def load_feeds(path: str, model: Any) -> dict[str, np.ndarray]:
+    """Named arrays from an ``.npz`` file, checked against the model's inputs
+    (names, dtypes, ranks and fixed dimensions)."""
+    if not os.path.exists(path):
+        raise CliError(f"--feeds {path}: no such file")
+    try:
+        data = np.load(path, allow_pickle=False)
+    except Exception as exc:
+        raise CliError(f"--feeds {path}: not a readable .npz file ({type(exc).__name__}: {exc})") from exc
+    if not isinstance(data, np.lib.npyio.NpzFile):
+        raise CliError(f"--feeds {path}: holds one unnamed array; save named ones with np.savez(path, name=array)")
+    declared = {d.name: d for d in declared_inputs(model)}
+    listing = "; ".join(d.describe() for d in declared.values()) or "none"
+    with data:
+        unknown = [n for n in data.files if n not in declared]
+        if unknown:
+            raise CliError(f"--feeds {path}: {', '.join(map(repr, unknown))} "
+                           f"{'is not an input' if len(unknown) == 1 else 'are not inputs'} of the model "
+                           f"(its inputs: {listing})")
+        try:
+            arrays = {n: data[n] for n in data.files}
+        except Exception as exc:
+            raise CliError(f"--feeds {path}: cannot read its arrays ({type(exc).__name__}: {exc})") from exc
+    for name, arr in list(arrays.items()):
+        d = declared[name]
+        if arr.dtype.kind == "V" and not arr.dtype.names and d.dtype.kind == "V" \
+                and arr.dtype.itemsize == d.dtype.itemsize:
+            # .npy files store bfloat16/float8 (ml_dtypes) as raw bytes: read them as the model's type.
+            arrays[name] = arr = arr.view(d.dtype)
+        if arr.dtype != d.dtype:
+            raise CliError(f"--feeds {path}: input {name!r} is {arr.dtype} in the file, the model expects {d.dtype}")
+        if d.dims is None:
+            continue
+        expect = "[" + ", ".join("?" if v is None else str(v) for v in d.dims) + "]"
+        if arr.ndim != len(d.dims) or any(isinstance(v, int) and v != n for v, n in zip(d.dims, arr.shape)):
+            raise CliError(f"--feeds {path}: input {name!r} has shape {list(arr.shape)} in the file, "
+                           f"the model expects {expect}")
+    return {n: np.asarray(a, order="C") for n, a in arrays.items()}
+
+
+def save_feeds(path: str, feeds: Mapping[str, np.ndarray]) -> None:
+    """Writes ``feeds`` as np.savez does (np.load reads it back), for any
+    input name: np.savez's own keyword arguments cannot be called "file"."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, arr in feeds.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asarray(arr), allow_pickle=False)
+
+
+def dims_from_feeds(model: Any, feeds: Mapping[str, np.ndarray], explicit: Mapping[str, int],
+                    source: str) -> dict[str, int]:
+    """The sizes given arrays bind their inputs' symbolic dimensions to; an
+    error when two arrays, or an array and ``--dim``, disagree."""
+    bound: dict[str, tuple[int, str]] = {}
+    for d in declared_inputs(model):
+        if d.name not in feeds or d.dims is None:
+            continue
+        for param, size in zip(d.dims, feeds[d.name].shape):
+            if not isinstance(param, str):
+                continue
+            if param in explicit and explicit[param] != size:
+                raise CliError(f"--feeds {source}: input {d.name!r} has {param}={size}, but --dim {param}="
+                               f"{explicit[param]}")
+            if param in bound and bound[param][0] != size:
+                other, first = bound[param][1], bound[param][0]
+                raise CliError(f"--feeds {source}: inputs {other!r} and {d.name!r} disagree on {param} "
+                               f"({first} vs {size})")
+            bound.setdefault(param, (int(size), d.name))
+    return {p: v for p, (v, _) in bound.items()}
+
+
+# ------------------------------------------------------------------ loading
 
 
 def load_model(path: str) -> Any:
@@ -162,71 +496,214 @@ def _op_label(domain: str, op_type: str) -> str:
     return op_type if domain in ("", "ai.onnx") else f"{domain}::{op_type}"
 
 
-def node_rows(plan: Sequence[Any]) -> list[dict[str, Any]]:
-    """One row per node of the model: a fused entry expands into the nodes it
-    replaced, each naming the fused node and kernel that run it."""
-    rows: list[dict[str, Any]] = []
-    for e in plan:
-        fused = tuple(getattr(e, "fused_nodes", ()) or ())
-        if not fused:
-            rows.append({"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel,
-                         "native": bool(e.native), "reason": e.reason, "fused_into": None})
-            continue
-        for name, op in fused:
-            rows.append({"node": name, "domain": "ai.onnx", "op": op, "kernel": e.kernel, "native": bool(e.native),
-                         "reason": f"fused into {e.node_name} by {e.graph_pass}", "fused_into": e.node_name})
-    return rows
+def _path(entry: Any) -> str:
+    if entry.native:
+        return "native"
+    return "fallback" if entry.kernel.startswith(FALLBACK_LIBRARY + "::") else "python"
 
 
-def plan_rows(plan: Sequence[Any]) -> list[list[str]]:
-    return [
-        [
-            r["node"] or "(unnamed)",
-            _op_label(r["domain"], r["op"]),
-            r["kernel"],
-            ("native" if r["native"] else "fallback") + (" (fused)" if r["fused_into"] else ""),
-            r["reason"] or "",
-        ]
-        for r in node_rows(plan)
-    ]
+def node_rows(expanded_plan: Sequence[Any]) -> list[dict[str, Any]]:
+    """One row per model node from ``Session.kernel_plan(expand_fused=True)``:
+    a fused node's originals each name the fused node and kernel that ran them."""
+    return [{"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel, "native": bool(e.native),
+             "path": _path(e), "reason": e.reason, "fused_into": getattr(e, "fused_into", "") or None}
+            for e in expanded_plan]
+
+
+# Longer node names lose their middle in the plan table (the JSON keeps them).
+NODE_NAME_WIDTH = 48
+
+
+def _short_name(name: str, width: int = NODE_NAME_WIDTH) -> str:
+    if len(name) <= width:
+        return name
+    head = (width - 3) // 3
+    return name[:head] + "..." + name[len(name) - (width - 3 - head):]
+
+
+def plan_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Table cells per node; reasons lose what the other columns already say."""
+    out = []
+    for r in rows:
+        reason = r["reason"] or ""
+        if r["path"] == "fallback" and reason.startswith("fallback: "):
+            reason = reason[len("fallback: "):]
+        if reason.startswith("no kernel is registered for "):
+            reason = "no kernel registered"
+        out.append([_short_name(r["node"] or "(unnamed)"), _op_label(r["domain"], r["op"]), r["kernel"], r["path"],
+                    reason])
+    return out
+
+
+def plan_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+    from .session import CONSTANT_FOLDED_REASON
+
+    n_native = sum(1 for r in rows if r["native"])
+    n_python = sum(1 for r in rows if r["path"] == "python")
+    folded = [r for r in rows if r["path"] == "fallback" and r["reason"] == CONSTANT_FOLDED_REASON]
+    per_run = [r for r in rows if r["path"] == "fallback" and r["reason"] != CONSTANT_FOLDED_REASON]
+    fused = {r["fused_into"] for r in rows if r["fused_into"]}
+    parts = [f"{n_native} of {len(rows)} nodes on native kernels"]
+    if n_python:
+        parts.append(f"{n_python} on Python kernels")
+    parts.append(f"{len(per_run)} on the {FALLBACK_LIBRARY} fallback")
+    if folded:
+        parts.append(f"{len(folded)} Constant node{'s' if len(folded) != 1 else ''} evaluated once at load")
+    text = ", ".join(parts)
+    if fused:
+        n_fused = sum(1 for r in rows if r["fused_into"])
+        text += f"; {n_fused} of them fused into {len(fused)} kernel call{'s' if len(fused) != 1 else ''}"
+    return text
+
+
+def _float_view(x: np.ndarray) -> np.ndarray:
+    """float64 values to compare; a complex array as its real and imaginary
+    parts along a new last axis."""
+    if x.dtype.kind == "c":
+        return np.stack([x.real, x.imag], axis=-1).astype(np.float64)
+    return x.astype(np.float64)
+
+
+def _index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    return [int(i) for i in np.unravel_index(flat, shape)] if shape else []
+
+
+def _nonfinite_counts(x: np.ndarray) -> tuple[int, int]:
+    if x.dtype.kind not in "fcV":
+        return 0, 0
+    f = _float_view(x)
+    return int(np.isnan(f).sum()), int(np.isinf(f).sum())
 
 
 def compare_outputs(names: Sequence[str], ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray],
                     rtol: float, atol: float) -> list[dict[str, Any]]:
-    """Per output: max abs difference, max relative difference, agreement.
+    """Per output, the verdict of the module docstring's rule and what it rests on.
 
-    The relative difference divides by max(|reference|, atol), so outputs
-    that are exactly zero in the reference do not report an infinite ratio.
+    Keys: ``verdict`` (agree, non-finite, DIFFER), ``ok`` (verdict is
+    agree), ``max_abs`` (largest |a - b| over positions finite on both
+    sides; None when there is none), ``tol_used`` (largest
+    |a - b| / (atol + rtol*|b|) there; None for exact comparisons),
+    ``beyond`` (finite positions beyond tolerance), ``nonfinite_mismatch``
+    (positions where NaN/infinity differ), ``nonfinite_same`` (positions
+    non-finite alike on both sides), ``olc_nan``/``olc_inf``/``ort_nan``/
+    ``ort_inf`` (counts), ``worst`` (index and both values of the worst
+    position, when some position fails), ``note``.
     """
     rows = []
     for name, a, b in zip(names, ours, theirs):
-        row: dict[str, Any] = {"output": name, "shape": list(np.shape(b)), "dtype": str(np.asarray(b).dtype)}
         a = np.asarray(a)
         b = np.asarray(b)
-        if a.shape != b.shape:
-            row.update(max_abs=float("nan"), max_rel=float("nan"), ok=False,
-                       note=f"shape {a.shape} vs {b.shape}")
-        elif a.size == 0:
-            row.update(max_abs=0.0, max_rel=0.0, ok=True)
-        elif a.dtype.kind in "biu" or a.dtype == np.bool_:
-            diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-            row.update(max_abs=float(diff.max()), max_rel=float((diff / np.maximum(np.abs(b.astype(np.float64)), 1)).max()),
-                       ok=bool(np.array_equal(a, b)))
+        olc_nan, olc_inf = _nonfinite_counts(a)
+        ort_nan, ort_inf = _nonfinite_counts(b)
+        row: dict[str, Any] = {"output": name, "shape": list(b.shape), "dtype": str(b.dtype), "size": int(b.size),
+                               "max_abs": None, "tol_used": None, "exact": False, "beyond": 0,
+                               "nonfinite_mismatch": 0, "nonfinite_same": 0, "olc_nan": olc_nan, "olc_inf": olc_inf,
+                               "ort_nan": ort_nan, "ort_inf": ort_inf, "worst": None, "note": ""}
+        if a.shape != b.shape or a.dtype != b.dtype:
+            row["note"] = (f"olc gives shape {list(a.shape)}, onnxruntime {list(b.shape)}" if a.shape != b.shape
+                           else f"olc gives {a.dtype}, onnxruntime {b.dtype}")
+            row["verdict"] = VERDICT_DIFFER
         elif a.dtype.kind in "fcV":
-            a64 = a.astype(np.float64) if a.dtype.kind != "c" else a.astype(np.complex128)
-            b64 = b.astype(np.float64) if b.dtype.kind != "c" else b.astype(np.complex128)
-            same_nan = np.isnan(a64) & np.isnan(b64)
-            same_inf = np.isinf(a64) & (a64 == b64)
-            with np.errstate(invalid="ignore"):
-                diff = np.where(same_nan | same_inf, 0.0, np.abs(a64 - b64))
-            diff = np.where(np.isnan(diff), np.inf, diff)
-            rel = diff / np.maximum(np.abs(np.where(np.isfinite(b64), b64, 1.0)), max(atol, 1e-30))
-            row.update(max_abs=float(diff.max()), max_rel=float(rel.max()),
-                       ok=bool(np.all(diff <= atol + rtol * np.abs(np.where(np.isfinite(b64), b64, 0.0)))))
+            fa, fb = _float_view(a), _float_view(b)
+            finite = np.isfinite(fa) & np.isfinite(fb)
+            same = (np.isnan(fa) & np.isnan(fb)) | (np.isinf(fa) & (fa == fb))
+            mismatch = ~finite & ~same
+            with np.errstate(invalid="ignore", over="ignore"):
+                diff = np.where(finite, np.abs(fa - fb), 0.0)
+                allowed = atol + rtol * np.abs(np.where(finite, fb, 0.0))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = np.where(diff == 0, 0.0, diff / allowed)  # allowed 0 (atol = rtol = 0): inf
+            beyond = finite & (diff > allowed)
+            if finite.any():
+                row["max_abs"] = float(diff.max())
+                row["tol_used"] = float(ratio.max())
+            row["beyond"] = int(beyond.sum())
+            row["nonfinite_mismatch"] = int(mismatch.sum())
+            row["nonfinite_same"] = int((~finite & same).sum())
+            worst = -1
+            if row["nonfinite_mismatch"]:
+                worst = int(np.argmax(mismatch))
+            elif row["beyond"]:
+                worst = int(np.argmax(np.where(finite, ratio, -1.0)))
+            if worst >= 0:
+                row["worst"] = {"index": _index(worst, fa.shape), "olc": float(fa.flat[worst]),
+                                "ort": float(fb.flat[worst])}
+            if row["beyond"] or row["nonfinite_mismatch"]:
+                row["verdict"] = VERDICT_DIFFER
+            elif row["nonfinite_same"]:
+                row["verdict"] = VERDICT_NONFINITE
+            else:
+                row["verdict"] = VERDICT_AGREE
         else:
-            row.update(max_abs=float("nan"), max_rel=float("nan"), ok=bool(np.array_equal(a, b)))
+            row["exact"] = True
+            unequal = a != b
+            if a.dtype.kind in "biu":
+                row["max_abs"] = float(np.abs(a.astype(np.float64) - b.astype(np.float64)).max()) if a.size else 0.0
+            row["beyond"] = int(np.sum(unequal))
+            if row["beyond"]:
+                worst = int(np.argmax(unequal))
+                row["worst"] = {"index": _index(worst, a.shape), "olc": a.flat[worst].item(),
+                                "ort": b.flat[worst].item()}
+            row["verdict"] = VERDICT_DIFFER if row["beyond"] else VERDICT_AGREE
+        row["ok"] = row["verdict"] == VERDICT_AGREE
         rows.append(row)
     return rows
+
+
+def _fmt_num(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def comparison_table(rows: Sequence[Mapping[str, Any]], dim_params: Mapping[str, Sequence[str | None]]) -> str:
+    return _format_table(
+        ["output", "shape", "max abs diff", "tol used", "NaN olc/ort", "inf olc/ort", "verdict"],
+        [[r["output"], format_shape(r["shape"], dim_params.get(r["output"], ())), _fmt_num(r["max_abs"]),
+          "exact" if r["exact"] else _fmt_num(r["tol_used"]), f"{r['olc_nan']}/{r['ort_nan']}",
+          f"{r['olc_inf']}/{r['ort_inf']}", r["verdict"]] for r in rows])
+
+
+def _fmt_index(name: str, index: Sequence[int]) -> str:
+    return f"{name}[{', '.join(map(str, index))}]" if index else name
+
+
+def disagreement_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per DIFFER output saying where and by how much."""
+    lines = []
+    for r in rows:
+        if r["verdict"] != VERDICT_DIFFER:
+            continue
+        if r["note"]:
+            lines.append(f"{r['output']}: {r['note']}")
+            continue
+        w = r["worst"]
+        at = f"{_fmt_index(r['output'], w['index'])}: olc {w['olc']:.6g} vs onnxruntime {w['ort']:.6g}"
+        if r["nonfinite_mismatch"]:
+            lines.append(f"{r['output']}: NaN/infinity differ at {r['nonfinite_mismatch']} of {r['size']} "
+                         f"positions (first {at})"
+                         + (f"; {r['beyond']} finite values beyond tolerance too" if r["beyond"] else ""))
+        elif r["exact"]:
+            lines.append(f"{r['output']}: {r['beyond']} of {r['size']} values differ (first {at})")
+        else:
+            lines.append(f"{r['output']}: {r['beyond']} of {r['size']} values beyond tolerance "
+                         f"(worst {at}, tol used {r['tol_used']:.3g})")
+    return lines
+
+
+INPUT_HINT = ("the inputs may be outside the model's domain: pass real ones with --feeds FILE.npz, "
+              "or try --float-range LO HI, --vocab N or another --seed")
+
+
+def nonfinite_message(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The stderr lines for outputs that are NaN/infinite alike on both sides."""
+    hit = [r for r in rows if r["verdict"] == VERDICT_NONFINITE]
+    if not hit:
+        return []
+    n = sum(r["nonfinite_same"] for r in hit)
+    total = sum(r["size"] for r in hit)
+    names = ", ".join(r["output"] for r in hit)
+    return [f"warning: the inputs produced non-finite outputs ({n} of {total} values of {names} are NaN or "
+            "infinite, alike in olc and onnxruntime): the comparison cannot check those values",
+            f"  {INPUT_HINT}"]
 
 
 def time_alternating(fns: Sequence[Callable[[], Any]], repeat: int) -> list[list[int]]:
@@ -253,20 +730,106 @@ def _onnxruntime_available() -> bool:
     return importlib.util.find_spec("onnxruntime") is not None
 
 
+def _output_dim_params(session: Any, ours: Sequence[np.ndarray]) -> dict[str, tuple[str | None, ...]]:
+    """The symbolic name of each output dimension, where the model (or shape
+    inference) gives one and the rank matches."""
+    out = {}
+    for arg, value in zip(session.get_outputs(), ours):
+        shape = list(arg.shape or [])
+        if len(shape) == np.ndim(value):
+            out[arg.name] = tuple(d if isinstance(d, str) else None for d in shape)
+    return out
+
+
+def _json_safe(x: Any) -> Any:
+    """JSON without NaN/Infinity tokens (not JSON): non-finite floats as strings."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
+def prepare_feeds(args: argparse.Namespace, model: Any, explicit: Mapping[str, int],
+                  defaults: Mapping[str, int]) -> tuple[list[InputSpec], dict[str, np.ndarray], dict[str, InputRole]]:
+    """The inputs of ``olc run``: from --feeds where given, generated by role otherwise."""
+    from_file: dict[str, np.ndarray] = {}
+    file_dims: dict[str, int] = {}
+    if args.feeds:
+        from_file = load_feeds(args.feeds, model)
+        file_dims = dims_from_feeds(model, from_file, explicit, args.feeds)
+    dims = {**defaults, **file_dims, **explicit}
+    has_default = {d.name: d.has_default for d in declared_inputs(model)}
+    specs = [s for s in input_specs(model, dims, include_defaults=True)
+             if s.name in from_file or not has_default[s.name]]
+    for i, s in enumerate(specs):
+        if s.name in from_file:  # the file's shape, with the model's names for its dimensions
+            specs[i] = s._replace(shape=tuple(from_file[s.name].shape))
+    to_generate = [s for s in specs if s.name not in from_file]
+    feeds, roles = random_inputs(model, to_generate, args.seed, args.vocab,
+                                 tuple(args.float_range) if args.float_range else None)
+    label = f"from {os.path.basename(args.feeds)}" if args.feeds else ""
+    roles.update({n: InputRole("file", label) for n in from_file})
+    feeds.update(from_file)
+    for s in specs:
+        role = roles[s.name]
+        if role.kind == "positions":
+            for rows, table in embedding_tables(model, s.name):
+                if s.shape and s.shape[-1] > rows:
+                    _progress(f"warning: input {s.name}: positions reach {s.shape[-1] - 1}, but table {table!r} "
+                              f"has {rows} rows")
+    return specs, feeds, roles
+
+
+@contextmanager
+def _session_warnings_as_progress() -> Iterator[None]:
+    """Shows olc_core's log records as ``olc: warning: ...`` lines while the
+    command runs (once each; the fallback one worded for the command line)."""
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            fallback = getattr(record, "olc_fallback", None)
+            if fallback:
+                listed = [f"{op} x{n}" for op, n in fallback["ops"].items()]
+                if len(listed) > 6:  # the plan table lists every node
+                    listed[5:] = [f"{len(listed) - 5} other op types"]
+                ops = ", ".join(listed)
+                _progress(f"warning: {fallback['count']} of {fallback['nodes']} nodes run on the "
+                          f"{FALLBACK_LIBRARY} fallback: {ops} (--strict refuses them; the plan says why)")
+            else:
+                _progress(f"{record.levelname.lower()}: {record.getMessage()}")
+
+    log = logging.getLogger("olc_core")
+    handler = Handler(logging.WARNING)
+    propagate = log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     import olc_core
 
     from . import demo
 
-    dims = parse_dims(args.dim)
+    explicit = parse_dims(args.dim)
+    defaults: dict[str, int] = {}
     if args.model is None:
         model = demo.build_demo_model(seed=args.seed)
-        dims = {**demo.DEMO_DIMS, **dims}
+        defaults = dict(demo.DEMO_DIMS)
         label = "built-in demo model"
+        described = "the built-in demo model"
     else:
         _progress(f"loading {args.model}")
         model = load_model(args.model)
-        label = args.model
+        label = described = args.model
+    check_dims(model, explicit)
 
     compare = args.compare
     if compare is None:
@@ -279,12 +842,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CliError("--compare onnxruntime: onnxruntime is not installed "
                        "(pip install onnxruntime, or olc-core[compare])")
 
-    specs = input_specs(model, dims)
-    feeds = random_inputs(specs, args.seed)
-    for name, dtype, shape in specs:
-        _progress(f"input {name}: {dtype} {list(shape)}")
+    specs, feeds, roles = prepare_feeds(args, model, explicit, defaults)
+    for s in specs:
+        _progress(f"input {s.name}: {s.dtype} {format_shape(s.shape, s.dim_params)}: {roles[s.name].label}")
+    if args.save_feeds:
+        save_feeds(args.save_feeds, feeds)
+        _progress(f"inputs saved to {args.save_feeds} (reuse them with --feeds)")
 
-    _progress(f"preparing an olc session for the {label}")
+    _progress(f"preparing an olc session for {described}")
     session = olc_core.Session(model, threads=args.threads, strict=args.strict, record_usage=True,
                                fusion=args.fusion)
     threads = int(session.threads)
@@ -293,41 +858,55 @@ def cmd_run(args: argparse.Namespace) -> int:
     _progress(f"running olc ({threads} thread{'s' if threads != 1 else ''})")
     ours = session.run(output_names, feeds)
     usage = list(session.kernel_usage())
-    plan = list(session.kernel_plan())
+    rows = node_rows(session.kernel_plan(expand_fused=True))
 
     result: dict[str, Any] = {"model": label, "threads": threads, "inputs": {
-        n: {"dtype": str(d), "shape": list(s)} for n, d, s in specs}}
+        s.name: {"dtype": str(s.dtype), "shape": list(s.shape), "dims": list(s.dim_params),
+                 "role": roles[s.name].label} for s in specs}}
     print(f"model: {label}")
     print(f"threads: {threads}")
     print()
     print("kernel plan:")
-    print(_format_table(["node", "op", "kernel", "path", "reason"], plan_rows(plan)))
-    rows = node_rows(plan)
-    n_native = sum(1 for r in rows if r["native"])
-    n_fused = sum(1 for r in rows if r["fused_into"])
-    n_groups = sum(1 for e in plan if getattr(e, "fused_nodes", ()))
-    print(f"{n_native} of {len(rows)} nodes on native kernels, {len(rows) - n_native} on fallbacks"
-          + (f"; {n_fused} of them fused into {n_groups} kernel call(s)" if n_fused else ""))
+    notes: list[str] = []
+    print(_format_table(["node", "op", "kernel", "path", "reason"], plan_rows(rows), TABLE_WIDTH, notes))
+    if notes:
+        print(_format_notes(notes))
+    print(plan_summary(rows))
     print(f"kernels run: {len(usage)}")
     result["plan"] = rows  # one entry per model node; fused ones name the node that ran them
+    out_dims = _output_dim_params(session, ours)
 
     status = EXIT_OK
-    if compare == "onnxruntime":
+    if compare != "onnxruntime":
+        counts = [(n, *_nonfinite_counts(np.asarray(v)), np.size(v)) for n, v in zip(output_names, ours)]
+        print()
+        print("outputs:")
+        print(_format_table(["output", "dtype", "shape", "NaN", "inf"],
+                            [[n, str(np.asarray(v).dtype), format_shape(np.shape(v), out_dims.get(n, ())), nan, inf]
+                             for (n, nan, inf, _), v in zip(counts, ours)]))
+        result["outputs"] = [{"output": n, "nan": nan, "inf": inf, "size": int(size)} for n, nan, inf, size in counts]
+        bad = [(n, nan + inf, size) for n, nan, inf, size in counts if nan + inf]
+        if bad:
+            _progress(f"warning: the inputs produced non-finite outputs ({sum(b[1] for b in bad)} of "
+                      f"{sum(b[2] for b in bad)} values of {', '.join(b[0] for b in bad)} are NaN or infinite)")
+            _progress(f"  {INPUT_HINT}")
+    else:
         from .compare import onnxruntime_session
 
         _progress("preparing an onnxruntime session (CPUExecutionProvider)")
         ort_sess = onnxruntime_session(model, threads)
         theirs = ort_sess.run(output_names, feeds)
-        rows = compare_outputs(output_names, ours, theirs, args.rtol, args.atol)
+        cmp_rows = compare_outputs(output_names, ours, theirs, args.rtol, args.atol)
         print()
         print(f"olc vs onnxruntime {_ort_version()} (rtol {args.rtol:g}, atol {args.atol:g}):")
-        print(_format_table(
-            ["output", "shape", "max abs diff", "max rel diff", "agree"],
-            [[r["output"], "x".join(map(str, r["shape"])) or "scalar", f"{r['max_abs']:.3g}",
-              f"{r['max_rel']:.3g}", "yes" if r["ok"] else "NO"] for r in rows]))
-        result["comparison"] = rows
-        if not all(r["ok"] for r in rows):
+        print(comparison_table(cmp_rows, out_dims))
+        print("agree: |olc - ort| <= atol + rtol*|ort| where both are finite; NaN, +inf and -inf in the same places")
+        print("tol used: max |olc - ort| / (atol + rtol*|ort|) over the finite values; 1 or less is within tolerance")
+        result["comparison"] = [{**r, "dims": list(out_dims.get(r["output"], ()))} for r in cmp_rows]
+        if any(r["verdict"] == VERDICT_DIFFER for r in cmp_rows):
             status = EXIT_MISMATCH
+        elif any(r["verdict"] == VERDICT_NONFINITE for r in cmp_rows):
+            status = EXIT_NONFINITE
 
         if args.repeat > 0:
             _progress(f"timing {args.repeat} alternating runs each")
@@ -346,11 +925,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             result["timing"] = {"repeat": args.repeat, "olc_ns": olc_ns, "ort_ns": ort_ns,
                                 "olc_median_ns": m_olc, "ort_median_ns": m_ort, "ratio": m_ort / m_olc}
         if status == EXIT_MISMATCH:
-            bad = ", ".join(r["output"] for r in rows if not r["ok"])
-            print(f"olc: outputs differ from onnxruntime beyond tolerance: {bad}", file=sys.stderr)
+            bad_names = ", ".join(r["output"] for r in cmp_rows if r["verdict"] == VERDICT_DIFFER)
+            _progress(f"outputs differ from onnxruntime: {bad_names}")
+            for line in disagreement_lines(cmp_rows):
+                _progress(f"  {line}")
+        for line in nonfinite_message(cmp_rows):
+            _progress(line)
+    result["status"] = status
     if args.json_out:
         with open(args.json_out, "w") as f:
-            json.dump(result, f, indent=2)
+            json.dump(_json_safe(result), f, indent=2, allow_nan=False)
     return status
 
 
@@ -382,20 +966,53 @@ def _family_key(name: str) -> str:
     return key[4:] if key.startswith("olc_") else key
 
 
+def _registration_family(r: Any) -> str:
+    return r.family or r.kernel_name.split("::")[0]
+
+
+def _no_match_hint(args: argparse.Namespace, regs: Sequence[Any]) -> str:
+    """Why nothing matched: the installed families, or ops named alike."""
+    if not regs:
+        return f" ({NO_KERNELS_MESSAGE})"
+    families = sorted({_registration_family(r) for r in regs})
+    if args.family and not any(_family_key(f) == _family_key(args.family) for f in families):
+        return f" (installed families: {', '.join(families)})"
+    if args.op:
+        owners = sorted({_registration_family(r) for r in regs if r.op_type.lower() == args.op.lower()})
+        if owners:
+            return f" (op {args.op} is registered by {', '.join(owners)})"
+        ops = sorted({r.op_type for r in regs})
+        by_lower = {op.lower(): op for op in ops}
+        close = difflib.get_close_matches(args.op.lower(), list(by_lower), n=3, cutoff=0.6)
+        if close:
+            names = [by_lower[c] for c in close]
+            return f" (did you mean {', '.join(names[:-1]) + ' or ' if len(names) > 1 else ''}{names[-1]}?)"
+    return ""
+
+
 def cmd_kernels(args: argparse.Namespace) -> int:
+    """Lists registrations. With --op/--family matching none: a message on
+    stderr, ``[]`` on stdout with --json, and exit status 1."""
     import olc_core
 
-    regs = list(olc_core.registered_kernels())
-    if not regs:
+    all_regs = list(olc_core.registered_kernels())
+    if not all_regs and not (args.family or args.op):
         if args.json:
             print("[]")
         print(NO_KERNELS_MESSAGE, file=sys.stderr if args.json else sys.stdout)
         return EXIT_OK
+    regs = all_regs
     if args.family:
         want = _family_key(args.family)
-        regs = [r for r in regs if _family_key(r.family or r.kernel_name.split("::")[0]) == want]
+        regs = [r for r in regs if _family_key(_registration_family(r)) == want]
     if args.op:
         regs = [r for r in regs if r.op_type.lower() == args.op.lower()]
+    if not regs:
+        what = " and ".join(x for x in (args.family and f"family {args.family!r}", args.op and f"op {args.op!r}") if x)
+        if args.json:
+            print("[]")
+        print(f"olc: no registered kernel matches {what}{_no_match_hint(args, all_regs)}", file=sys.stderr)
+        return EXIT_ERROR
     regs.sort(key=lambda r: (r.domain, r.op_type, r.since_version, r.kernel_name))
     if args.json:
         print(json.dumps([
@@ -404,10 +1021,6 @@ def cmd_kernels(args: argparse.Namespace) -> int:
              "since_version": r.since_version, "until_version": r.until_version,
              "device": r.device, "priority": r.priority, "family": r.family}
             for r in regs], indent=2))
-        return EXIT_OK
-    if not regs:
-        what = " and ".join(x for x in (args.family and f"family {args.family!r}", args.op and f"op {args.op!r}") if x)
-        print(f"no registered kernel matches {what}")
         return EXIT_OK
     print(_format_table(
         ["domain", "op", "types", "opset", "kernel", "family"],
@@ -548,15 +1161,55 @@ def _plugin_kernel_count(plugin: dict[str, Any], per_family: dict[str, int]) -> 
 # ------------------------------------------------------------------ parser
 
 
+RUN_EPILOG = f"""\
+inputs:
+  Each input is generated by its role, from its name, type and the nodes
+  reading it (the role of each is printed as it is prepared):
+    ids          integer ids (input_ids, *_ids, tokens, or any integer input
+                 that indexes a Gather on an initializer, an embedding table):
+                 [0, rows of that table), else [0, --vocab) (default {DEFAULT_VOCAB})
+    mask         a name containing "mask": ones
+    positions    an integer input named *position*: 0..S-1 along the last axis
+    token types  token_type_ids, segment ids: zeros
+    others       integers [0, {DEFAULT_INT_HIGH}); booleans 50/50; floats N(0,1), or
+                 uniform in [LO, HI) with --float-range
+  --feeds FILE.npz supplies named arrays (np.savez(FILE, name=array, ...));
+  inputs it lacks are still generated, sized by the symbolic dimensions its
+  arrays bind. --save-feeds writes the inputs used, to edit or reuse.
+
+comparison (--compare onnxruntime):
+  olc and onnxruntime agree elementwise where |olc - ort| <= atol + rtol*|ort|
+  (both finite), and where NaN and infinities sit at the same places on both
+  sides (infinities of the same sign); integer, bool and string outputs must
+  be equal. "tol used" is the largest |olc - ort| / (atol + rtol*|ort|) over
+  the finite values: 1 or less is within tolerance. Verdicts: agree;
+  non-finite (the rule holds, but some values are NaN/inf on both sides and
+  so not checked); DIFFER.
+
+exit status:
+  0 ok; 1 error; 2 usage error (bad option, a --dim the model's inputs do
+  not use); 3 an output DIFFERs; 4 none differs but some are non-finite
+"""
+
+
+def _float_range(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="olc", description="optimized ONNX CPU kernels: run models, list kernels")
     p.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run a model (the built-in demo when MODEL is omitted)",
-                       description="Runs MODEL (or the built-in demo) on seeded random inputs, prints the "
-                                   "per-node kernel plan and, with --compare onnxruntime, the differences "
-                                   "and timing against onnxruntime.")
+                       description=textwrap.fill(
+                           "Runs MODEL (or the built-in demo) on seeded inputs chosen by each input's role, "
+                           "prints the per-node kernel plan and, with --compare onnxruntime, the differences "
+                           "and timing against onnxruntime.", 78),
+                       epilog=RUN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("model", nargs="?", help="path to an .onnx file")
     r.add_argument("--threads", type=int, default=None, help="executor threads (default: the session's default)")
     r.add_argument("--compare", choices=["onnxruntime", "none"], default=None,
@@ -565,20 +1218,33 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="refuse fallbacks (error when a node has no native kernel)")
     r.add_argument("--no-fusion", dest="fusion", action="store_false",
                    help="run every node on its own kernel (no fusion graph passes)")
-    r.add_argument("--seed", type=int, default=0, help="seed for the random inputs (default 0)")
     r.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
-                   help=f"size of a symbolic dimension (default {DEFAULT_SYMBOLIC_DIM}; the demo's batch is "
-                        f"64); repeatable")
-    r.add_argument("--rtol", type=float, default=1e-4, help="relative tolerance for --compare (default 1e-4)")
-    r.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance for --compare (default 1e-5)")
+                   help=f"size of a symbolic dimension of the inputs (default {DEFAULT_SYMBOLIC_DIM}; the demo's "
+                        f"batch is 64); a name no input uses is an error; repeatable")
+    r.add_argument("--seed", type=int, default=0, help="seed for the generated inputs (default 0)")
+    r.add_argument("--feeds", metavar="FILE.npz",
+                   help="take inputs from these named arrays (dtype and shape must fit the model); "
+                        "the others are generated")
+    r.add_argument("--save-feeds", metavar="FILE.npz", help="write the inputs used to FILE.npz")
+    r.add_argument("--vocab", type=int, default=None, metavar="N",
+                   help=f"generated ids are < N when no embedding table gives the bound (default {DEFAULT_VOCAB}), "
+                        f"and never above a table's row count")
+    r.add_argument("--float-range", type=_float_range, nargs=2, metavar=("LO", "HI"), default=None,
+                   help="generate floats uniform in [LO, HI) instead of N(0,1)")
+    r.add_argument("--rtol", type=float, default=1e-4,
+                   help="relative tolerance (default 1e-4): olc and onnxruntime agree where "
+                        "|olc - ort| <= atol + rtol*|ort| and NaN/inf match")
+    r.add_argument("--atol", type=float, default=1e-5,
+                   help="absolute tolerance (default 1e-5), the atol of the same rule")
     r.add_argument("--json", dest="json_out", metavar="PATH", help="also write the results as JSON to PATH")
     r.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     r.set_defaults(func=cmd_run)
 
     k = sub.add_parser("kernels", help="list the registered kernels")
     k.add_argument("--family", help="only this family (elementwise, olc-elementwise, ...)")
-    k.add_argument("--op", help="only this operator")
-    k.add_argument("--json", action="store_true", help="JSON output")
+    k.add_argument("--op", help="only this operator (any case)")
+    k.add_argument("--json", action="store_true",
+                   help="JSON output (a filter matching nothing prints [] and exits 1, as without --json)")
     k.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     k.set_defaults(func=cmd_kernels)
 
@@ -596,8 +1262,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--threads must be >= 1")
     if getattr(args, "repeat", 0) < 0:
         parser.error("--repeat must be >= 0")
+    if getattr(args, "seed", 0) < 0:
+        parser.error("--seed must be >= 0")
+    if getattr(args, "vocab", None) is not None and args.vocab < 1:
+        parser.error("--vocab must be >= 1")
+    if getattr(args, "float_range", None) and not args.float_range[0] < args.float_range[1]:
+        parser.error("--float-range: LO must be below HI")
+    if getattr(args, "rtol", 0) < 0 or getattr(args, "atol", 0) < 0:
+        parser.error("--rtol and --atol must be >= 0")
     try:
-        return int(args.func(args))
+        with _session_warnings_as_progress():
+            return int(args.func(args))
+    except CliUsageError as exc:
+        print(f"olc: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
         print("olc: interrupted", file=sys.stderr)
         return 130
