@@ -687,7 +687,7 @@ class Session:
             "%d of %d nodes run on the %s fallback: %s (Session(strict=True) refuses this; "
             "kernel_plan() says why each has no kernel)",
             count, node_count, FALLBACK_LIBRARY, listed,
-            extra={"olc_fallback": {"count": count, "nodes": node_count, "ops": dict(ops)}},
+            extra={"olc_fallback": {"count": count, "nodes": node_count, "ops": dict(ops.most_common())}},
         )
 
     def kernel_usage(self) -> list[str]:
