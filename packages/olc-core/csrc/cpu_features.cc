@@ -250,26 +250,9 @@ uint64_t cpu_features() {
   }
 }
 
-void bind_cpu_features(pybind11::module_& m) {
-  m.def("simd_level", &simd_level,
-        "SIMD level kernels may use: the detected level capped by OLC_SIMD or "
-        "set_simd_cap (0 scalar, 1 avx2, 2 avx512).");
-  m.def("detected_simd_level", &detected_simd_level,
-        "SIMD level of this CPU and OS, ignoring any cap.");
-  m.def("cpu_features", &cpu_features,
-        "olc_cpu_feature bits usable under the current cap.");
-  m.def("detected_cpu_features", &detected_cpu_features,
-        "olc_cpu_feature bits of this CPU and OS, ignoring any cap.");
-  m.def("set_simd_cap", &set_simd_cap, pybind11::arg("level"),
-        "Caps the SIMD level (0, 1, 2); a negative level removes the cap.");
-  m.def("simd_cap", &simd_cap, "The current cap, -1 when uncapped.");
-  m.def(
-      "simd_env_error",
-      [] {
-        read_env_once();
-        return g_env_error;
-      },
-      "Empty, or why the OLC_SIMD value was rejected (it is then ignored).");
+const std::string& simd_env_error() {
+  read_env_once();
+  return g_env_error;
 }
 
 }  // namespace olc

@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include <pybind11/pybind11.h>
+#include <string>
 
 #include "olc/kernel_abi.h"
 
@@ -22,7 +22,7 @@ uint64_t cpu_features();  // features above the cap reported absent
 void set_simd_cap(int32_t level);
 int32_t simd_cap();  // -1 when uncapped
 
-// Python bindings on olc_core._native.
-void bind_cpu_features(pybind11::module_& m);
+// Empty, or why the OLC_SIMD value was rejected (it is then ignored).
+const std::string& simd_env_error();
 
 }  // namespace olc

@@ -106,11 +106,28 @@ py::dict executor_probe(int threads, int64_t n, int64_t grain, int max_participa
   return d;
 }
 
+void bind_cpu_features(py::module_& m) {
+  m.def("simd_level", &olc::simd_level,
+        "SIMD level kernels may use: the detected level capped by OLC_SIMD or "
+        "set_simd_cap (0 scalar, 1 avx2, 2 avx512).");
+  m.def("detected_simd_level", &olc::detected_simd_level,
+        "SIMD level of this CPU and OS, ignoring any cap.");
+  m.def("cpu_features", &olc::cpu_features,
+        "olc_cpu_feature bits usable under the current cap.");
+  m.def("detected_cpu_features", &olc::detected_cpu_features,
+        "olc_cpu_feature bits of this CPU and OS, ignoring any cap.");
+  m.def("set_simd_cap", &olc::set_simd_cap, py::arg("level"),
+        "Caps the SIMD level (0, 1, 2); a negative level removes the cap.");
+  m.def("simd_cap", &olc::simd_cap, "The current cap, -1 when uncapped.");
+  m.def("simd_env_error", &olc::simd_env_error,
+        "Empty, or why the OLC_SIMD value was rejected (it is then ignored).");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "olc-core runtime internals; use the olc_core package instead.";
-  olc::bind_cpu_features(m);
+  bind_cpu_features(m);
   olc::bind_tuning(m);
   olc::bind_runtime(m);
   olc::bind_test_kernels(m);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include <Python.h>
+#include <pybind11/pybind11.h>
 
 enum class TuningKind : int32_t { kInt = 0, kFloat = 1 };
 

@@ -5,9 +5,11 @@
 
 #include <cstdint>
 
-#include <pybind11/pybind11.h>
-
 #include "olc/kernel_abi.h"
+
+// Declared, not included: the pybind11 headers cost ~10 s of compile time
+// in every translation unit that reads them.
+namespace pybind11 { class module_; }
 
 namespace olc {
 
