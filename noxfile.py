@@ -141,14 +141,16 @@ def _has_test_extra(dist: str) -> bool:
     return "test" in _pyproject(dist).get("project", {}).get("optional-dependencies", {})
 
 
-def _install(session: nox.Session, dists: list[str], *extra: str, sanitize: bool = False) -> None:
+def _install(session: nox.Session, dists: list[str], *extra: str, sanitize: bool = False,
+             test_extras: bool = True) -> None:
     """Builds (once) and installs the given olc wheels, with their ``test``
-    extras, plus ``extra`` requirements, in one resolve."""
+    extras unless ``test_extras`` is false, plus ``extra`` requirements, in
+    one resolve."""
     session.install("--upgrade", "pip")
     wheels = []
     for dist in dists:
         wheel = str(_build_wheel(session, dist, sanitize=sanitize))
-        wheels.append(f"{wheel}[test]" if _has_test_extra(dist) else wheel)
+        wheels.append(f"{wheel}[test]" if test_extras and _has_test_extra(dist) else wheel)
     # The wheels are named by path, so pip cannot take olc-* from anywhere else.
     session.install(*wheels, *extra)
 
@@ -238,7 +240,7 @@ def demo(session: nox.Session) -> None:
     """Run the built-in demo model through olc and compare with onnxruntime
     (builds olc-core and only the families the demo model needs)."""
     start = time.monotonic()
-    _install(session, [CORE, *DEMO_FAMILIES], "onnxruntime>=1.17")
+    _install(session, [CORE, *DEMO_FAMILIES], "onnxruntime>=1.17", test_extras=False)
     session.log(f"installed olc-core, {', '.join(DEMO_FAMILIES)} and onnxruntime in {time.monotonic() - start:.0f} s")
     session.run("olc", "info")
     session.run("olc", "run", "--compare", "onnxruntime", "--strict", *session.posargs)
