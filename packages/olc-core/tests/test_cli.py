@@ -241,9 +241,23 @@ def test_kernels_table_matches_registry():
         assert cli.NO_KERNELS_MESSAGE in p.stdout
         return
     lines = p.stdout.splitlines()
-    assert lines[0].split() == ["domain", "op", "types", "opset", "kernel", "family"]
+    assert lines[0].split() == ["domain", "op", "opset", "kernel", "family", "types"]
     for r in regs:
         assert any(r.kernel_name in line and r.op_type in line for line in lines), r.kernel_name
+    # Long type lists wrap under the types column instead of running on.
+    assert max(len(line) for line in lines) <= 160
+    types_at = lines[0].index("types")
+    newest_add = max((r for r in regs if r.op_type == "Add" and r.domain == "ai.onnx"),
+                     key=lambda r: r.since_version)
+    row = max(i for i, line in enumerate(lines) if line.split()[:2] == ["ai.onnx", "Add"])
+    cell = [lines[row][types_at:]]
+    for line in lines[row + 1:]:
+        if not line.startswith(" "):
+            break
+        assert line[:types_at].strip() == "", line  # continuation lines hold only types
+        cell.append(line[types_at:])
+    listed = [t.strip() for t in " ".join(cell).split(":", 1)[1].split(",")]
+    assert listed == list(newest_add.types["T"])
     data = json.loads(run_cli("kernels", "--json").stdout)
     assert len(data) == len(regs)
     assert {d["kernel_name"] for d in data} == {r.kernel_name for r in regs}

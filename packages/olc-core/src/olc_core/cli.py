@@ -101,12 +101,25 @@ def _progress(msg: str) -> None:
 
 
 def _format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: int | None = None,
-                  notes: list[str] | None = None) -> str:
+                  notes: list[str] | None = None, wrap_last: bool = False) -> str:
     """A left-aligned text table. With ``width``, last-column cells that would
     pass it are cut and end in a ``[n]`` mark; their full text is appended to
-    ``notes`` (identical texts share one mark)."""
+    ``notes`` (identical texts share one mark). With ``width`` and
+    ``wrap_last``, they are wrapped onto continuation lines instead."""
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if width is not None and wrap_last and len(headers) > 1:
+        indent = sum(widths[:-1]) + 2 * (len(headers) - 1)
+        room = max(30, width - indent)
+        lines = []
+        for n, r in enumerate(cells):
+            head = "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths[:-1]))
+            parts = textwrap.wrap(r[-1], room, break_on_hyphens=False) or [""]
+            lines.append(f"{head}  {parts[0]}".rstrip())
+            lines.extend(" " * indent + part for part in parts[1:])
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths[:-1]) + "  " + "-" * min(room, widths[-1]))
+        return "\n".join(lines)
     if width is not None and notes is not None and len(headers) > 1:
         room = max(40, width - sum(widths[:-1]) - 2 * (len(headers) - 1))
         for r in cells[1:]:
@@ -957,7 +970,8 @@ def _opset_range(since: int, until: int) -> str:
 
 
 def _types_label(types: Any) -> str:
-    return "; ".join(f"{c}: {','.join(ts)}" for c, ts in types.items())
+    # ", " between types so that a long list wraps between them.
+    return "; ".join(f"{c}: {', '.join(ts)}" for c, ts in types.items())
 
 
 def _family_key(name: str) -> str:
@@ -1022,10 +1036,11 @@ def cmd_kernels(args: argparse.Namespace) -> int:
              "device": r.device, "priority": r.priority, "family": r.family}
             for r in regs], indent=2))
         return EXIT_OK
+    # The types last, wrapped: one registration's list can be 300 characters.
     print(_format_table(
-        ["domain", "op", "types", "opset", "kernel", "family"],
-        [[r.domain, r.op_type, _types_label(r.types), _opset_range(r.since_version, r.until_version),
-          r.kernel_name, r.family or "-"] for r in regs]))
+        ["domain", "op", "opset", "kernel", "family", "types"],
+        [[r.domain, r.op_type, _opset_range(r.since_version, r.until_version), r.kernel_name, r.family or "-",
+          _types_label(r.types)] for r in regs], width=TABLE_WIDTH, wrap_last=True))
     families = sorted({r.family or "-" for r in regs})
     print(f"{len(regs)} registration(s) from {len(families)} famil{'y' if len(families) == 1 else 'ies'}")
     return EXIT_OK
