@@ -152,7 +152,9 @@ def _install(session: nox.Session, dists: list[str], *extra: str, sanitize: bool
         wheel = str(_build_wheel(session, dist, sanitize=sanitize))
         wheels.append(f"{wheel}[test]" if test_extras and _has_test_extra(dist) else wheel)
     # The wheels are named by path, so pip cannot take olc-* from anywhere else.
+    start = time.monotonic()
     session.install(*wheels, *extra)
+    session.log(f"installed {', '.join(dists)} and their dependencies in {time.monotonic() - start:.0f} s")
 
 
 def _pytest(session: nox.Session, path: str, *args: str, env: dict[str, str] | None = None) -> None:
@@ -239,9 +241,7 @@ def conformance(session: nox.Session) -> None:
 def demo(session: nox.Session) -> None:
     """Run the built-in demo model through olc and compare with onnxruntime
     (builds olc-core and only the families the demo model needs)."""
-    start = time.monotonic()
     _install(session, [CORE, *DEMO_FAMILIES], "onnxruntime>=1.17", test_extras=False)
-    session.log(f"installed olc-core, {', '.join(DEMO_FAMILIES)} and onnxruntime in {time.monotonic() - start:.0f} s")
     session.run("olc", "info")
     session.run("olc", "run", "--compare", "onnxruntime", "--strict", *session.posargs)
 
