@@ -348,7 +348,7 @@ class Session:
         # Initializers no feed can replace: kernels may pre-pack them.
         self._constants: dict[str, np.ndarray] = {}
         for name, init in initializers.items():
-            value = np.ascontiguousarray(numpy_helper.to_array(init))
+            value = np.asarray(numpy_helper.to_array(init), order="C")
             constants.append((slot_of(name), value))
             if name not in graph_inputs:
                 self._constants[name] = value

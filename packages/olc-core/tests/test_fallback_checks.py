@@ -1,0 +1,196 @@
+"""The onnx.reference fallback is checked: outputs against shape inference,
+subgraphs against the values they read from enclosing scopes, Loop against
+onnxruntime, and evaluator failures become OlcError naming the node.
+
+Oracles: onnx.reference on the whole model, onnxruntime (where installed)
+and numpy.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import olc_core
+
+OPSET = 18
+n = helper.make_node
+
+
+@pytest.fixture(autouse=True)
+def _quiet_fallback_warning():
+    logger = logging.getLogger("olc_core")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    yield
+    logger.setLevel(level)
+
+
+def tensor(name, elem=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def const(name, value):
+    return numpy_helper.from_array(np.asarray(value), name)
+
+
+def make_model(nodes, inputs, outputs, initializers=(), opset=OPSET):
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(initializers))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 9
+    return model
+
+
+def onnxruntime_outputs(model, feeds):
+    ort = pytest.importorskip("onnxruntime")
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def assert_same(ours, theirs, rtol=1e-5, atol=1e-6):
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, a.shape, b.dtype, b.shape)
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+
+
+def plan_kernel(sess, node_name):
+    (entry,) = [e for e in sess.kernel_plan() if e.node_name == node_name]
+    return entry.kernel
+
+
+# ------------------------------- initializers, subgraphs and enclosing scopes
+
+
+def test_scalar_initializers_stay_scalars():
+    model = make_model([n("Gather", ["x", "i"], ["y"], name="g", axis=0), n("Hardmax", ["x"], ["h"], name="hm")],
+                       [tensor("x", shape=[3, 4])], [tensor("y"), tensor("h"), tensor("s")],
+                       [const("i", np.array(1, np.int64)), const("s", np.array(2.5, np.float32))])
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y, _, s = olc_core.Session(model).run(None, {"x": x})
+    ry, _, rs = ReferenceEvaluator(model).run(None, {"x": x})
+    assert y.shape == ry.shape == (4,) and s.shape == rs.shape == ()
+    np.testing.assert_array_equal(y, x[1])
+
+
+H = 128
+
+
+def vad_like_model():
+    """sr -> Reshape -> Gather -> Equal -> If, each branch a small voice
+    detector (Pad, Conv front end, Gather of the last frame, an LSTM cell of
+    Gemm/Split/Sigmoid/Tanh/Mul/Add, MatMul head) on weights that are
+    initializers of the main graph, read across the If; shared scalar
+    initializers (a 0-d Gather index among them) are read by both branches.
+    """
+    rng = np.random.default_rng(3)
+
+    def w(*shape, scale=0.1):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    inits = [const("minus_one", np.array([-1], np.int64)), const("zero", np.array(0, np.int64)),
+             const("one", np.array(1, np.int64)), const("rate16k", np.array(16000, np.int64)),
+             const("axis1", np.array([1], np.int64)), const("axis0", np.array([0], np.int64)),
+             const("quarters", np.array([H, H, H, H], np.int64))]
+
+    def branch(prefix, frame, mode):
+        bins = frame // 2
+        inits.extend([
+            const(f"{prefix}pads", np.array([0, frame // 2, 0, frame // 2], np.int64)),
+            const(f"{prefix}basis", w(2 * bins, 1, frame)),
+            const(f"{prefix}enc_w", w(H, 2 * bins, 3)), const(f"{prefix}enc_b", w(H)),
+            const(f"{prefix}w_ih", w(H, 4 * H)),          # Gemm B of shape [128, 512]
+            const(f"{prefix}w_hh", w(4 * H, H)),          # transB=1
+            const(f"{prefix}b", w(4 * H)), const(f"{prefix}head", w(H, 1)),
+        ])
+        p = prefix
+        nodes = [
+            n("Pad", ["audio", f"{p}pads"], [f"{p}padded"], mode=mode),
+            n("Unsqueeze", [f"{p}padded", "axis1"], [f"{p}u"]),
+            n("Conv", [f"{p}u", f"{p}basis"], [f"{p}spec"], strides=[frame // 2]),
+            n("Relu", [f"{p}spec"], [f"{p}mag"]),
+            n("Conv", [f"{p}mag", f"{p}enc_w", f"{p}enc_b"], [f"{p}enc"], pads=[1, 1]),
+            n("Relu", [f"{p}enc"], [f"{p}feat3"]),
+            n("Gather", [f"{p}feat3", "zero"], [f"{p}feat"], axis=2),     # [1, 128]: a 0-d index
+            n("Gather", ["state", "zero"], [f"{p}h"], axis=0),
+            n("Gather", ["state", "one"], [f"{p}c"], axis=0),
+            n("Gemm", [f"{p}feat", f"{p}w_ih", f"{p}b"], [f"{p}gx"]),
+            n("Gemm", [f"{p}h", f"{p}w_hh"], [f"{p}gh"], transB=1),
+            n("Add", [f"{p}gx", f"{p}gh"], [f"{p}gates"]),
+            n("Split", [f"{p}gates", "quarters"], [f"{p}i", f"{p}f", f"{p}g", f"{p}o"], axis=1),
+            n("Sigmoid", [f"{p}i"], [f"{p}si"]), n("Sigmoid", [f"{p}f"], [f"{p}sf"]),
+            n("Tanh", [f"{p}g"], [f"{p}tg"]), n("Sigmoid", [f"{p}o"], [f"{p}so"]),
+            n("Mul", [f"{p}sf", f"{p}c"], [f"{p}fc"]), n("Mul", [f"{p}si", f"{p}tg"], [f"{p}ig"]),
+            n("Add", [f"{p}fc", f"{p}ig"], [f"{p}c2"]), n("Tanh", [f"{p}c2"], [f"{p}tc"]),
+            n("Mul", [f"{p}so", f"{p}tc"], [f"{p}h2"]),
+            n("MatMul", [f"{p}h2", f"{p}head"], [f"{p}logit"]), n("Sigmoid", [f"{p}logit"], [f"{p}prob"]),
+            n("Unsqueeze", [f"{p}h2", "axis0"], [f"{p}h3"]), n("Unsqueeze", [f"{p}c2", "axis0"], [f"{p}c3"]),
+            n("Concat", [f"{p}h3", f"{p}c3"], [f"{p}state_out"], axis=0),
+        ]
+        return helper.make_graph(nodes, f"{prefix}branch", [],
+                                 [tensor(f"{p}prob", shape=[1, 1]), tensor(f"{p}state_out", shape=[2, 1, H])])
+
+    then_g = branch("k16_", 16, "reflect")
+    else_g = branch("k8_", 8, "constant")
+    top = [
+        n("Reshape", ["sr", "minus_one"], ["sr_flat"], name="reshape"),
+        n("Gather", ["sr_flat", "zero"], ["sr0"], name="gather", axis=0),
+        n("Equal", ["sr0", "rate16k"], ["is16k"], name="equal"),
+        n("If", ["is16k"], ["prob", "state_next"], name="rate", then_branch=then_g, else_branch=else_g),
+    ]
+    return make_model(top, [tensor("audio", shape=[1, 64]), tensor("state", shape=[2, 1, H]),
+                            tensor("sr", TensorProto.INT64, [])],
+                      [tensor("prob"), tensor("state_next")], inits)
+
+
+@pytest.mark.parametrize("rate", [16000, 8000])
+def test_if_reading_main_graph_initializers_matches_reference_and_onnxruntime(rate):
+    model = vad_like_model()
+    rng = np.random.default_rng(rate)
+    feeds = {"audio": rng.standard_normal((1, 64)).astype(np.float32),
+             "state": rng.standard_normal((2, 1, H)).astype(np.float32) * 0.5,
+             "sr": np.array(rate, np.int64)}
+    sess = olc_core.Session(model)
+    assert plan_kernel(sess, "rate") == "onnx.reference::If"
+    ours = sess.run(None, feeds)
+    reference = ReferenceEvaluator(model).run(None, feeds)
+    assert_same(ours, reference, rtol=0, atol=0)
+    assert_same(ours, onnxruntime_outputs(model, feeds), rtol=1e-4, atol=1e-5)
+    assert ours[0].shape == (1, 1) and ours[1].shape == (2, 1, H)
+    # The two branches differ: the condition really chose one.
+    other = dict(feeds, sr=np.array(24000 - rate, np.int64))
+    assert not np.allclose(sess.run(None, other)[1], ours[1])
+
+
+def nested_if_model():
+    """If(outer) -> If(inner): the inner branches read a main-graph
+    initializer and a main-graph value (two scopes up) and a value of the
+    outer branch (one scope up)."""
+    inner_then = helper.make_graph([n("Add", ["mid", "w"], ["it"]), n("Mul", ["it", "t"], ["it2"])], "inner_then", [],
+                                   [tensor("it2")])
+    inner_else = helper.make_graph([n("Sub", ["t", "w"], ["ie"])], "inner_else", [], [tensor("ie")])
+    outer_then = helper.make_graph(
+        [n("Mul", ["x", "w"], ["mid"]),
+         n("If", ["inner"], ["ot"], then_branch=inner_then, else_branch=inner_else)], "outer_then", [], [tensor("ot")])
+    outer_else = helper.make_graph([n("Neg", ["t"], ["oe"])], "outer_else", [], [tensor("oe")])
+    return make_model(
+        [n("Abs", ["x"], ["t"], name="abs"),
+         n("If", ["outer"], ["y"], name="outer_if", then_branch=outer_then, else_branch=outer_else)],
+        [tensor("outer", TensorProto.BOOL, []), tensor("inner", TensorProto.BOOL, []), tensor("x", shape=[4])],
+        [tensor("y")], [const("w", np.array([0.5, -1.0, 2.0, 3.0], np.float32))])
+
+
+@pytest.mark.parametrize("outer", [True, False])
+@pytest.mark.parametrize("inner", [True, False])
+def test_if_inside_if_reads_values_two_scopes_up(outer, inner):
+    model = nested_if_model()
+    x = np.array([1.0, -2.0, 3.0, -4.0], np.float32)
+    feeds = {"outer": np.array(outer), "inner": np.array(inner), "x": x}
+    ours = olc_core.Session(model).run(None, feeds)
+    assert_same(ours, ReferenceEvaluator(model).run(None, feeds), rtol=0, atol=0)
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+    w, t = np.array([0.5, -1.0, 2.0, 3.0], np.float32), np.abs(x)
+    np.testing.assert_array_equal(ours[0], ((x * w + w) * t if inner else t - w) if outer else -t)
