@@ -165,6 +165,21 @@ def test_if_reading_main_graph_initializers_matches_reference_and_onnxruntime(ra
     assert not np.allclose(sess.run(None, other)[1], ours[1])
 
 
+def test_a_branch_may_return_an_enclosing_value_as_it_is():
+    # onnxruntime refuses this model (it wants an Identity); onnx.reference runs it.
+    then_g = helper.make_graph([n("Neg", ["x"], ["nx"])], "then", [], [tensor("nx")])
+    else_g = helper.make_graph([], "else", [], [tensor("w")])
+    model = make_model([n("If", ["c"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+                       [tensor("c", TensorProto.BOOL, []), tensor("x", shape=[3])], [tensor("y")],
+                       [const("w", np.array([1.0, 2.0, 3.0], np.float32))])
+    sess = olc_core.Session(model)
+    for c in (True, False):
+        feeds = {"c": np.array(c), "x": np.array([4.0, 5.0, 6.0], np.float32)}
+        (y,) = sess.run(None, feeds)
+        np.testing.assert_array_equal(y, ReferenceEvaluator(model).run(None, feeds)[0])
+        np.testing.assert_array_equal(y, -feeds["x"] if c else [1.0, 2.0, 3.0])
+
+
 def nested_if_model():
     """If(outer) -> If(inner): the inner branches read a main-graph
     initializer and a main-graph value (two scopes up) and a value of the

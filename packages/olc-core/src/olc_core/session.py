@@ -190,8 +190,12 @@ def _shape_of(tp: onnx.TypeProto | None) -> list[int | str | None] | None:
 
 
 def _subgraph_outer_names(node: onnx.NodeProto) -> list[str]:
-    """Names a node's subgraphs read from the enclosing scope."""
+    """Names a node's subgraphs read from the enclosing scope (as node inputs or as their own outputs)."""
     outer: list[str] = []
+
+    def read(name: str, local: set[str]) -> None:
+        if name and name not in local and name not in outer:
+            outer.append(name)
 
     def visit(graph: onnx.GraphProto, bound: set[str]) -> None:
         local = set(bound)
@@ -199,8 +203,7 @@ def _subgraph_outer_names(node: onnx.NodeProto) -> list[str]:
         local.update(i.name for i in graph.initializer)
         for n in graph.node:
             for name in n.input:
-                if name and name not in local and name not in outer:
-                    outer.append(name)
+                read(name, local)
             for a in n.attribute:
                 if a.type == onnx.AttributeProto.GRAPH:
                     visit(a.g, local)
@@ -208,6 +211,10 @@ def _subgraph_outer_names(node: onnx.NodeProto) -> list[str]:
                     for sub in a.graphs:
                         visit(sub, local)
             local.update(n.output)
+        # A branch may return an enclosing value as it is (onnxruntime refuses
+        # such a model; onnx.reference runs it).
+        for o in graph.output:
+            read(o.name, local)
 
     for a in node.attribute:
         if a.type == onnx.AttributeProto.GRAPH:
