@@ -209,3 +209,46 @@ def test_if_inside_if_reads_values_two_scopes_up(outer, inner):
     assert_same(ours, onnxruntime_outputs(model, feeds))
     w, t = np.array([0.5, -1.0, 2.0, 3.0], np.float32), np.abs(x)
     np.testing.assert_array_equal(ours[0], ((x * w + w) * t if inner else t - w) if outer else -t)
+
+
+# ------------------------------------------------------- evaluator failures
+
+
+def test_an_evaluator_exception_is_an_olc_error_naming_the_node_with_its_cause():
+    model = make_model([n("Reshape", ["x", "shape"], ["y"], name="r")],
+                       [tensor("x", shape=[4])], [tensor("y")], [const("shape", np.array([7], np.int64))])
+    sess = olc_core.Session(model)
+    with pytest.raises(olc_core.OlcError) as info:
+        sess.run(None, {"x": np.ones(4, np.float32)})
+    message = str(info.value)
+    assert message.startswith("node 'r' (Reshape): the onnx.reference fallback failed: ValueError: ")
+    assert "cannot reshape" in message and "At:" not in message
+    assert isinstance(info.value.__cause__, ValueError)
+    assert str(info.value.__cause__) in message
+    # The session still runs, and a later unrelated error is reported as itself.
+    with pytest.raises(olc_core.OlcError, match="missing feed for graph input 'x'") as later:
+        sess.run(None, {})
+    assert later.value.__cause__ is None
+
+
+def test_an_exception_inside_a_branch_names_the_if_node(monkeypatch):
+    class Boom(Exception):
+        pass
+
+    def fail(self, x):
+        raise Boom("inner failure")
+
+    from onnx.reference.ops import op_det
+
+    monkeypatch.setattr(op_det.Det, "_run", fail)
+    then_g = helper.make_graph([n("Det", ["m"], ["d"])], "then", [], [tensor("d")])
+    else_g = helper.make_graph([n("ReduceSum", ["m"], ["d2"], keepdims=0)], "else", [], [tensor("d2")])
+    model = make_model([n("If", ["c"], ["y"], name="branchy", then_branch=then_g, else_branch=else_g)],
+                       [tensor("c", TensorProto.BOOL, []), tensor("m", shape=[2, 2])], [tensor("y")])
+    sess = olc_core.Session(model)
+    m = np.eye(2, dtype=np.float32)
+    np.testing.assert_array_equal(sess.run(None, {"c": np.array(False), "m": m})[0], np.float32(2.0))
+    with pytest.raises(olc_core.OlcError, match=r"^node 'branchy' \(If\): the onnx.reference fallback failed: "
+                                               r"Boom: inner failure$") as info:
+        sess.run(None, {"c": np.array(True), "m": m})
+    assert isinstance(info.value.__cause__, Boom)

@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import onnx
@@ -232,6 +232,23 @@ def _blas_controller() -> Any:
     return threadpoolctl.ThreadpoolController()
 
 
+# The OlcError a fallback node raised during the current run() on this
+# thread: the runtime turns it into a message, Session.run raises it again
+# with its chained cause.
+_fallback_failure = threading.local()
+
+
+def _stash_failure(error: OlcError) -> OlcError:
+    _fallback_failure.error = error
+    return error
+
+
+def _take_failure() -> OlcError | None:
+    error = getattr(_fallback_failure, "error", None)
+    _fallback_failure.error = None
+    return error
+
+
 class _ReferenceNode:
     """Runs one node through onnx.reference (the fallback for uncovered ops)."""
 
@@ -241,6 +258,7 @@ class _ReferenceNode:
         node: onnx.NodeProto,
         input_names: Sequence[str],
         types: Mapping[str, onnx.TypeProto],
+        label: str = "",
     ):
         from onnx.reference import ReferenceEvaluator
 
@@ -259,6 +277,7 @@ class _ReferenceNode:
         sub = helper.make_model(
             graph, opset_imports=list(model.opset_import), ir_version=model.ir_version, functions=model.functions
         )
+        self._label = label or _label(node.name, node.op_type)
         self._input_names = list(input_names)
         self._output_names = [n for n in node.output if n]
         self._positions = [i for i, n in enumerate(node.output) if n]
@@ -268,10 +287,15 @@ class _ReferenceNode:
 
     def __call__(self, *inputs: Any) -> list[Any]:
         feeds = dict(zip(self._input_names, inputs))
-        # The session's pool owns the cores: numpy's BLAS threads, spinning
-        # beside it, would oversubscribe them (a 50x slowdown was measured).
-        with self._lock, _blas_controller().limit(limits=1, user_api="blas"):
-            results = self._evaluator.run(None, feeds)
+        try:
+            # The session's pool owns the cores: numpy's BLAS threads, spinning
+            # beside it, would oversubscribe them (a 50x slowdown was measured).
+            with self._lock, _blas_controller().limit(limits=1, user_api="blas"):
+                results = cast(list[Any], self._evaluator.run(None, feeds))
+        except Exception as exc:  # noqa: BLE001 - onnx.reference and numpy raise many types
+            raise _stash_failure(OlcError(
+                f"{self._label}: the {FALLBACK_LIBRARY} fallback failed: {type(exc).__name__}: {exc}"
+            )) from exc
         outputs: list[Any] = [None] * self._n_outputs
         for pos, value in zip(self._positions, results):
             outputs[pos] = value
@@ -466,15 +490,20 @@ class Session:
                     f"{FALLBACK_LIBRARY} fallback"
                 )
             fallback_inputs = [n for n in node.input if n] + outer
+            folded = node.op_type == "Constant" and domain == "ai.onnx" and not fallback_inputs
             try:
-                runner = _ReferenceNode(model, node, fallback_inputs, self._types)
+                runner = _ReferenceNode(model, node, fallback_inputs, self._types, label)
             except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types
                 raise OlcError(f"{label}: the {FALLBACK_LIBRARY} fallback cannot run this node: {exc}") from exc
             kernel_name = f"{FALLBACK_LIBRARY}::{node.op_type}"
             fb_slots = [slot_of(n) for n in fallback_inputs]
-            if node.op_type == "Constant" and domain == "ai.onnx" and not fallback_inputs:
+            if folded:
                 # Evaluated once here rather than on every run.
-                for s, value in zip(out_slots, runner()):
+                try:
+                    values = runner()
+                finally:
+                    _take_failure()
+                for s, value in zip(out_slots, values):
                     constants.append((s, value))
                 self._plan_entries.append(
                     PlanEntry(node_name, domain, node.op_type, kernel_name, False, CONSTANT_FOLDED_REASON)
@@ -647,7 +676,15 @@ class Session:
 
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list:
         """Runs the model; the same call shape as onnxruntime's InferenceSession.run."""
-        return self._plan.run(output_names, input_feed)
+        try:
+            return self._plan.run(output_names, input_feed)
+        except OlcError as err:
+            # The runtime reports a failed fallback node by its message only:
+            # raise the node's own error again, with the exception it chains.
+            failure = _take_failure()
+            if failure is not None and str(failure) in str(err):
+                raise failure from failure.__cause__
+            raise
 
     def prepacked_bytes(self) -> int:
         """Bytes the session's kernels hold prepared from constant inputs
