@@ -62,6 +62,137 @@ def plan_kernel(sess, node_name):
     return entry.kernel
 
 
+# ---------------------------------------------------------------- output check
+
+
+def global_max_pool_model(shape):
+    return make_model([n("GlobalMaxPool", ["x"], ["y"], name="gmp")], [tensor("x", shape=shape)], [tensor("y")])
+
+
+def test_wrong_rank_from_the_reference_is_a_clear_error():
+    model = global_max_pool_model([2, 3, 5])
+    x = np.random.default_rng(0).standard_normal((2, 3, 5)).astype(np.float32)
+    # onnx 1.23's GlobalMaxPool reduces the channel axis of a rank-3 input
+    # too; the spec (and onnxruntime) keep it.
+    (wrong,) = ReferenceEvaluator(model).run(None, {"x": x})
+    assert wrong.shape == (2, 1)
+    assert_same(onnxruntime_outputs(model, {"x": x}), [x.max(axis=2, keepdims=True)])
+
+    sess = olc_core.Session(model)
+    assert plan_kernel(sess, "gmp") == "onnx.reference::GlobalMaxPool"
+    with pytest.raises(olc_core.OlcError) as info:
+        sess.run(None, {"x": x})
+    assert str(info.value) == (
+        "node 'gmp' (GlobalMaxPool): the onnx.reference fallback returned float32 [2, 1] for output 'y', "
+        "but shape inference gives float32 [2, 3, 1]"
+    )
+
+
+def test_symbolic_dims_are_free_but_fixed_ones_and_rank_are_checked():
+    model = global_max_pool_model(["N", 3, "W"])
+    sess = olc_core.Session(model)
+    with pytest.raises(olc_core.OlcError, match=r"returned float32 \[4, 1\] .* gives float32 \[N, 3, 1\]"):
+        sess.run(None, {"x": np.ones((4, 3, 7), np.float32)})
+
+
+def test_a_correct_fallback_passes_the_check_untouched():
+    # Rank 4 GlobalMaxPool and rank 3 GlobalAveragePool are right in onnx.reference.
+    model = make_model(
+        [n("GlobalMaxPool", ["x"], ["p"], name="gmp"), n("GlobalAveragePool", ["z"], ["q"], name="gap"),
+         n("SplitToSequence", ["z", "two"], ["seq"], name="s2s", axis=2),
+         n("Det", ["m"], ["d"], name="det")],
+        [tensor("x", shape=["N", 3, 4, 5]), tensor("z", shape=[2, 3, "W"]), tensor("m", shape=[2, 3, 3])],
+        [tensor("p"), tensor("q"), helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None), tensor("d")],
+        [const("two", np.array(2, np.int64))],
+    )
+    rng = np.random.default_rng(1)
+    feeds = {"x": rng.standard_normal((2, 3, 4, 5)).astype(np.float32),
+             "z": rng.standard_normal((2, 3, 4)).astype(np.float32),
+             "m": rng.standard_normal((2, 3, 3)).astype(np.float32)}
+    sess = olc_core.Session(model)
+    assert all(not e.native for e in sess.kernel_plan())
+    p, q, seq, d = sess.run(None, feeds)
+    rp, rq, rseq, rd = ReferenceEvaluator(model).run(None, feeds)
+    np.testing.assert_array_equal(p, rp)
+    np.testing.assert_array_equal(p, feeds["x"].max(axis=(2, 3), keepdims=True))
+    np.testing.assert_array_equal(q, rq)
+    np.testing.assert_allclose(q, feeds["z"].mean(axis=2, keepdims=True), rtol=1e-6)
+    assert [s.shape for s in seq] == [(2, 3, 2), (2, 3, 2)]
+    for a, b in zip(seq, rseq):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(d, rd)
+
+
+def _patched_det(monkeypatch, result):
+    from onnx.reference.ops import op_det
+
+    monkeypatch.setattr(op_det.Det, "_run", lambda self, x: (result(x),))
+
+
+def det_model(shape):
+    return make_model([n("Det", ["m"], ["d"], name="det")], [tensor("m", shape=shape)], [tensor("d")])
+
+
+def test_wrong_element_type_is_a_clear_error(monkeypatch):
+    _patched_det(monkeypatch, lambda x: np.linalg.det(x.astype(np.float64)))
+    sess = olc_core.Session(det_model([2, 3, 3]))
+    with pytest.raises(olc_core.OlcError, match=r"^node 'det' \(Det\): the onnx.reference fallback returned "
+                                               r"float64 \[2\] for output 'd', but shape inference gives float32 \[2\]$"):
+        sess.run(None, {"m": np.ones((2, 3, 3), np.float32)})
+
+
+def test_a_symbolic_dim_used_twice_in_one_output_must_agree(monkeypatch):
+    model = make_model([n("Hardmax", ["x"], ["y"], name="hm")], [tensor("x", shape=["N", "N"])], [tensor("y")])
+    x = np.eye(3, dtype=np.float32)
+    (y,) = olc_core.Session(model).run(None, {"x": x})
+    np.testing.assert_array_equal(y, np.eye(3, dtype=np.float32))
+
+    from onnx.reference.ops import op_hardmax
+
+    monkeypatch.setattr(op_hardmax.Hardmax, "_run", lambda self, x, axis=None: (np.zeros((3, 2), x.dtype),))
+    with pytest.raises(olc_core.OlcError, match=r"returned float32 \[3, 2\] for output 'y', .* float32 \[N, N\]"):
+        olc_core.Session(model).run(None, {"x": x})
+
+
+def test_sequence_elements_are_checked(monkeypatch):
+    model = make_model([n("SplitToSequence", ["z"], ["seq"], name="s2s", axis=0)], [tensor("z", shape=[2, 3])],
+                       [helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None)])
+    from onnx.reference.ops import op_split_to_sequence
+
+    monkeypatch.setattr(op_split_to_sequence.SplitToSequence, "_run",
+                        lambda self, x, *a, **k: ([x[:1], x[1:].astype(np.float64)],))
+    with pytest.raises(olc_core.OlcError, match=r"returned sequence\(float32 \[1, 3\], float64 \[1, 3\]\) "
+                                               r"for output 'seq', but shape inference gives sequence\(float32 "):
+        olc_core.Session(model).run(None, {"z": np.ones((2, 3), np.float32)})
+
+
+def test_a_feed_replacing_an_initializer_may_change_shapes():
+    # Inference reads [2, 3] from the initializer; the feed may say [3, 2].
+    model = make_model([n("Reshape", ["x", "shape"], ["y"], name="r")],
+                       [tensor("x", shape=[6]), tensor("shape", TensorProto.INT64, [2])], [tensor("y")],
+                       [const("shape", np.array([2, 3], np.int64))])
+    x = np.arange(6, dtype=np.float32)
+    sess = olc_core.Session(model)
+    (y,) = sess.run(None, {"x": x})
+    assert y.shape == (2, 3)
+    feeds = {"x": x, "shape": np.array([3, 2], np.int64)}
+    (y,) = sess.run(None, feeds)
+    np.testing.assert_array_equal(y, ReferenceEvaluator(model).run(None, feeds)[0])
+    assert y.shape == (3, 2)
+
+
+def test_declared_shapes_nothing_enforces_do_not_fail_a_correct_output():
+    # A wrong declared output shape and a wrong value_info: onnxruntime runs
+    # such a model (with a warning), and so does olc.
+    model = make_model([n("Hardmax", ["x"], ["h"], name="hm"), n("GlobalAveragePool", ["h"], ["y"], name="gap")],
+                       [tensor("x", shape=[2, 3, 4])], [tensor("y", shape=[2, 3, 5])])
+    model.graph.value_info.append(tensor("h", shape=[2, 7, 4]))
+    x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
+    (y,) = olc_core.Session(model).run(None, {"x": x})
+    np.testing.assert_array_equal(y, ReferenceEvaluator(model).run(None, {"x": x})[0])
+    assert y.shape == (2, 3, 1)
+
+
 # ------------------------------- initializers, subgraphs and enclosing scopes
 
 

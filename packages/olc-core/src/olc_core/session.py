@@ -232,6 +232,172 @@ def _blas_controller() -> Any:
     return threadpoolctl.ThreadpoolController()
 
 
+# Initializers with more elements than this are typed, not given, to the
+# inference the fallback checks come from: ops take shapes, axes, pads and
+# counts from small constants only, and copying the weights costs memory.
+_CHECK_INFERENCE_MAX_CONSTANT = 1024
+
+
+def _fallback_check_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model as shape inference should see it to say what a fallback node must return.
+
+    Only facts: the declared tensor input types (feeds are checked against
+    them), the nodes and the constants no feed can replace. Declared
+    value_info and graph output shapes are dropped (nothing enforces them,
+    and inference keeps a declared shape over the one it computes), and so
+    are the values of initializers a feed may replace (inference would read
+    shapes from them). Large constants become typed inputs.
+    """
+    g = model.graph
+    input_names = {vi.name for vi in g.input}
+    inputs = []
+    for vi in g.input:
+        if vi.type.WhichOneof("value") in (None, "tensor_type"):
+            inputs.append(vi)
+        else:  # feeds of sequences and optionals are not checked: their element shapes are no facts
+            inputs.append(onnx.ValueInfoProto(name=vi.name))
+            inputs[-1].type.CopyFrom(vi.type)
+            _clear_shapes(inputs[-1].type)
+    constants = []
+    for init in g.initializer:
+        if init.name in input_names:
+            continue
+        if int(np.prod(init.dims, dtype=np.int64)) <= _CHECK_INFERENCE_MAX_CONSTANT:
+            constants.append(init)
+        else:
+            inputs.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    graph = helper.make_graph(
+        g.node, g.name or "g", inputs, [onnx.ValueInfoProto(name=o.name) for o in g.output], initializer=constants
+    )
+    return helper.make_model(
+        graph, opset_imports=list(model.opset_import), ir_version=model.ir_version, functions=model.functions
+    )
+
+
+def _clear_shapes(tp: onnx.TypeProto) -> None:
+    kind = tp.WhichOneof("value")
+    if kind == "tensor_type":
+        tp.tensor_type.ClearField("shape")
+    elif kind == "sequence_type":
+        _clear_shapes(tp.sequence_type.elem_type)
+    elif kind == "optional_type":
+        _clear_shapes(tp.optional_type.elem_type)
+    elif kind == "map_type":
+        _clear_shapes(tp.map_type.value_type)
+
+
+def _dtype_text(dtype: np.dtype) -> str:
+    if dtype.kind in "US":
+        return "string"
+    try:
+        return TYPE_NAMES.get(helper.np_dtype_to_tensor_dtype(dtype), str(dtype))
+    except Exception:  # noqa: BLE001 - a dtype onnx has no code for
+        return str(dtype)
+
+
+class _TensorExpectation:
+    """What a fallback output tensor must be: its element type and, where
+    inference gave a rank, its rank, its fixed dims and the axes that share a
+    symbolic dim. Built once per node; checked on every run."""
+
+    __slots__ = ("all_fixed", "dims", "dtype", "fixed", "rank", "same", "string", "text")
+
+    def __init__(self, tp: onnx.TypeProto):
+        elem = _tensor_elem(tp)
+        self.string = elem == onnx.TensorProto.STRING
+        # Only element types the runtime names are compared; numpy spells the others variously.
+        self.dtype = (np.dtype(helper.tensor_dtype_to_np_dtype(elem))
+                      if elem in TYPE_NAMES and not self.string else None)
+        shape = _shape_of(tp)
+        self.rank = None if shape is None else len(shape)
+        self.dims = tuple(shape or ())
+        self.fixed = tuple((axis, d) for axis, d in enumerate(shape or ()) if isinstance(d, int))
+        self.all_fixed = shape is not None and len(self.fixed) == len(shape)
+        by_name: dict[str, list[int]] = {}
+        for axis, d in enumerate(shape or ()):
+            if isinstance(d, str):
+                by_name.setdefault(d, []).append(axis)
+        self.same = tuple(tuple(axes) for axes in by_name.values() if len(axes) > 1)
+        dims = "" if shape is None else " [" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+        self.text = (TYPE_NAMES.get(elem, "tensor") if elem else "tensor") + (dims or " of unknown shape")
+
+    def matches(self, value: Any) -> bool:
+        if type(value) is not np.ndarray:
+            if not isinstance(value, np.generic):
+                return False
+            value = np.asarray(value)
+        dtype = value.dtype
+        if self.dtype is not None:
+            if dtype is not self.dtype and dtype != self.dtype:
+                return False
+        elif self.string and dtype.kind not in "OUS":
+            return False
+        if self.rank is None:
+            return True
+        shape = value.shape
+        if len(shape) != self.rank:
+            return False
+        if self.all_fixed:
+            return shape == self.dims
+        for axis, d in self.fixed:
+            if shape[axis] != d:
+                return False
+        for axes in self.same:
+            first = shape[axes[0]]
+            for axis in axes[1:]:
+                if shape[axis] != first:
+                    return False
+        return True
+
+
+class _OutputExpectation:
+    """A fallback output's inferred type: a tensor, a sequence of tensors or
+    an optional tensor (other kinds are not checked)."""
+
+    __slots__ = ("kind", "name", "tensor", "text")
+
+    def __init__(self, name: str, kind: str, tensor: _TensorExpectation):
+        self.name = name
+        self.kind = kind
+        self.tensor = tensor
+        self.text = tensor.text if kind == "tensor" else f"{kind}({tensor.text})"
+
+    @staticmethod
+    def of(name: str, tp: onnx.TypeProto | None) -> _OutputExpectation | None:
+        kind = tp.WhichOneof("value") if tp is not None else None
+        if tp is None or kind is None:
+            return None
+        if kind == "tensor_type":
+            return _OutputExpectation(name, "tensor", _TensorExpectation(tp))
+        if kind == "sequence_type":
+            inner = tp.sequence_type.elem_type
+            if inner.WhichOneof("value") == "tensor_type":
+                return _OutputExpectation(name, "sequence", _TensorExpectation(inner))
+        if kind == "optional_type":
+            inner = tp.optional_type.elem_type
+            if inner.WhichOneof("value") == "tensor_type":
+                return _OutputExpectation(name, "optional", _TensorExpectation(inner))
+        return None
+
+    def matches(self, value: Any) -> bool:
+        if self.kind == "tensor":
+            return self.tensor.matches(value)
+        if self.kind == "optional":
+            return value is None or self.tensor.matches(value)
+        return isinstance(value, list) and all(self.tensor.matches(v) for v in value)
+
+    @staticmethod
+    def describe(value: Any) -> str:
+        if isinstance(value, (np.ndarray, np.generic)):
+            return f"{_dtype_text(value.dtype)} {list(np.shape(value))}"
+        if value is None:
+            return "no value"
+        if isinstance(value, list):
+            return "sequence(" + ", ".join(_OutputExpectation.describe(v) for v in value[:3]) + (
+                ", ...)" if len(value) > 3 else ")")
+        return f"a {type(value).__name__}"
+
+
 # The OlcError a fallback node raised during the current run() on this
 # thread: the runtime turns it into a message, Session.run raises it again
 # with its chained cause.
@@ -250,7 +416,13 @@ def _take_failure() -> OlcError | None:
 
 
 class _ReferenceNode:
-    """Runs one node through onnx.reference (the fallback for uncovered ops)."""
+    """Runs one node through onnx.reference (the fallback for uncovered ops).
+
+    ``expected`` holds, per output, the type shape inference gave it; every
+    run checks what the evaluator returned against it, so a reference
+    implementation that gets a shape wrong fails here, naming the node,
+    instead of somewhere downstream.
+    """
 
     def __init__(
         self,
@@ -259,6 +431,7 @@ class _ReferenceNode:
         input_names: Sequence[str],
         types: Mapping[str, onnx.TypeProto],
         label: str = "",
+        expected: Mapping[str, onnx.TypeProto] | None = None,
     ):
         from onnx.reference import ReferenceEvaluator
 
@@ -282,6 +455,9 @@ class _ReferenceNode:
         self._output_names = [n for n in node.output if n]
         self._positions = [i for i, n in enumerate(node.output) if n]
         self._n_outputs = len(node.output)
+        expected = expected or {}
+        checks = [(i, _OutputExpectation.of(n, expected.get(n))) for i, n in enumerate(self._output_names)]
+        self._checks = [(i, e) for i, e in checks if e is not None]
         self._evaluator = ReferenceEvaluator(sub)
         self._lock = threading.Lock()
 
@@ -296,6 +472,13 @@ class _ReferenceNode:
             raise _stash_failure(OlcError(
                 f"{self._label}: the {FALLBACK_LIBRARY} fallback failed: {type(exc).__name__}: {exc}"
             )) from exc
+        for i, expectation in self._checks:
+            if not expectation.matches(results[i]):
+                raise _stash_failure(OlcError(
+                    f"{self._label}: the {FALLBACK_LIBRARY} fallback returned "
+                    f"{expectation.describe(results[i])} for output '{expectation.name}', "
+                    f"but shape inference gives {expectation.text}"
+                ))
         outputs: list[Any] = [None] * self._n_outputs
         for pos, value in zip(self._positions, results):
             outputs[pos] = value
@@ -353,6 +536,7 @@ class Session:
         # Graph index of each original node name (fused entries expand by it).
         self._node_index: dict[str, int] = {}
         self._node_domains: list[str] = []
+        self._check_info: tuple[Mapping[str, onnx.TypeProto], Sequence[onnx.NodeProto] | None] | None = None
         self._build(proto, threads, participant_limit or 0, record_usage)
         self._warn_fallbacks(len(proto.graph.node))
 
@@ -491,8 +675,11 @@ class Session:
                 )
             fallback_inputs = [n for n in node.input if n] + outer
             folded = node.op_type == "Constant" and domain == "ai.onnx" and not fallback_inputs
+            expected: Mapping[str, onnx.TypeProto] | None = None
+            if not folded:
+                expected = self._fallback_checks(model)[0]
             try:
-                runner = _ReferenceNode(model, node, fallback_inputs, self._types, label)
+                runner = _ReferenceNode(model, node, fallback_inputs, self._types, label, expected)
             except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types
                 raise OlcError(f"{label}: the {FALLBACK_LIBRARY} fallback cannot run this node: {exc}") from exc
             kernel_name = f"{FALLBACK_LIBRARY}::{node.op_type}"
@@ -545,6 +732,27 @@ class Session:
             else:
                 plan.add_python_step(obj, ins, outs, rel, label, kname)
         self._plan = plan
+
+    def _fallback_checks(
+        self, model: onnx.ModelProto
+    ) -> tuple[Mapping[str, onnx.TypeProto], Sequence[onnx.NodeProto] | None]:
+        """The types fallback outputs are checked against, and the inferred nodes.
+
+        From one more shape inference, made the first time a node falls back
+        (most models never pay for it), of the model stripped of what nothing
+        enforces (see _fallback_check_model): a declared shape inference would
+        keep, or a shape read from an initializer a feed may replace, must not
+        make a correct output fail the check.
+        """
+        if self._check_info is None:
+            try:
+                checked = onnx.shape_inference.infer_shapes(_fallback_check_model(model), strict_mode=False)
+            except Exception:  # noqa: BLE001 - no inference, no checks
+                self._check_info = ({}, None)
+            else:
+                nodes = list(checked.graph.node)
+                self._check_info = (_value_types(checked), nodes if len(nodes) == len(model.graph.node) else None)
+        return self._check_info
 
     def _apply_graph_passes(
         self, graph: onnx.GraphProto, opsets: Mapping[str, int]
