@@ -342,6 +342,184 @@ def test_if_inside_if_reads_values_two_scopes_up(outer, inner):
     np.testing.assert_array_equal(ours[0], ((x * w + w) * t if inner else t - w) if outer else -t)
 
 
+def test_if_inside_a_loop_body_reads_values_two_scopes_up():
+    # for i in range(M): acc = acc + w if i < k else acc * s   (w: initializer, k and s: main-graph values)
+    then_g = helper.make_graph([n("Add", ["acc_in", "w"], ["a1"])], "then", [], [tensor("a1")])
+    else_g = helper.make_graph([n("Mul", ["acc_in", "s"], ["a2"])], "else", [], [tensor("a2")])
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Less", ["i", "k"], ["early"]),
+         n("If", ["early"], ["acc_out"], then_branch=then_g, else_branch=else_g),
+         n("Identity", ["acc_out"], ["trace"])],
+        "body", [tensor("i", TensorProto.INT64, []), tensor("cond_in", TensorProto.BOOL, []), tensor("acc_in", shape=[3])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("acc_out", shape=[3]), tensor("trace", shape=[3])])
+    model = make_model(
+        [n("Abs", ["scale"], ["s"], name="abs"), n("Add", ["k0", "one"], ["k"], name="k"),
+         n("Loop", ["M", "", "acc0"], ["acc", "traces"], name="loop", body=body)],
+        [tensor("M", TensorProto.INT64, []), tensor("acc0", shape=[3]), tensor("scale", shape=[3]),
+         tensor("k0", TensorProto.INT64, [])],
+        [tensor("acc"), tensor("traces")],
+        [const("w", np.array([1.0, 2.0, 3.0], np.float32)), const("one", np.array(1, np.int64))])
+    feeds = {"M": np.array(4, np.int64), "acc0": np.zeros(3, np.float32),
+             "scale": np.array([-2.0, 0.5, 1.0], np.float32), "k0": np.array(1, np.int64)}
+    sess = olc_core.Session(model)
+    assert plan_kernel(sess, "loop") == "onnx.reference::Loop"
+    ours = sess.run(None, feeds)
+    w, s, k = np.array([1.0, 2.0, 3.0], np.float32), np.abs(feeds["scale"]), 2
+    acc, expected = feeds["acc0"], []
+    for i in range(4):
+        acc = acc + w if i < k else acc * s
+        expected.append(acc)
+    np.testing.assert_allclose(ours[0], acc, rtol=1e-6)
+    np.testing.assert_allclose(ours[1], np.stack(expected), rtol=1e-6)
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+
+
+# ------------------------------------------------------------------- Loop
+
+
+def loop_model(per_iteration="vector", with_cond=True, declare_scan=True):
+    """acc <- acc + x each iteration (x read from the main graph); the scan
+    output records acc (a [3] vector), its sum (a scalar) or acc as [1, 3]."""
+    scan_nodes = {
+        "vector": [n("Identity", ["acc_out"], ["scan"])],
+        "scalar": [n("ReduceSum", ["acc_out"], ["scan"], keepdims=0)],
+        "row": [n("Unsqueeze", ["acc_out", "axis0"], ["scan"])],
+    }[per_iteration]
+    scan_shape = {"vector": [3], "scalar": [], "row": [1, 3]}[per_iteration] if declare_scan else None
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Add", ["acc_in", "x"], ["acc_out"]), *scan_nodes],
+        "body", [tensor("i", TensorProto.INT64, []), tensor("cond_in", TensorProto.BOOL, []), tensor("acc_in", shape=[3])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("acc_out", shape=[3]), tensor("scan", shape=scan_shape)])
+    inputs = [tensor("M", TensorProto.INT64, []), tensor("acc0", shape=[3]), tensor("x", shape=[3])]
+    if with_cond:
+        inputs.insert(1, tensor("cond", TensorProto.BOOL, []))
+    return make_model([n("Loop", ["M", "cond" if with_cond else "", "acc0"], ["acc", "scans"], name="loop", body=body)],
+                      inputs, [tensor("acc"), tensor("scans")], [const("axis0", np.array([0], np.int64))])
+
+
+def loop_feeds(trips, cond=None):
+    feeds = {"M": np.array(trips, np.int64), "acc0": np.array([1.0, 0.0, -1.0], np.float32),
+             "x": np.array([0.5, 1.0, 2.0], np.float32)}
+    if cond is not None:
+        feeds["cond"] = np.array(cond)
+    return feeds
+
+
+def expected_loop(feeds, per_iteration):
+    trips = int(feeds["M"]) if feeds.get("cond", True) else 0
+    acc, scans = feeds["acc0"], []
+    for _ in range(trips):
+        acc = acc + feeds["x"]
+        scans.append({"vector": acc, "scalar": acc.sum(), "row": acc[None]}[per_iteration])
+    empty = {"vector": (0, 3), "scalar": (0,), "row": (0, 1, 3)}[per_iteration]
+    return [acc, np.stack(scans) if scans else np.zeros(empty, np.float32)]
+
+
+def test_for_loop_without_a_condition_runs_its_trip_count():
+    # onnx.reference runs no iteration when cond is omitted and then fails in
+    # np.vstack ("need at least one array to concatenate"); onnxruntime runs it.
+    model = loop_model(with_cond=False)
+    feeds = loop_feeds(3)
+    with pytest.raises(ValueError, match="need at least one array to concatenate"):
+        ReferenceEvaluator(model).run(None, feeds)
+    ours = olc_core.Session(model).run(None, feeds)
+    assert_same(ours, expected_loop(feeds, "vector"))
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+
+
+@pytest.mark.parametrize("per_iteration", ["vector", "scalar", "row"])
+@pytest.mark.parametrize(("trips", "cond"), [(3, True), (0, True), (3, False)])
+def test_loop_scan_outputs_match_onnxruntime(per_iteration, trips, cond):
+    model = loop_model(per_iteration)
+    feeds = loop_feeds(trips, cond)
+    ours = olc_core.Session(model).run(None, feeds)
+    assert_same(ours, expected_loop(feeds, per_iteration))
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+
+
+def test_loop_ended_by_its_condition():
+    # while i < 2: acc += x, scanning acc; M is large.
+    body = helper.make_graph(
+        [n("Add", ["acc_in", "x"], ["acc_out"]), n("Less", ["i", "two"], ["cond_out"]),
+         n("Identity", ["acc_out"], ["scan"])],
+        "body", [tensor("i", TensorProto.INT64, []), tensor("cond_in", TensorProto.BOOL, []), tensor("acc_in", shape=[3])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("acc_out", shape=[3]), tensor("scan", shape=[3])])
+    model = make_model([n("Loop", ["M", "cond", "acc0"], ["acc", "scans"], name="loop", body=body)],
+                       [tensor("M", TensorProto.INT64, []), tensor("cond", TensorProto.BOOL, []),
+                        tensor("acc0", shape=[3]), tensor("x", shape=[3])],
+                       [tensor("acc"), tensor("scans")], [const("two", np.array(2, np.int64))])
+    feeds = loop_feeds(1000, True)
+    ours = olc_core.Session(model).run(None, feeds)
+    x, acc0 = feeds["x"], feeds["acc0"]
+    np.testing.assert_allclose(ours[1], np.stack([acc0 + x, acc0 + 2 * x, acc0 + 3 * x]), rtol=1e-6)
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+
+
+def test_loop_without_iterations_and_an_unknown_scan_shape_is_a_clear_error():
+    model = loop_model("row", declare_scan=False)
+    sess = olc_core.Session(model)
+    # With iterations the shape comes from the values.
+    assert_same(sess.run(None, loop_feeds(2, True)), expected_loop(loop_feeds(2, True), "row"))
+    with pytest.raises(olc_core.OlcError, match=r"^node 'loop' \(Loop\): the onnx.reference fallback failed: "
+                                               r"RuntimeError: the loop ran no iteration.*scan output 0"):
+        sess.run(None, loop_feeds(0, True))
+
+
+def shadowing_loop(loop_inputs):
+    """A Loop whose body input is named like a main-graph input, "x"."""
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Add", ["x", "one_f"], ["x_out"])],
+        "body", [tensor("i", TensorProto.INT64, []), tensor("cond_in", TensorProto.BOOL, []), tensor("x", shape=[3])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("x_out", shape=[3])])
+    return n("Loop", loop_inputs, ["r"], body=body)
+
+
+def test_a_loop_body_input_hides_the_enclosing_value_of_its_name():
+    # r = a + M: the body's "x" is the loop-carried value, not the graph input
+    # "x" (onnx.reference on the whole model lets the enclosing one win).
+    loop = shadowing_loop(["M", "cond", "a"])
+    loop.name = "loop"
+    model = make_model([n("Neg", ["x"], ["nx"], name="neg"), loop],
+                       [tensor("M", TensorProto.INT64, []), tensor("cond", TensorProto.BOOL, []), tensor("a", shape=[3]),
+                        tensor("x", shape=[3])], [tensor("r"), tensor("nx")],
+                       [const("one_f", np.array(1.0, np.float32))])
+    feeds = {"M": np.array(2, np.int64), "cond": np.array(True), "a": np.zeros(3, np.float32),
+             "x": np.full(3, 10.0, np.float32)}
+    ours = olc_core.Session(model).run(None, feeds)
+    np.testing.assert_array_equal(ours[0], [2.0, 2.0, 2.0])
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+    assert not np.array_equal(ReferenceEvaluator(model).run(None, feeds)[0], ours[0])
+
+    # The same inside an If branch that also reads the enclosing "x":
+    # the If's evaluator then holds "x" in the scope the Loop runs in.
+    then_g = helper.make_graph([n("Neg", ["x"], ["nx2"]), shadowing_loop(["M", "cond", "a"]),
+                                n("Add", ["r", "nx2"], ["t"])], "then", [], [tensor("t")])
+    else_g = helper.make_graph([n("Identity", ["a"], ["e"])], "else", [], [tensor("e")])
+    model = make_model([n("If", ["cond"], ["y"], name="if", then_branch=then_g, else_branch=else_g)],
+                       [tensor("M", TensorProto.INT64, []), tensor("cond", TensorProto.BOOL, []), tensor("a", shape=[3]),
+                        tensor("x", shape=[3])], [tensor("y")], [const("one_f", np.array(1.0, np.float32))])
+    ours = olc_core.Session(model).run(None, feeds)
+    np.testing.assert_array_equal(ours[0], [-8.0, -8.0, -8.0])
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+
+
+def test_a_loop_body_initializer_hides_the_enclosing_value_of_its_name():
+    # The loop starts from the graph input "w"; the body adds its own initializer "w" (ones).
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Add", ["v", "w"], ["v_out"])],
+        "body", [tensor("i", TensorProto.INT64, []), tensor("cond_in", TensorProto.BOOL, []), tensor("v", shape=[3])],
+        [tensor("cond_out", TensorProto.BOOL, []), tensor("v_out", shape=[3])],
+        initializer=[const("w", np.ones(3, np.float32))])
+    model = make_model([n("Loop", ["M", "cond", "w"], ["r"], name="loop", body=body)],
+                       [tensor("M", TensorProto.INT64, []), tensor("cond", TensorProto.BOOL, []), tensor("w", shape=[3])],
+                       [tensor("r")])
+    feeds = {"M": np.array(2, np.int64), "cond": np.array(True), "w": np.full(3, 10.0, np.float32)}
+    ours = olc_core.Session(model).run(None, feeds)
+    np.testing.assert_array_equal(ours[0], [12.0, 12.0, 12.0])
+    assert_same(ours, onnxruntime_outputs(model, feeds))
+    np.testing.assert_array_equal(ReferenceEvaluator(model).run(None, feeds)[0], [30.0, 30.0, 30.0])
+
+
 # ------------------------------------------------------- evaluator failures
 
 

@@ -415,6 +415,70 @@ def _take_failure() -> OlcError | None:
     return error
 
 
+@functools.cache
+def _reference_fixes() -> tuple[type, ...]:
+    """Ops given to onnx.reference in place of its own where its own is wrong."""
+    from onnx.reference.ops.op_loop import Loop as ReferenceLoop
+
+    class Loop(ReferenceLoop):
+        """Loop as the ONNX spec defines it. onnx.reference's (1.23) runs no
+        iteration when the condition input is omitted (a for loop), stacks
+        scan outputs with np.vstack (a scalar per iteration gives [N, 1]
+        instead of [N], a [1, 3] one [N, 3] instead of [N, 1, 3]), fails
+        with "need at least one array to concatenate" when no iteration
+        runs, and lets an enclosing value hide a body input or initializer
+        of the same name."""
+
+        op_domain = ""
+        # Set by OpRun from the body attribute: its evaluator and the call that runs it.
+        body: Any
+        _run_body: Any
+
+        def __init__(self, onnx_node: onnx.NodeProto, run_params: dict[str, Any]):
+            super().__init__(onnx_node, run_params)
+            graph = next(a.g for a in onnx_node.attribute if a.name == "body")
+            self._body_local = {i.name for i in graph.input} | {i.name for i in graph.initializer}
+            self._scan_types = [o.type for o in graph.output[len(graph.input) - 1:]]
+
+        def _run(self, M: Any, cond: Any, *initial: Any, context: Any = None, body: Any = None,
+                 attributes: Any = None, bindings: Any = None) -> tuple[Any, ...]:
+            names = self.body.input_names
+            carried = list(initial)
+            n_carried = len(names) - 2
+            feeds = {k: v for k, v in (context or {}).items() if k not in self._body_local}
+            trips = None if M is None else int(np.asarray(M).reshape(-1)[0])
+            going = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+            scans: list[list[Any]] = [[] for _ in self._scan_types]
+            it = 0
+            while going and (trips is None or it < trips):
+                feeds[names[0]] = np.array(it, dtype=np.int64)
+                feeds[names[1]] = np.array(going)
+                feeds.update(zip(names[2:], carried))
+                outs = self._run_body(feeds, attributes=attributes, bindings=bindings)
+                if cond is not None:  # without a condition input the body's is ignored
+                    going = bool(np.asarray(outs[0]).reshape(-1)[0])
+                carried = list(outs[1:1 + n_carried])
+                for k, values in enumerate(scans):
+                    values.append(outs[1 + n_carried + k])
+                it += 1
+            stacked = [np.stack(values) if values else self._no_iteration(k) for k, values in enumerate(scans)]
+            return self._check_and_fix_outputs(tuple(carried + stacked))
+
+        def _no_iteration(self, k: int) -> np.ndarray:
+            tp = self._scan_types[k]
+            dims = _shape_of(tp)
+            fixed = [d for d in dims or () if isinstance(d, int)]
+            elem = _tensor_elem(tp)
+            if dims is None or not elem or len(fixed) != len(dims):
+                raise RuntimeError(
+                    f"the loop ran no iteration, so scan output {k} is empty, and its per-iteration shape is not "
+                    f"known (the body gives {helper.printable_type(tp) or 'no type'})"
+                )
+            return np.empty([0, *fixed], dtype=helper.tensor_dtype_to_np_dtype(elem))
+
+    return (Loop,)
+
+
 class _ReferenceNode:
     """Runs one node through onnx.reference (the fallback for uncovered ops).
 
@@ -458,7 +522,7 @@ class _ReferenceNode:
         expected = expected or {}
         checks = [(i, _OutputExpectation.of(n, expected.get(n))) for i, n in enumerate(self._output_names)]
         self._checks = [(i, e) for i, e in checks if e is not None]
-        self._evaluator = ReferenceEvaluator(sub)
+        self._evaluator = ReferenceEvaluator(sub, new_ops=list(_reference_fixes()))
         self._lock = threading.Lock()
 
     def __call__(self, *inputs: Any) -> list[Any]:
@@ -677,7 +741,15 @@ class Session:
             folded = node.op_type == "Constant" and domain == "ai.onnx" and not fallback_inputs
             expected: Mapping[str, onnx.TypeProto] | None = None
             if not folded:
-                expected = self._fallback_checks(model)[0]
+                expected, inferred_nodes = self._fallback_checks(model)
+                # The inferred copy of a node with subgraphs types their
+                # outputs too (a Loop that runs no iteration needs them).
+                has_subgraphs = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                                    for a in node.attribute)
+                if has_subgraphs and inferred_nodes is not None:
+                    twin = inferred_nodes[index]
+                    if twin.op_type == node.op_type and list(twin.output) == list(node.output):
+                        node = twin
             try:
                 runner = _ReferenceNode(model, node, fallback_inputs, self._types, label, expected)
             except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types
