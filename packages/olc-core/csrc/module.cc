@@ -11,9 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include "olc/python_api.h"
 #include "cpu_features.h"
 #include "executor.h"
 #include "runtime.h"
+#include "shape_kernels.h"
 #include "tuning.h"
 
 namespace py = pybind11;
@@ -132,6 +134,11 @@ PYBIND11_MODULE(_native, m) {
   olc::bind_runtime(m);
   olc::bind_test_kernels(m);
   m.attr("ABI_VERSION") = OLC_ABI_VERSION;
+  m.def("_builtin_vtable", [](const std::string& op) -> py::object {
+    const olc_kernel_vtable* vt = olc::shape_kernel_vtable(op);
+    if (!vt) throw std::invalid_argument("olc-core has no built-in kernel for " + op);
+    return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
+  }, py::arg("op"), "The capsule of olc-core's own kernel for op (its plugin registers these).");
   m.attr("_C_API") = py::capsule(static_cast<const void*>(olc::core_api()), OLC_CORE_API_CAPSULE);
   m.def("executor_probe", &executor_probe, py::arg("threads"), py::arg("n"), py::arg("grain"),
         py::arg("max_participants") = 0, py::arg("nested") = false, py::arg("runs") = 1, py::arg("sleep_us") = 0);

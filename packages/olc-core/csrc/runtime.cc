@@ -178,8 +178,13 @@ struct Value {
   size_t nbytes = 0;
   Shape shape;
   void* data = nullptr;
-  std::shared_ptr<void> buffer;  // runtime-owned storage
+  std::shared_ptr<void> buffer;  // runtime-owned storage (shared by its views)
   PyObject* obj = nullptr;       // strong reference (array or other object)
+  // A view (view_output) of a value that holds `obj`: `obj` is borrowed
+  // from that value, whose reference is kept until the run ends (pinned).
+  bool borrowed = false;
+  // Some view borrows `obj`: clearing this value keeps the reference.
+  bool pinned = false;
 };
 
 // ---------------------------------------------------------------- plan
@@ -347,6 +352,8 @@ struct RunState {
   Plan* plan;
   std::vector<Value> values;
   std::vector<PyObject*> deferred_decref;
+  // References of values that views borrowed from; dropped when the run ends.
+  std::vector<PyObject*> pinned_refs;
   std::string error;
   bool record;
   std::vector<const char*> usage;
@@ -359,17 +366,22 @@ struct RunState {
     // Always destroyed with the GIL held.
     for (auto& v : values) clear(v);
     for (PyObject* o : deferred_decref) Py_DECREF(o);
+    for (PyObject* o : pinned_refs) Py_DECREF(o);
   }
 
   void clear(Value& v) {
-    if (v.obj) {
-      if (gil_held) {
+    if (v.obj && !v.borrowed) {
+      if (v.pinned) {
+        pinned_refs.push_back(v.obj);
+      } else if (gil_held) {
         Py_DECREF(v.obj);
       } else {
         deferred_decref.push_back(v.obj);
       }
     }
     v.obj = nullptr;
+    v.borrowed = false;
+    v.pinned = false;
     v.buffer.reset();
     v.data = nullptr;
     v.kind = Value::kEmpty;
@@ -400,9 +412,20 @@ py::object wrap_buffer(const Value& v) {
                    v.data, base);
 }
 
+// A view of the array `v.obj` with v's own shape; read-only for a feed or
+// an initializer.
+py::object wrap_borrowed(const Value& v) {
+  std::vector<py::ssize_t> shape(v.shape.data(), v.shape.data() + v.shape.ndim());
+  py::array arr(py::reinterpret_borrow<py::dtype>(numpy_dtype(v.dtype)), std::move(shape), v.data,
+                py::handle(v.obj));
+  if (v.external) arr.attr("setflags")(py::arg("write") = false);
+  return std::move(arr);
+}
+
 // The value as a Python object for a Python step (no copy).
 py::object value_to_python(const Value& v) {
   if (v.kind == Value::kEmpty) return py::none();
+  if (v.borrowed) return wrap_borrowed(v);
   if (v.obj) return py::reinterpret_borrow<py::object>(v.obj);
   return wrap_buffer(v);
 }
@@ -623,8 +646,14 @@ py::list Plan::run(py::object output_names, py::object feeds) {
     py::object out;
     if (v.kind == Value::kEmpty) {
       out = py::none();
+    } else if (v.borrowed) {
+      // A view of a feed, an initializer or a Python step's array: a copy,
+      // so that no two outputs (and no output and feed) share memory.
+      out = wrap_borrowed(v).attr("copy")();
     } else if (!v.obj) {
-      out = wrap_buffer(v);
+      // Storage another live value shares (a view and its source, both
+      // outputs): each gets its own copy.
+      out = v.buffer.use_count() > 1 ? wrap_buffer(v).attr("copy")() : wrap_buffer(v);
     } else if (v.external && py::isinstance<py::array>(v.obj)) {
       // Never hand out the caller's feed or the session's initializer.
       out = py::reinterpret_borrow<py::array>(v.obj).attr("copy")();
@@ -732,6 +761,53 @@ void* api_allocate_output(olc_context* ctx, int32_t index, int32_t dtype, int32_
   return out.data;
 }
 
+int32_t api_view_output(olc_context* ctx, int32_t index, int32_t input, int32_t ndim, const int64_t* shape) {
+  if (!ctx || !ctx->run || !ctx->step) return OLC_ERROR;
+  RunState& rs = *ctx->run;
+  const Step& step = *ctx->step;
+  if (index < 0 || static_cast<size_t>(index) >= step.outputs.size())
+    return api_set_error(ctx, ("view_output: output index " + std::to_string(index) + " out of range").c_str());
+  if (input < 0 || static_cast<size_t>(input) >= step.inputs.size() || step.inputs[input] < 0)
+    return api_set_error(ctx, ("view_output: input " + std::to_string(input) + " is absent").c_str());
+  const Value& in = rs.values[step.inputs[input]];
+  if (in.kind != Value::kTensor)
+    return api_set_error(ctx, ("view_output: input " + std::to_string(input) + " is not a tensor").c_str());
+  if (ndim < 0 || (ndim > 0 && !shape)) return api_set_error(ctx, "view_output: invalid rank");
+  uint64_t count = 1;
+  for (int32_t d = 0; d < ndim; ++d) {
+    if (shape[d] < 0 || __builtin_mul_overflow(count, static_cast<uint64_t>(shape[d]), &count))
+      return api_set_error(ctx, "view_output: invalid or overflowing shape");
+  }
+  uint64_t in_count = 1;
+  for (int32_t d = 0; d < in.shape.ndim(); ++d) in_count *= static_cast<uint64_t>(in.shape.data()[d]);
+  if (count != in_count)
+    return api_set_error(ctx, ("view_output: shape " + shape_str(shape, static_cast<size_t>(ndim)) + " holds " +
+                               std::to_string(count) + " elements, input " + std::to_string(input) + " has " +
+                               std::to_string(in_count)).c_str());
+  Value& out = rs.values[step.outputs[index]];
+  if (out.kind != Value::kEmpty)
+    return api_set_error(ctx, ("view_output: output " + std::to_string(index) + " produced twice").c_str());
+  out.kind = Value::kTensor;
+  out.dtype = in.dtype;
+  out.nbytes = in.nbytes;
+  out.shape.assign(ndim, shape);
+  out.data = in.data;
+  out.external = in.external;
+  if (in.obj) {
+    // The reference stays with the value that owns it, kept past its
+    // release until the run ends: no reference counting without the GIL.
+    out.obj = in.obj;
+    out.borrowed = true;
+    if (!in.borrowed) rs.values[step.inputs[input]].pinned = true;
+  } else {
+    // Shared storage: its use count keeps in-place kernels off it while
+    // both live.
+    out.buffer = in.buffer;
+    out.runtime_owned = in.runtime_owned;
+  }
+  return OLC_OK;
+}
+
 void api_record_usage_detail(olc_context* ctx, const char* detail) {
   if (!ctx || !ctx->run || !ctx->run->record || !detail) return;
   ctx->run->details.push_back(ctx->step->kernel_name + "[" + detail + "]");
@@ -770,6 +846,7 @@ const olc_core_api* core_api() {
     a.tuning_read_float = tuning_read_float;
     a.record_usage_detail = api_record_usage_detail;
     a.report_prepacked = api_report_prepacked;
+    a.view_output = api_view_output;
     return a;
   }();
   return &api;

@@ -279,11 +279,14 @@ def test_kernels_empty_registry(monkeypatch, capsys):
     assert cli.NO_KERNELS_MESSAGE in capsys.readouterr().out
 
 
-def test_core_alone_lists_no_kernel_and_still_runs_the_demo():
+def test_core_alone_lists_only_its_own_kernels_and_still_runs_the_demo():
     env = {"OLC_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    p = run_cli("kernels", env=env)
+    p = run_cli("kernels", "--json", env=env)
     assert p.returncode == 0, p.stderr
-    assert cli.NO_KERNELS_MESSAGE in p.stdout
+    regs = json.loads(p.stdout)
+    assert {r["family"] for r in regs} == {"olc-core"}
+    assert {r["op_type"] for r in regs} == {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
+                                            "Shape", "Size"}
     p = run_cli("run", "--compare", "none", "--repeat", "1", env=env)
     assert p.returncode == 0, p.stderr
     assert "0 of 14 nodes on native kernels, 14 on the onnx.reference fallback" in p.stdout

@@ -82,6 +82,8 @@ TABLE_WIDTH = 120
 
 FALLBACK_LIBRARY = "onnx.reference"
 NO_KERNELS_MESSAGE = "no native kernels registered (install a family such as olc-elementwise)"
+CORE_ONLY_MESSAGE = ("only olc-core's own kernels (the shape views, Shape, Size); "
+                     "install a family such as olc-elementwise for the rest")
 
 VERDICT_AGREE = "agree"
 VERDICT_NONFINITE = "non-finite"
@@ -1147,7 +1149,7 @@ def cmd_info(args: argparse.Namespace) -> int:
                             [[p["name"], p["module"], p["distribution"] or "-", p["version"] or "-",
                               _plugin_kernel_count(p, info["kernels_per_family"])] for p in info["plugins"]]))
     else:
-        print(f"plugins: none; {NO_KERNELS_MESSAGE}")
+        print(f"plugins: none; {CORE_ONLY_MESSAGE}")
     for err in info["plugin_load_errors"]:
         print(f"plugin load error: {err}")
     print()

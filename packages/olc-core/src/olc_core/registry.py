@@ -39,6 +39,11 @@ class Selection:
 def _new_manager() -> pluggy.PluginManager:
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
+    # olc-core's own kernels (views, Shape, Size): part of the runtime, so
+    # loaded also when entry-point autoloading is off.
+    from . import builtin_kernels
+
+    pm.register(builtin_kernels, name=builtin_kernels.FAMILY)
     if not os.environ.get(AUTOLOAD_ENV):
         # Load each entry point ourselves so that one broken plugin is reported
         # (olc info lists it) instead of making every model unusable.

@@ -272,6 +272,17 @@ typedef struct olc_core_api {
    * share one buffer report the same key, and a session counts it once.
    * The session shows the figure per node and in total. */
   void (*report_prepacked)(const olc_node_info* node, const void* key, int64_t bytes);
+
+  /* Makes output `index` a view of input `input`: the same bytes, read with
+   * the shape (ndim, shape), which must hold as many elements as the input;
+   * the dtype is the input's. Called instead of allocate_output, at most
+   * once per output. No data is copied. The runtime keeps the input's
+   * storage alive while any view of it lives, never lets a kernel write
+   * through a view of a feed or an initializer, and refuses in-place reuse
+   * (OLC_KERNEL_INPLACE_INPUT0) of storage that a live view still reads.
+   * Returns OLC_OK, or OLC_ERROR after setting the error. */
+  int32_t (*view_output)(olc_context* ctx, int32_t index, int32_t input,
+                         int32_t ndim, const int64_t* shape);
 } olc_core_api;
 
 /* Whether the core API table `api` has the slot `field` (appended slots are
