@@ -523,15 +523,21 @@ def test_a_loop_body_initializer_hides_the_enclosing_value_of_its_name():
 # ------------------------------------------------------- evaluator failures
 
 
-def test_an_evaluator_exception_is_an_olc_error_naming_the_node_with_its_cause():
-    model = make_model([n("Reshape", ["x", "shape"], ["y"], name="r")],
-                       [tensor("x", shape=[4])], [tensor("y")], [const("shape", np.array([7], np.int64))])
+def test_an_evaluator_exception_is_an_olc_error_naming_the_node_with_its_cause(monkeypatch):
+    # Det has no olc kernel: it runs on the fallback, made to fail here.
+    from onnx.reference.ops import op_det
+
+    def fail(self, x):
+        raise ValueError("cannot take this determinant")
+
+    monkeypatch.setattr(op_det.Det, "_run", fail)
+    model = make_model([n("Det", ["x"], ["y"], name="d")], [tensor("x", shape=[2, 2])], [tensor("y")])
     sess = olc_core.Session(model)
     with pytest.raises(olc_core.OlcError) as info:
-        sess.run(None, {"x": np.ones(4, np.float32)})
+        sess.run(None, {"x": np.ones((2, 2), np.float32)})
     message = str(info.value)
-    assert message.startswith("node 'r' (Reshape): the onnx.reference fallback failed: ValueError: ")
-    assert "cannot reshape" in message and "At:" not in message
+    assert message.startswith("node 'd' (Det): the onnx.reference fallback failed: ValueError: ")
+    assert "cannot take this determinant" in message and "At:" not in message
     assert isinstance(info.value.__cause__, ValueError)
     assert str(info.value.__cause__) in message
     # The session still runs, and a later unrelated error is reported as itself.
