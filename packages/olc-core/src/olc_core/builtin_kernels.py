@@ -14,11 +14,12 @@ shapes) and because a view needs the runtime's own buffer bookkeeping.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from . import _native
 from .hookspecs import hookimpl
-from .registration import KernelRegistration
+from .registration import MAX_OPSET, KernelRegistration
 
 FAMILY = "olc-core"
 
@@ -42,13 +43,12 @@ def _dropout_supports(node: Any) -> str | None:
 
 
 def _reg(op: str, since: int, inputs: tuple[str | None, ...], outputs: tuple[str | None, ...],
-         types: dict[str, tuple[str, ...]], description: str, until: int | None = None,
+         types: Mapping[str, tuple[str, ...]], description: str, until: int = MAX_OPSET,
          supports: Any = None) -> KernelRegistration:
-    extra = {"until_version": until} if until is not None else {}
     return KernelRegistration(
         domain="ai.onnx", op_type=op, kernel_name=f"olc_core::{op}", types=types, inputs=inputs,
-        outputs=outputs, factory=_native._builtin_vtable(op), since_version=since, family=FAMILY,
-        description=description, supports=supports, **extra,
+        outputs=outputs, factory=_native._builtin_vtable(op), since_version=since, until_version=until,
+        family=FAMILY, description=description, supports=supports,
     )
 
 
