@@ -1,6 +1,7 @@
 #include "runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -220,6 +221,14 @@ struct ConstantSpec {
 
 struct RunState;
 
+// One step of one run, recorded when profiling is on.
+struct StepTiming {
+  int32_t step;
+  int64_t start_ns;  // from the start of the run (feeds checked, first step about to run)
+  int64_t duration_ns;
+  std::vector<std::vector<int64_t>> output_shapes;  // empty for a non-tensor output
+};
+
 }  // namespace
 }  // namespace olc
 
@@ -308,6 +317,20 @@ class Plan {
     return last_details_;
   }
 
+  void set_profiling(bool on) { profile_ = on; }
+  // The steps of the last run, in order: (step, start_ns, duration_ns,
+  // output shapes, run duration_ns).
+  py::tuple last_profile() const {
+    std::lock_guard<std::mutex> lock(usage_mutex_);
+    py::list steps;
+    for (const auto& t : last_profile_) {
+      py::list shapes;
+      for (const auto& sh : t.output_shapes) shapes.append(py::tuple(py::cast(sh)));
+      steps.append(py::make_tuple(t.step, t.start_ns, t.duration_ns, shapes));
+    }
+    return py::make_tuple(steps, last_run_ns_);
+  }
+
   int threads() const { return executor_->threads(); }
   Executor& executor() { return *executor_; }
   bool record_usage() const { return record_usage_; }
@@ -344,6 +367,10 @@ class Plan {
   mutable std::mutex usage_mutex_;
   std::vector<std::string> last_usage_;
   std::vector<std::string> last_details_;
+
+  bool profile_ = false;
+  std::vector<StepTiming> last_profile_;
+  int64_t last_run_ns_ = 0;
 };
 
 // Everything one run() call owns. Values holding Python objects may only be
@@ -548,6 +575,21 @@ bool run_python_step(RunState& rs, const Step& step) {
   return ok;
 }
 
+void record_timing(const RunState& rs, const Step& step, int32_t index, std::chrono::steady_clock::time_point run_start,
+                   std::chrono::steady_clock::time_point t0, std::vector<StepTiming>* out) {
+  const auto t1 = std::chrono::steady_clock::now();
+  StepTiming t;
+  t.step = index;
+  t.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - run_start).count();
+  t.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+  for (int32_t slot : step.outputs) {
+    const Value& v = rs.values[slot];
+    if (v.kind == Value::kTensor) t.output_shapes.emplace_back(v.shape.data(), v.shape.data() + v.shape.ndim());
+    else t.output_shapes.emplace_back();
+  }
+  out->push_back(std::move(t));
+}
+
 py::list Plan::run(py::object output_names, py::object feeds) {
   if (!PyDict_Check(feeds.ptr())) {
     // Accept any mapping, as onnxruntime does.
@@ -619,15 +661,28 @@ py::list Plan::run(py::object output_names, py::object feeds) {
   }
 
   bool ok = true;
+  std::vector<StepTiming> timings;
+  using Clock = std::chrono::steady_clock;
+  const auto run_start = Clock::now();
   {
     py::gil_scoped_release nogil;
     rs.gil_held = false;
-    for (const Step& step : steps_) {
+    if (profile_) timings.reserve(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      const Step& step = steps_[i];
+      const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
       ok = step.native ? run_native_step(rs, step) : run_python_step(rs, step);
       if (!ok) break;
+      if (profile_) record_timing(rs, step, static_cast<int32_t>(i), run_start, t0, &timings);
       if (rs.record) rs.usage.push_back(step.kernel_name.c_str());
       for (int32_t slot : step.release) rs.clear(rs.values[slot]);
     }
+  }
+  if (profile_ && ok) {
+    const int64_t total = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - run_start).count();
+    std::lock_guard<std::mutex> lock(usage_mutex_);
+    last_profile_ = std::move(timings);
+    last_run_ns_ = total;
   }
   rs.gil_held = true;
   rs.flush_deferred();
@@ -997,6 +1052,8 @@ void bind_runtime(py::module_& m) {
       .def("run", &Plan::run, py::arg("output_names"), py::arg("feeds"))
       .def("last_usage", &Plan::last_usage)
       .def("last_usage_details", &Plan::last_usage_details)
+      .def("set_profiling", &Plan::set_profiling, py::arg("on"))
+      .def("last_profile", &Plan::last_profile)
       .def_property_readonly("threads", &Plan::threads);
 }
 

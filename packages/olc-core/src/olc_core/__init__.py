@@ -24,7 +24,7 @@ from .registry import (
     registered_kernels,
     unregister_plugin,
 )
-from .session import NodeArg, NodeInfo, PlanEntry, Session
+from .session import NodeArg, NodeInfo, PlanEntry, ProfileRecord, Session
 from .simd import SIMD_LEVELS, cpu_features, detected_simd_level, simd_cap, simd_level
 from .threads import default_thread_count
 
@@ -59,6 +59,7 @@ __all__ = [
     "NodeInfo",
     "OlcError",
     "PlanEntry",
+    "ProfileRecord",
     "Rewrite",
     "Session",
     "cpu_features",

@@ -866,7 +866,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _progress(f"preparing an olc session for {described}")
     session = olc_core.Session(model, threads=args.threads, strict=args.strict, record_usage=True,
-                               fusion=args.fusion)
+                               fusion=args.fusion, profile=args.profile)
     threads = int(session.threads)
     output_names = [o.name for o in model.graph.output]
 
@@ -946,11 +946,106 @@ def cmd_run(args: argparse.Namespace) -> int:
                 _progress(f"  {line}")
         for line in nonfinite_message(cmp_rows):
             _progress(line)
+    if args.profile:
+        result["profile"] = profile_runs(args, model, session, feeds, output_names, compare == "onnxruntime")
     result["status"] = status
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(_json_safe(result), f, indent=2, allow_nan=False)
     return status
+
+
+# ------------------------------------------------------------------ profile
+
+PROFILE_MIN_RUNS = 5
+PROFILE_TOP_NODES = 10
+
+
+def olc_profile_by(records: Sequence[Any], runs: int, key: Callable[[Any], str]) -> dict[str, float]:
+    """Microseconds per run, summed by ``key(record)``, largest first."""
+    totals: dict[str, float] = {}
+    for r in records:
+        totals[key(r)] = totals.get(key(r), 0.0) + r.duration_us
+    return dict(sorted(((k, v / runs) for k, v in totals.items()), key=lambda kv: -kv[1]))
+
+
+def ort_profile_by_op(path: str, skip_runs: int = 0) -> tuple[dict[str, float], int]:
+    """onnxruntime's profile file: microseconds per run by op type over its
+    runs after the first ``skip_runs``, and how many runs that is."""
+    with open(path) as f:
+        events = json.load(f)
+    windows = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
+                     if e.get("cat") == "Session" and e.get("name") == "model_run")
+    kept = windows[skip_runs:]
+    totals: dict[str, float] = {}
+    for e in events:
+        if e.get("cat") != "Node" or not str(e.get("name", "")).endswith("_kernel_time"):
+            continue
+        ts = float(e.get("ts", 0))
+        if not any(b <= ts <= end for b, end in kept):
+            continue
+        op = str(e.get("args", {}).get("op_name", "?"))
+        totals[op] = totals.get(op, 0.0) + float(e.get("dur", 0))
+    runs = max(len(kept), 1)
+    return dict(sorted(((k, v / runs) for k, v in totals.items()), key=lambda kv: -kv[1])), len(kept)
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}" if whole > 0 else "-"
+
+
+def profile_runs(args: argparse.Namespace, model: Any, session: Any, feeds: Mapping[str, np.ndarray],
+                 output_names: Sequence[str], with_ort: bool) -> dict[str, Any]:
+    """Profiles olc (and onnxruntime) over the same runs and prints where the time goes."""
+    runs = max(args.repeat, PROFILE_MIN_RUNS)
+    ort_sess = None
+    if with_ort:
+        from .compare import onnxruntime_session
+
+        ort_sess = onnxruntime_session(model, int(session.threads), profile=True)
+        ort_sess.run(output_names, feeds)  # warm-up, left out of the figures below
+    _progress(f"profiling {runs} runs{' each' if ort_sess else ''}")
+    session.run(output_names, feeds)
+    session.clear_profile()
+    for _ in range(runs):
+        session.run(output_names, feeds)
+        if ort_sess is not None:
+            ort_sess.run(output_names, feeds)
+    records = session.profile_records()
+    by_op = olc_profile_by(records, runs, lambda r: _op_label("ai.onnx", r.op_type))
+    by_node = olc_profile_by(records, runs, lambda r: r.node_name)
+    olc_total = sum(by_op.values())
+    ort_by_op: dict[str, float] = {}
+    ort_total = 0.0
+    if ort_sess is not None:
+        ort_by_op, _ = ort_profile_by_op(ort_sess.end_profiling(), skip_runs=1)
+        ort_total = sum(ort_by_op.values())
+    print()
+    head = f"profile over {runs} runs, {session.threads} thread(s): olc's nodes take {olc_total:.1f} us per run"
+    if ort_sess is not None:
+        head += f", onnxruntime's {ort_total:.1f} us"
+    print(head + " (sum of node times)")
+    ops = list(by_op) + [op for op in ort_by_op if op not in by_op]
+    rows = []
+    for op in ops:
+        row = [op, f"{by_op[op]:.1f}", _share(by_op[op], olc_total)] if op in by_op else [op, "-", "-"]
+        if ort_sess is not None:
+            row += [f"{ort_by_op[op]:.1f}", _share(ort_by_op[op], ort_total)] if op in ort_by_op else ["-", "-"]
+        rows.append(row)
+    headers = ["op type", "olc us/run", "olc %"] + (["ort us/run", "ort %"] if ort_sess is not None else [])
+    print(_format_table(headers, rows))
+    entries = {r.node_name: r for r in records}
+    print()
+    print(f"olc's top nodes (of {len(by_node)}):")
+    print(_format_table(["node", "op", "kernel", "us/run", "%"],
+                        [[_short_name(n), entries[n].op_type, entries[n].kernel, f"{t:.1f}", _share(t, olc_total)]
+                         for n, t in list(by_node.items())[:PROFILE_TOP_NODES]]))
+    if args.trace:
+        session.write_profile(args.trace)
+        _progress(f"olc's profile written to {args.trace} (Chrome trace-event JSON)")
+    return {"runs": runs, "olc_us_per_run": olc_total, "olc_by_op_us": by_op, "olc_by_node_us": by_node,
+            "ort_us_per_run": ort_total if ort_sess is not None else None,
+            "ort_by_op_us": ort_by_op if ort_sess is not None else None}
 
 
 def _ort_version() -> str:
@@ -1254,6 +1349,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--atol", type=float, default=1e-5,
                    help="absolute tolerance (default 1e-5), the atol of the same rule")
     r.add_argument("--json", dest="json_out", metavar="PATH", help="also write the results as JSON to PATH")
+    r.add_argument("--profile", action="store_true",
+                   help="time every node over --repeat runs (at least 5) and print the op types and nodes "
+                        "by share of run time; with --compare onnxruntime, onnxruntime's profile beside it")
+    r.add_argument("--trace", metavar="PATH",
+                   help="with --profile: write olc's profile as Chrome trace-event JSON (the format "
+                        "onnxruntime's profiler writes) to PATH")
     r.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     r.set_defaults(func=cmd_run)
 

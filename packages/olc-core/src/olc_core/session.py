@@ -90,6 +90,22 @@ class PlanEntry:
 
 
 @dataclass(frozen=True)
+class ProfileRecord:
+    """One step of one profiled run (``Session(profile=True)``)."""
+
+    run: int
+    node_name: str
+    op_type: str
+    kernel: str
+    native: bool
+    start_us: float  # from the run's start
+    duration_us: float
+    output_shapes: tuple[tuple[int, ...], ...]
+    threads: int
+    fused_nodes: tuple[str, ...] = ()  # the original nodes a fused step runs
+
+
+@dataclass(frozen=True)
 class NodeArg:
     """A graph input or output, described as onnxruntime describes it."""
 
@@ -562,7 +578,9 @@ class Session:
     ``fusion=False`` turns the fusion graph passes off (every node then runs
     on its own kernel); with it on, a group of nodes a family's pass fuses
     shows in :meth:`kernel_plan` as one entry whose ``fused_nodes`` lists
-    the original nodes.
+    the original nodes. ``profile=True`` records the wall time of every
+    step of every run (:meth:`profile_records`, :meth:`write_profile`);
+    off, it costs one branch per step.
     """
 
     def __init__(
@@ -573,6 +591,7 @@ class Session:
         record_usage: bool = False,
         participant_limit: int | None = None,
         fusion: bool = True,
+        profile: bool = False,
     ):
         proto = load_model(model)
         if threads is None:
@@ -602,6 +621,10 @@ class Session:
         self._node_domains: list[str] = []
         self._check_info: tuple[Mapping[str, onnx.TypeProto], Sequence[onnx.NodeProto] | None] | None = None
         self._build(proto, threads, participant_limit or 0, record_usage)
+        self._profile_runs: list[tuple[list[Any], int]] = []
+        self._profiling = bool(profile)
+        if self._profiling:
+            self._plan.set_profiling(True)
         self._warn_fallbacks(len(proto.graph.node))
 
     # ------------------------------------------------------------ building
@@ -666,6 +689,8 @@ class Session:
         # Steps, in the graph's order, which ONNX requires to be topological.
         available = set(initializers) | {vi.name for vi in graph.input}
         steps: list[tuple[str, Any, list[int], list[int], str, str]] = []
+        # The plan entry each step runs (appended right after the step).
+        self._step_entries: list[int] = []
         table = dispatch_table()
         for index, node, prepared in order:
             node_name = node.name or f"{node.op_type}_{index}"
@@ -690,6 +715,7 @@ class Session:
             if prepared is not None:
                 reg, kernel, replaced_desc, pass_name = prepared
                 steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
+                self._step_entries.append(len(self._plan_entries))
                 self._plan_entries.append(
                     PlanEntry(node_name, domain, node.op_type, reg.kernel_name, True,
                               f"fused by {pass_name}: " + ", ".join(f"{n} ({op})" for n, op in replaced_desc),
@@ -710,6 +736,7 @@ class Session:
                 if isinstance(reg.factory, _CAPSULE_TYPE):
                     kernel = _native.create_kernel(reg.factory, self._native_node_info(node, node_name, domain, opset or 1))
                     steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
+                    self._step_entries.append(len(self._plan_entries))
                     for key, nbytes in kernel.prepacked:
                         self._prepacked[key] = nbytes
                         prepacked += nbytes
@@ -726,6 +753,7 @@ class Session:
                     except Exception as exc:  # noqa: BLE001 - surfaced with the node's name
                         raise OlcError(f"{label}: kernel {reg.kernel_name} refused the node: {exc}") from exc
                     steps.append(("python", fn, in_slots, out_slots, label, reg.kernel_name))
+                    self._step_entries.append(len(self._plan_entries))
                 self._plan_entries.append(
                     PlanEntry(node_name, domain, node.op_type, reg.kernel_name, isinstance(reg.factory, _CAPSULE_TYPE),
                               selection_reason, prepacked_bytes=prepacked)
@@ -769,6 +797,7 @@ class Session:
                 )
                 continue
             steps.append(("python", runner, fb_slots, out_slots, label, kernel_name))
+            self._step_entries.append(len(self._plan_entries))
             self._fallback_nodes.append((domain, node.op_type))
             self._plan_entries.append(
                 PlanEntry(node_name, domain, node.op_type, kernel_name, False, f"fallback: {selection_reason}")
@@ -957,7 +986,7 @@ class Session:
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list:
         """Runs the model; the same call shape as onnxruntime's InferenceSession.run."""
         try:
-            return self._plan.run(output_names, input_feed)
+            outputs = self._plan.run(output_names, input_feed)
         except OlcError as err:
             # The runtime reports a failed fallback node by its message only:
             # raise the node's own error again, with the exception it chains.
@@ -965,6 +994,64 @@ class Session:
             if failure is not None and str(failure) in str(err):
                 raise failure from failure.__cause__
             raise
+        if self._profiling:
+            self._profile_runs.append(self._plan.last_profile())
+        return outputs
+
+    # ------------------------------------------------------------ profiling
+
+    def profile_records(self) -> list[ProfileRecord]:
+        """Per step and run, in run order (``profile=True``): the wall time of
+        every step of every run since the session was made (or since
+        :meth:`clear_profile`), with its node, kernel and output shapes."""
+        records: list[ProfileRecord] = []
+        for run, (steps, _) in enumerate(self._profile_runs):
+            for step, start_ns, duration_ns, shapes in steps:
+                e = self._plan_entries[self._step_entries[step]]
+                records.append(ProfileRecord(
+                    run, e.node_name, e.op_type, e.kernel, e.native, start_ns / 1e3, duration_ns / 1e3,
+                    tuple(tuple(int(d) for d in sh) for sh in shapes), self._threads,
+                    tuple(name for name, _ in e.fused_nodes)))
+        return records
+
+    def run_times_us(self) -> list[float]:
+        """Wall time of each profiled run, from its first step's start to its last step's end."""
+        return [total / 1e3 for _, total in self._profile_runs]
+
+    def clear_profile(self) -> None:
+        """Forgets the runs profiled so far."""
+        self._profile_runs.clear()
+
+    def write_profile(self, path: str | os.PathLike[str]) -> str:
+        """Writes the profile as Chrome trace-event JSON, the format
+        onnxruntime's profiler writes (chrome://tracing and Perfetto open
+        both): one "Session" event per run and one "Node" event per step,
+        named ``<node>_kernel_time``, with the op, kernel and provider in
+        ``args``. Returns the path."""
+        import json
+
+        by_run: dict[int, list[ProfileRecord]] = {}
+        for r in self.profile_records():
+            by_run.setdefault(r.run, []).append(r)
+        pid = os.getpid()
+        events: list[dict[str, Any]] = []
+        offset = 0.0
+        for run, total_us in enumerate(self.run_times_us()):
+            events.append({"cat": "Session", "pid": pid, "tid": 0, "dur": round(total_us, 3),
+                           "ts": round(offset, 3), "ph": "X", "name": "model_run", "args": {"run": run}})
+            for r in by_run.get(run, []):
+                args: dict[str, Any] = {"op_name": r.op_type, "kernel": r.kernel,
+                                        "provider": "olc" if r.native else FALLBACK_LIBRARY,
+                                        "output_shapes": [list(sh) for sh in r.output_shapes], "threads": r.threads}
+                if r.fused_nodes:
+                    args["fused_nodes"] = list(r.fused_nodes)
+                events.append({"cat": "Node", "pid": pid, "tid": 0, "dur": round(r.duration_us, 3),
+                               "ts": round(offset + r.start_us, 3), "ph": "X", "name": f"{r.node_name}_kernel_time",
+                               "args": args})
+            offset += total_us + 1.0
+        with open(path, "w") as f:
+            json.dump(events, f)
+        return str(path)
 
     def prepacked_bytes(self) -> int:
         """Bytes the session's kernels hold prepared from constant inputs
