@@ -496,3 +496,25 @@ def test_plugin_whose_hook_raises_is_reported_not_fatal(scale_plugin):
     finally:
         olc_core.unregister_plugin(bad)
     assert not any("'raising-plugin'" in e for e in olc_core.plugin_load_errors())
+
+
+def test_constant_nodes_are_plan_constants_and_strict_accepts_them():
+    from onnx.reference import ReferenceEvaluator
+
+    n = helper.make_node
+    nodes = [n("Constant", [], ["t"], value=helper.make_tensor("v", TensorProto.INT32, [2, 2], [1, -2, 3, 4])),
+             n("Constant", [], ["f"], value_float=2.5), n("Constant", [], ["fs"], value_floats=[1.0, -0.5]),
+             n("Constant", [], ["i"], value_int=-7), n("Constant", [], ["is"], value_ints=[3, 0, 9])]
+    types = (TensorProto.INT32, TensorProto.FLOAT, TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT64)
+    m = make_model(nodes, [], [tensor(o, t) for o, t in zip(("t", "f", "fs", "i", "is"), types)])
+    s = olc_core.Session(m, strict=True)
+    got = s.run(None, {})
+    for g, w in zip(got, ReferenceEvaluator(m).run(None, {})):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    assert {e.kernel for e in s.kernel_plan()} == {"olc_core::Constant"}
+    # A string constant is left to the fallback, which strict mode refuses.
+    strings = make_model([n("Constant", [], ["s"], value=helper.make_tensor("v", TensorProto.STRING, [1], [b"a"]))],
+                         [], [tensor("s", TensorProto.STRING)])
+    with pytest.raises(olc_core.OlcError, match="strict mode refuses"):
+        olc_core.Session(strings, strict=True)

@@ -495,6 +495,25 @@ def _reference_fixes() -> tuple[type, ...]:
     return (Loop,)
 
 
+def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
+    """The tensor a Constant node holds, or None for the forms left to the
+    fallback (sparse_value, strings)."""
+    if len(node.attribute) != 1:
+        return None
+    a = node.attribute[0]
+    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+        if a.t.data_type == onnx.TensorProto.STRING:
+            return None
+        return np.asarray(numpy_helper.to_array(a.t), order="C")
+    scalars = {"value_float": np.float32, "value_int": np.int64}
+    lists = {"value_floats": np.float32, "value_ints": np.int64}
+    if a.name in scalars:
+        return np.asarray(helper.get_attribute_value(a), scalars[a.name])
+    if a.name in lists:
+        return np.asarray(list(helper.get_attribute_value(a)), lists[a.name])
+    return None
+
+
 class _ReferenceNode:
     """Runs one node through onnx.reference (the fallback for uncovered ops).
 
@@ -760,6 +779,16 @@ class Session:
                 )
                 continue
 
+            if node.op_type == "Constant" and domain == "ai.onnx" and not outer and len(out_slots) == 1:
+                constant = _constant_value(node)
+                if constant is not None:
+                    # A plan constant, read from the node's attribute once,
+                    # here: nothing runs for it (strict mode accepts it).
+                    constants.append((out_slots[0], constant))
+                    self._plan_entries.append(
+                        PlanEntry(node_name, domain, node.op_type, "olc_core::Constant", False, CONSTANT_FOLDED_REASON)
+                    )
+                    continue
             if self._strict:
                 raise NoKernelError(
                     f"{label}: no olc kernel covers it ({selection_reason}); strict mode refuses the "
