@@ -1,15 +1,23 @@
-// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ArgMax and ArgMin.
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1,
+// ReduceL2, ReduceLogSumExp, ReduceSumSquare, ArgMax, ArgMin and CumSum.
 //
 // Reductions: size-1 dimensions are dropped and neighbouring dimensions that
 // are both reduced or both kept are merged; the input is then walked once in
 // memory order, each contiguous row either folded into one accumulator (a
 // reduced inner dimension) or combined element-wise into a row of
 // accumulators (a kept inner dimension). When the outermost merged dimension
-// is kept, its slices run in parallel (they write disjoint outputs).
+// is kept, its slices run in parallel (they write disjoint outputs). One
+// traversal serves every reduction; what differs is the accumulator policy
+// (Op<T, K> below: init, step, row fold, finish, value over an empty set).
 // Accumulators: float64 for floating types (float16/bfloat16 rounded once at
-// the end), wrapping 64-bit integers for integer sums, the value itself for
-// Max/Min. Max/Min propagate NaN; over an empty set Sum gives 0, Mean NaN
-// (integers: 0), Max the lowest value (-inf) and Min the highest (+inf).
+// the end), wrapping 64-bit integers for integer sums, products, |x| and x*x,
+// the value itself for Max/Min. ReduceL2 and ReduceLogSumExp of integers
+// compute in float64 and convert back by truncation, saturating (as Cast).
+// LogSumExp keeps a running maximum m and a sum s of exp(x - m), rescaled
+// when m grows (a contiguous row: its maximum first, then its sum), so it
+// neither overflows nor underflows where the result is finite. Max/Min (and the others) propagate NaN. Over an empty set: Sum,
+// L1, L2, SumSquare 0, Prod 1, Mean NaN (integers: 0), Max the lowest value
+// (-inf), Min the highest (+inf), LogSumExp -inf.
 // BOOL (Max/Min from opset 20) orders false < true: Max is any, Min is all;
 // over an empty set Max gives false and Min true.
 #include <algorithm>
@@ -26,7 +34,7 @@
 namespace olc_tn {
 namespace {
 
-enum class RKind { Sum, Mean, Max, Min };
+enum class RKind { Sum, Mean, Max, Min, Prod, L1, L2, LogSumExp, SumSquare };
 
 struct F16 {
   uint16_t v;
@@ -81,22 +89,66 @@ struct Traits<BF16> {
   static constexpr bool is_float = true;
 };
 
-template <class Acc, RKind K>
-struct Combine {
+// A float64 result stored into T: rounded for floating types; for integers
+// truncated toward zero and saturated at T's limits, NaN -> 0 (Cast's rule).
+template <class T>
+T store_real(double v) {
+  if constexpr (Traits<T>::is_float) {
+    return Traits<T>::store(v);
+  } else {
+    if (v != v) return T(0);
+    constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());  // rounds up for 64-bit T
+    constexpr double lo = static_cast<double>(std::numeric_limits<T>::lowest());
+    if (v >= hi) return std::numeric_limits<T>::max();
+    if (v <= lo) return std::numeric_limits<T>::lowest();
+    return static_cast<T>(v);
+  }
+}
+
+// Wrapping integer arithmetic on the accumulator (no signed overflow).
+template <class A>
+inline A wrap_add(A a, A b) {
+  return static_cast<A>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+template <class A>
+inline A wrap_mul(A a, A b) {
+  return static_cast<A>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+// Running log-sum-exp: m the largest value seen, s = sum of exp(x - m).
+struct LSE {
+  double m, s;
+};
+
+template <class T, RKind K>
+struct Op {
+  using Tr = Traits<T>;
+  static constexpr bool kReal = K == RKind::L2 || K == RKind::LogSumExp;  // float64 even for integers
+  using Acc = typename std::conditional<K == RKind::LogSumExp, LSE,
+                                        typename std::conditional<kReal, double, typename Tr::Acc>::type>::type;
+  using Elem = typename Tr::Acc;
+
   static Acc init() {
-    if constexpr (K == RKind::Sum || K == RKind::Mean) return Acc(0);
-    else if constexpr (K == RKind::Max) {
+    if constexpr (K == RKind::LogSumExp) {
+      return LSE{-std::numeric_limits<double>::infinity(), 0.0};
+    } else if constexpr (K == RKind::Prod) {
+      return Acc(1);
+    } else if constexpr (K == RKind::Max) {
       if constexpr (std::is_floating_point<Acc>::value) return -std::numeric_limits<Acc>::infinity();
       else return std::numeric_limits<Acc>::lowest();
-    } else {
+    } else if constexpr (K == RKind::Min) {
       if constexpr (std::is_floating_point<Acc>::value) return std::numeric_limits<Acc>::infinity();
       else return std::numeric_limits<Acc>::max();
+    } else {
+      return Acc(0);
     }
   }
-  static Acc apply(Acc a, Acc b) {
+
+  // Combines one loaded element (the accumulator's type for Sum/Max/Min).
+  static Acc step_value(Acc a, Elem b) {
     if constexpr (K == RKind::Sum || K == RKind::Mean) {
       if constexpr (std::is_floating_point<Acc>::value) return a + b;
-      else return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));  // wraps
+      else return wrap_add(a, b);
     } else if constexpr (K == RKind::Max) {
       if constexpr (std::is_floating_point<Acc>::value)
         if (a != a || b != b) return std::numeric_limits<Acc>::quiet_NaN();
@@ -107,22 +159,139 @@ struct Combine {
       return b < a ? b : a;
     }
   }
-};
 
-// Integer bounds for Max/Min over an empty set (the element type's, not the
-// accumulator's).
-template <class T, class Acc, RKind K>
-Acc empty_value() {
-  if constexpr (Traits<T>::is_float) {
-    return Combine<Acc, K>::init();
-  } else if constexpr (std::is_same<T, Bool8>::value) {
-    return Acc(K == RKind::Min ? 1 : 0);
-  } else {
-    if constexpr (K == RKind::Max) return static_cast<Acc>(std::numeric_limits<T>::lowest());
-    else if constexpr (K == RKind::Min) return static_cast<Acc>(std::numeric_limits<T>::max());
-    else return Acc(0);
+  static Acc step(Acc a, T x) {
+    if constexpr (K == RKind::Sum || K == RKind::Mean || K == RKind::Max || K == RKind::Min) {
+      return step_value(a, Tr::load(x));
+    } else if constexpr (K == RKind::Prod) {
+      if constexpr (Tr::is_float) return a * Tr::load(x);
+      else return wrap_mul(a, Tr::load(x));
+    } else if constexpr (K == RKind::L1) {
+      if constexpr (Tr::is_float) {
+        return a + std::fabs(Tr::load(x));
+      } else {
+        const Elem v = Tr::load(x);
+        uint64_t u = static_cast<uint64_t>(v);
+        if constexpr (std::is_signed<Elem>::value)
+          if (v < 0) u = uint64_t{0} - u;  // |INT_MIN| wraps, as numpy's abs
+        return wrap_add(a, static_cast<Acc>(u));
+      }
+    } else if constexpr (K == RKind::SumSquare) {
+      if constexpr (Tr::is_float) {
+        const double v = Tr::load(x);
+        return a + v * v;
+      } else {
+        const Elem v = Tr::load(x);
+        return wrap_add(a, wrap_mul(v, v));
+      }
+    } else if constexpr (K == RKind::L2) {
+      const double v = static_cast<double>(Tr::load(x));
+      return a + v * v;
+    } else {  // LogSumExp
+      const double v = static_cast<double>(Tr::load(x));
+      if (v != v || a.m != a.m) return LSE{std::numeric_limits<double>::quiet_NaN(), 0.0};
+      if (v <= a.m) {
+        // -inf adds nothing; below an infinite maximum nothing matters.
+        if (v != -std::numeric_limits<double>::infinity() && a.m != std::numeric_limits<double>::infinity())
+          a.s += std::exp(v - a.m);
+        return a;
+      }
+      if (v == std::numeric_limits<double>::infinity() || a.m == -std::numeric_limits<double>::infinity())
+        return LSE{v, 1.0};
+      return LSE{v, a.s * std::exp(a.m - v) + 1.0};
+    }
   }
-}
+
+  // Folds a contiguous row of n >= 1 elements into a.
+  static Acc row(Acc a, const T* x, int64_t n, const RowReduceF32& rr) {
+    if constexpr (K == RKind::LogSumExp) {
+      return lse_row(a, x, n, rr);
+    } else if constexpr (K == RKind::Prod) {
+      // Four independent products (float64, or wrapping integers).
+      Acc p[4] = {a, Acc(1), Acc(1), Acc(1)};
+      int64_t i = 0;
+      for (; i + 4 <= n; i += 4)
+        for (int j = 0; j < 4; ++j) p[j] = step(p[j], x[i + j]);
+      for (; i < n; ++i) p[0] = step(p[0], x[i]);
+      if constexpr (Tr::is_float) return (p[0] * p[1]) * (p[2] * p[3]);
+      else return wrap_mul(wrap_mul(p[0], p[1]), wrap_mul(p[2], p[3]));
+    } else if constexpr (std::is_same<T, float>::value) {
+      if constexpr (K == RKind::Sum || K == RKind::Mean) return step_value(a, rr.sum(x, n));
+      else if constexpr (K == RKind::Max) return step_value(a, rr.max(x, n));
+      else if constexpr (K == RKind::Min) return step_value(a, rr.min(x, n));
+      else if constexpr (K == RKind::L1) return a + rr.sum_abs(x, n);
+      else return a + rr.sum_sq(x, n);  // L2, SumSquare
+    } else {
+      for (int64_t i = 0; i < n; ++i) a = step(a, x[i]);
+      return a;
+    }
+  }
+
+  // A row in two passes: its maximum, then the sum of exp(x - max) (SIMD
+  // for float32), merged into the running (m, s).
+  static LSE lse_row(LSE a, const T* x, int64_t n, const RowReduceF32& rr) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    double mr;
+    if constexpr (std::is_same<T, float>::value) {
+      mr = rr.max(x, n);
+    } else {
+      mr = -kInf;
+      for (int64_t i = 0; i < n; ++i) {
+        const double v = static_cast<double>(Tr::load(x[i]));
+        if (v != v) {
+          mr = v;
+          break;
+        }
+        mr = v > mr ? v : mr;
+      }
+    }
+    if (mr != mr || a.m != a.m) return LSE{std::numeric_limits<double>::quiet_NaN(), 0.0};
+    if (mr == kInf) return LSE{kInf, 1.0};
+    if (a.m == kInf || mr == -kInf) return a;  // nothing this row adds matters
+    const double m = mr > a.m ? mr : a.m;
+    double s = a.m == -kInf ? 0.0 : a.s * std::exp(a.m - m);
+    if constexpr (std::is_same<T, float>::value) {
+      s += rr.sum_exp(x, n, m);
+    } else {
+      for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(Tr::load(x[i])) - m);
+    }
+    return LSE{m, s};
+  }
+
+  static T finish(Acc a, int64_t count) {
+    if constexpr (K == RKind::Mean) {
+      if constexpr (Tr::is_float) return Tr::store(a / static_cast<double>(count));
+      else return Tr::store(static_cast<Acc>(static_cast<int64_t>(a) / count));
+    } else if constexpr (K == RKind::L2) {
+      return store_real<T>(std::sqrt(a));
+    } else if constexpr (K == RKind::LogSumExp) {
+      if (a.m != a.m || std::isinf(a.m)) return store_real<T>(a.m);
+      return store_real<T>(a.m + std::log(a.s));
+    } else {
+      return Tr::store(a);
+    }
+  }
+
+  // The result over an empty set (the element type's bounds for Max/Min).
+  static T empty() {
+    if constexpr (K == RKind::Mean) {
+      if constexpr (Tr::is_float) return Tr::store(std::numeric_limits<double>::quiet_NaN());
+      else return T{};
+    } else if constexpr (K == RKind::Max || K == RKind::Min) {
+      if constexpr (Tr::is_float) {
+        return Tr::store(init());
+      } else if constexpr (std::is_same<T, Bool8>::value) {
+        return Bool8{static_cast<uint8_t>(K == RKind::Min)};
+      } else {
+        return K == RKind::Max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+      }
+    } else if constexpr (K == RKind::LogSumExp) {
+      return store_real<T>(-std::numeric_limits<double>::infinity());
+    } else {
+      return finish(init(), 0);
+    }
+  }
+};
 
 struct Plan {
   RowReduceF32 rr;  // float32 rows reduced along a contiguous axis
@@ -135,13 +304,11 @@ struct Plan {
 
 template <class T, RKind K>
 void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
-  using Tr = Traits<T>;
-  using Acc = typename Tr::Acc;
-  using C = Combine<Acc, K>;
+  using O = Op<T, K>;
+  using Acc = typename O::Acc;
   if (p.red_count == 0) {
-    Acc v = empty_value<T, Acc, K>();
-    if constexpr (K == RKind::Mean && Tr::is_float) v = std::numeric_limits<Acc>::quiet_NaN();
-    for (int64_t i = 0; i < p.out_count; ++i) y[i] = Tr::store(v);
+    const T v = O::empty();
+    for (int64_t i = 0; i < p.out_count; ++i) y[i] = v;
     return;
   }
   const int m = p.m;
@@ -161,7 +328,7 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
             std::vector<Acc> acc(static_cast<size_t>(out_block));
             const int first = split ? 1 : 0;
             for (int64_t s0 = b; s0 < e; ++s0) {
-              std::fill(acc.begin(), acc.end(), C::init());
+              std::fill(acc.begin(), acc.end(), O::init());
               const T* xs = x + s0 * in_block;
               int64_t idx[kMaxRank] = {};
               int64_t o = 0;
@@ -169,21 +336,10 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
               for (int64_t r = 0; r < rows; ++r) {
                 const T* row = xs + r * inner;
                 if (inner_red) {
-                  if constexpr (std::is_same<T, float>::value) {
-                    // Vectorized row: sums in float64, max/min exact with NaN propagated.
-                    double v;
-                    if constexpr (K == RKind::Sum || K == RKind::Mean) v = p.rr.sum(row, inner);
-                    else if constexpr (K == RKind::Max) v = p.rr.max(row, inner);
-                    else v = p.rr.min(row, inner);
-                    acc[o] = C::apply(acc[o], v);
-                  } else {
-                    Acc a = acc[o];
-                    for (int64_t i = 0; i < inner; ++i) a = C::apply(a, Tr::load(row[i]));
-                    acc[o] = a;
-                  }
+                  acc[o] = O::row(acc[o], row, inner, p.rr);
                 } else {
                   Acc* ar = acc.data() + o;
-                  for (int64_t i = 0; i < inner; ++i) ar[i] = C::apply(ar[i], Tr::load(row[i]));
+                  for (int64_t i = 0; i < inner; ++i) ar[i] = O::step(ar[i], row[i]);
                 }
                 for (int k = m - 2; k >= first; --k) {
                   o += p.ostride[k];
@@ -193,14 +349,7 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
                 }
               }
               T* ys = y + s0 * out_block;
-              for (int64_t i = 0; i < out_block; ++i) {
-                Acc v = acc[i];
-                if constexpr (K == RKind::Mean) {
-                  if constexpr (Tr::is_float) v = v / static_cast<double>(p.red_count);
-                  else v = static_cast<Acc>(static_cast<int64_t>(v) / p.red_count);
-                }
-                ys[i] = Tr::store(v);
-              }
+              for (int64_t i = 0; i < out_block; ++i) ys[i] = O::finish(acc[i], p.red_count);
             }
           });
 }
@@ -212,14 +361,20 @@ void reduce_dispatch(olc_context* ctx, int32_t dtype, const Plan& p, const void*
     case OLC_DTYPE_DOUBLE: reduce_typed<double, K>(ctx, p, static_cast<const double*>(x), static_cast<double*>(y)); break;
     case OLC_DTYPE_FLOAT16: reduce_typed<F16, K>(ctx, p, static_cast<const F16*>(x), static_cast<F16*>(y)); break;
     case OLC_DTYPE_BFLOAT16: reduce_typed<BF16, K>(ctx, p, static_cast<const BF16*>(x), static_cast<BF16*>(y)); break;
-    case OLC_DTYPE_INT8: reduce_typed<int8_t, K>(ctx, p, static_cast<const int8_t*>(x), static_cast<int8_t*>(y)); break;
-    case OLC_DTYPE_UINT8: reduce_typed<uint8_t, K>(ctx, p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y)); break;
-    case OLC_DTYPE_BOOL: reduce_typed<Bool8, K>(ctx, p, static_cast<const Bool8*>(x), static_cast<Bool8*>(y)); break;
     case OLC_DTYPE_INT32: reduce_typed<int32_t, K>(ctx, p, static_cast<const int32_t*>(x), static_cast<int32_t*>(y)); break;
     case OLC_DTYPE_INT64: reduce_typed<int64_t, K>(ctx, p, static_cast<const int64_t*>(x), static_cast<int64_t*>(y)); break;
     case OLC_DTYPE_UINT32: reduce_typed<uint32_t, K>(ctx, p, static_cast<const uint32_t*>(x), static_cast<uint32_t*>(y)); break;
     case OLC_DTYPE_UINT64: reduce_typed<uint64_t, K>(ctx, p, static_cast<const uint64_t*>(x), static_cast<uint64_t*>(y)); break;
-    default: break;
+    default:
+      if constexpr (K == RKind::Max || K == RKind::Min) {
+        switch (dtype) {
+          case OLC_DTYPE_INT8: reduce_typed<int8_t, K>(ctx, p, static_cast<const int8_t*>(x), static_cast<int8_t*>(y)); break;
+          case OLC_DTYPE_UINT8: reduce_typed<uint8_t, K>(ctx, p, static_cast<const uint8_t*>(x), static_cast<uint8_t*>(y)); break;
+          case OLC_DTYPE_BOOL: reduce_typed<Bool8, K>(ctx, p, static_cast<const Bool8*>(x), static_cast<Bool8*>(y)); break;
+          default: break;
+        }
+      }
+      break;
   }
 }
 
@@ -233,6 +388,13 @@ bool reducible(int32_t dtype, RKind k) {
     default:
       return false;
   }
+}
+
+// Whether reducing over no axis is the identity (noop_with_empty_axes then
+// copies); for L1, L2, SumSquare and LogSumExp it still maps each element
+// (|x|, |x|, x*x, x), so those run the reduction with nothing reduced.
+bool identity_when_nothing_reduced(RKind k) {
+  return k == RKind::Sum || k == RKind::Mean || k == RKind::Max || k == RKind::Min || k == RKind::Prod;
 }
 
 class Reduce final : public Kernel {
@@ -268,12 +430,16 @@ class Reduce final : public Kernel {
     bool red[kMaxRank] = {};
     if (!given || axes.empty()) {
       if (noop && axes_input) {
-        void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, x.shape);
-        if (!y && total > 0) return OLC_ERROR;
-        if (total) parallel_copy(ctx, y, x.data, total * static_cast<int64_t>(olc_dtype_size(x.dtype)), 256 << 10);
-        return OLC_OK;
+        if (identity_when_nothing_reduced(kind)) {
+          void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, x.shape);
+          if (!y && total > 0) return OLC_ERROR;
+          if (total) parallel_copy(ctx, y, x.data, total * static_cast<int64_t>(olc_dtype_size(x.dtype)), 256 << 10);
+          return OLC_OK;
+        }
+        // else: red[] stays all false, each element reduced on its own
+      } else {
+        for (int k = 0; k < rank; ++k) red[k] = true;
       }
-      for (int k = 0; k < rank; ++k) red[k] = true;
     } else {
       for (int64_t a : axes) {
         if (a < -rank || a >= rank) return fail(ctx, "axis %lld is out of range for an input of rank %d", (long long)a, rank);
@@ -324,10 +490,22 @@ class Reduce final : public Kernel {
       case RKind::Mean: reduce_dispatch<RKind::Mean>(ctx, dtype, p, x.data, y); break;
       case RKind::Max: reduce_dispatch<RKind::Max>(ctx, dtype, p, x.data, y); break;
       case RKind::Min: reduce_dispatch<RKind::Min>(ctx, dtype, p, x.data, y); break;
+      case RKind::Prod: reduce_dispatch<RKind::Prod>(ctx, dtype, p, x.data, y); break;
+      case RKind::L1: reduce_dispatch<RKind::L1>(ctx, dtype, p, x.data, y); break;
+      case RKind::L2: reduce_dispatch<RKind::L2>(ctx, dtype, p, x.data, y); break;
+      case RKind::LogSumExp: reduce_dispatch<RKind::LogSumExp>(ctx, dtype, p, x.data, y); break;
+      case RKind::SumSquare: reduce_dispatch<RKind::SumSquare>(ctx, dtype, p, x.data, y); break;
     }
     return OLC_OK;
   }
 };
+
+RowReduceF32 pick_row_reduce() {
+  const int32_t level = g_api->simd_level();
+  return level >= OLC_SIMD_AVX512 ? avx512::row_reduce_f32()
+         : level >= OLC_SIMD_AVX2 ? avx2::row_reduce_f32()
+                                  : scalar::row_reduce_f32();
+}
 
 Kernel* make_reduce(const olc_node_info* node, RKind kind, int64_t axes_input_since, std::string* error) {
   auto k = std::make_unique<Reduce>();
@@ -343,10 +521,7 @@ Kernel* make_reduce(const olc_node_info* node, RKind kind, int64_t axes_input_si
     *error = "expects an input";
     return nullptr;
   }
-  const int32_t level = g_api->simd_level();
-  k->rr = level >= OLC_SIMD_AVX512 ? avx512::row_reduce_f32()
-          : level >= OLC_SIMD_AVX2 ? avx2::row_reduce_f32()
-                                   : scalar::row_reduce_f32();
+  k->rr = pick_row_reduce();
   k->dtype = node->input_dtypes[0];
   if (!reducible(k->dtype, kind)) {
     *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
@@ -493,20 +668,155 @@ Kernel* make_arg(const olc_node_info* node, bool is_max, std::string* error) {
   return k.release();
 }
 
+
+// ------------------------------------------------------------------ CumSum
+
+// Running sums along one axis, viewed as [outer, n, inner]: float64
+// accumulators for floating types (each output rounded once from the exact
+// running float64 sum), wrapping 64-bit integers otherwise. Work splits into
+// (outer slice, block of the inner dimension) tasks.
+template <class T>
+void cumsum_typed(olc_context* ctx, const T* x, T* y, int64_t outer, int64_t n, int64_t inner, bool exclusive,
+                  bool reverse) {
+  using Tr = Traits<T>;
+  using Acc = typename Tr::Acc;
+  auto add = [](Acc a, Acc b) -> Acc {
+    if constexpr (Tr::is_float) return a + b;
+    else return wrap_add(a, b);
+  };
+  if (inner == 1) {  // one contiguous row per outer index
+    par_for(ctx, outer, 1, outer * n * static_cast<int64_t>(sizeof(T)) * 2, parallel_min_bytes("CumSum"),
+            [&](int64_t b, int64_t e) {
+              for (int64_t o = b; o < e; ++o) {
+                const T* xr = x + o * n;
+                T* yr = y + o * n;
+                Acc acc = Acc(0);
+                for (int64_t jj = 0; jj < n; ++jj) {
+                  const int64_t j = reverse ? n - 1 - jj : jj;
+                  const Acc before = acc;
+                  acc = add(acc, Tr::load(xr[j]));
+                  yr[j] = Tr::store(exclusive ? before : acc);
+                }
+              }
+            });
+    return;
+  }
+  constexpr int64_t kBlock = 1024;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  par_for(ctx, outer * blocks, 1, outer * n * inner * static_cast<int64_t>(sizeof(T)) * 2,
+          parallel_min_bytes("CumSum"), [&](int64_t b, int64_t e) {
+            Acc acc[kBlock];
+            for (int64_t t = b; t < e; ++t) {
+              const int64_t o = t / blocks, i0 = (t - o * blocks) * kBlock;
+              const int64_t w = std::min(kBlock, inner - i0);
+              for (int64_t i = 0; i < w; ++i) acc[i] = Acc(0);
+              for (int64_t jj = 0; jj < n; ++jj) {
+                const int64_t j = reverse ? n - 1 - jj : jj;
+                const int64_t off = (o * n + j) * inner + i0;
+                const T* xr = x + off;
+                T* yr = y + off;
+                if (exclusive) {
+                  for (int64_t i = 0; i < w; ++i) {
+                    yr[i] = Tr::store(acc[i]);
+                    acc[i] = add(acc[i], Tr::load(xr[i]));
+                  }
+                } else {
+                  for (int64_t i = 0; i < w; ++i) {
+                    acc[i] = add(acc[i], Tr::load(xr[i]));
+                    yr[i] = Tr::store(acc[i]);
+                  }
+                }
+              }
+            }
+          });
+}
+
+class CumSum final : public Kernel {
+ public:
+  int32_t dtype;
+  int64_t exclusive = 0, reverse = 0;
+  int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
+    if (n_in != 2 || n_out != 1) return fail(ctx, "expects 2 inputs and 1 output, got %d and %d", n_in, n_out);
+    const olc_tensor& x = in[0];
+    if (x.dtype != dtype)
+      return fail(ctx, "input 0 has type %s, the kernel was created for %s", olc_dtype_name(x.dtype), olc_dtype_name(dtype));
+    const int64_t total = checked_count(x);
+    if (total < 0) return fail(ctx, "input 0 has a negative dimension, too many elements or no data");
+    const olc_tensor& at = in[1];
+    if (at.dtype != OLC_DTYPE_INT32 && at.dtype != OLC_DTYPE_INT64)
+      return fail(ctx, "input 'axis' must be int32 or int64, got %s", olc_dtype_name(at.dtype));
+    if (at.ndim > 1 || checked_count(at) != 1)
+      return fail(ctx, "input 'axis' must be a scalar (one element), got shape %s", shape_str(at.shape, at.ndim).c_str());
+    const int64_t axis = at.dtype == OLC_DTYPE_INT64 ? *static_cast<const int64_t*>(at.data)
+                                                     : *static_cast<const int32_t*>(at.data);
+    const int rank = x.ndim;
+    if (axis < -rank || axis >= rank)
+      return fail(ctx, "axis %lld is out of range for an input of rank %d", (long long)axis, rank);
+    const int ax = static_cast<int>(axis < 0 ? axis + rank : axis);
+    int64_t outer = 1, inner = 1;
+    for (int k = 0; k < ax; ++k) outer *= x.shape[k];
+    for (int k = ax + 1; k < rank; ++k) inner *= x.shape[k];
+    const int64_t n = x.shape[ax];
+    void* y = g_api->allocate_output(ctx, 0, x.dtype, rank, x.shape);
+    if (!y && total > 0) return OLC_ERROR;
+    if (total == 0) return OLC_OK;
+    const bool ex = exclusive != 0, rev = reverse != 0;
+    switch (dtype) {
+      case OLC_DTYPE_FLOAT: cumsum_typed(ctx, static_cast<const float*>(x.data), static_cast<float*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_DOUBLE: cumsum_typed(ctx, static_cast<const double*>(x.data), static_cast<double*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_FLOAT16: cumsum_typed(ctx, static_cast<const F16*>(x.data), static_cast<F16*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_BFLOAT16: cumsum_typed(ctx, static_cast<const BF16*>(x.data), static_cast<BF16*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_INT32: cumsum_typed(ctx, static_cast<const int32_t*>(x.data), static_cast<int32_t*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_INT64: cumsum_typed(ctx, static_cast<const int64_t*>(x.data), static_cast<int64_t*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_UINT32: cumsum_typed(ctx, static_cast<const uint32_t*>(x.data), static_cast<uint32_t*>(y), outer, n, inner, ex, rev); break;
+      case OLC_DTYPE_UINT64: cumsum_typed(ctx, static_cast<const uint64_t*>(x.data), static_cast<uint64_t*>(y), outer, n, inner, ex, rev); break;
+      default: return fail(ctx, "unsupported input type %s", olc_dtype_name(dtype));
+    }
+    return OLC_OK;
+  }
+};
+
+Kernel* make_cumsum_kernel(const olc_node_info* node, std::string* error) {
+  static const char* const kAttrs[] = {"exclusive", "reverse", nullptr};
+  auto k = std::make_unique<CumSum>();
+  if (!check_attr_names(node, kAttrs, error) || !attr_int(node, "exclusive", 0, &k->exclusive, error) ||
+      !attr_int(node, "reverse", 0, &k->reverse, error))
+    return nullptr;
+  if (node->n_inputs != 2) {
+    *error = strf("expects 2 inputs, got %d", node->n_inputs);
+    return nullptr;
+  }
+  k->dtype = node->input_dtypes[0];
+  if (!reducible(k->dtype, RKind::Sum)) {
+    *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
+    return nullptr;
+  }
+  return k.release();
+}
+
 }  // namespace
 
 namespace scalar {
 namespace {
+// Sums of f(x) in float64, f = identity, |x| or x * x (exact in float64).
+template <int F>
+inline double term(float x) {
+  const double v = x;
+  if constexpr (F == 1) return std::fabs(v);
+  else if constexpr (F == 2) return v * v;
+  else return v;
+}
+template <int F>
 double row_sum(const float* x, int64_t n) {
   double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    a0 += x[i];
-    a1 += x[i + 1];
-    a2 += x[i + 2];
-    a3 += x[i + 3];
+    a0 += term<F>(x[i]);
+    a1 += term<F>(x[i + 1]);
+    a2 += term<F>(x[i + 2]);
+    a3 += term<F>(x[i + 3]);
   }
-  for (; i < n; ++i) a0 += x[i];
+  for (; i < n; ++i) a0 += term<F>(x[i]);
   return (a0 + a1) + (a2 + a3);
 }
 template <bool kMax>
@@ -519,14 +829,27 @@ float row_extreme(const float* x, int64_t n) {
   }
   return r;
 }
+double row_sum_exp(const float* x, int64_t n, double m) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(x[i]) - m);
+  return s;
+}
 }  // namespace
-RowReduceF32 row_reduce_f32() { return {&row_sum, &row_extreme<true>, &row_extreme<false>, "scalar"}; }
+RowReduceF32 row_reduce_f32() {
+  return {&row_sum<0>, &row_extreme<true>, &row_extreme<false>, &row_sum<1>, &row_sum<2>, &row_sum_exp, "scalar"};
+}
 }  // namespace scalar
 
 Kernel* make_reduce_sum(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Sum, 13, e); }
 Kernel* make_reduce_mean(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Mean, 18, e); }
 Kernel* make_reduce_max(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Max, 18, e); }
 Kernel* make_reduce_min(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Min, 18, e); }
+Kernel* make_reduce_prod(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::Prod, 18, e); }
+Kernel* make_reduce_l1(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::L1, 18, e); }
+Kernel* make_reduce_l2(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::L2, 18, e); }
+Kernel* make_reduce_log_sum_exp(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::LogSumExp, 18, e); }
+Kernel* make_reduce_sum_square(const olc_node_info* n, std::string* e) { return make_reduce(n, RKind::SumSquare, 18, e); }
+Kernel* make_cumsum(const olc_node_info* n, std::string* e) { return make_cumsum_kernel(n, e); }
 Kernel* make_argmax(const olc_node_info* n, std::string* e) { return make_arg(n, true, e); }
 Kernel* make_argmin(const olc_node_info* n, std::string* e) { return make_arg(n, false, e); }
 

@@ -10,23 +10,95 @@ namespace olc_tn {
 namespace avx2 {
 namespace {
 
-double sum(const float* x, int64_t n) {
+// Sums of f(x) in float64 for f = identity, |x| or x * x (the square of a
+// float32 is exact in float64).
+enum class Fn { Id, Abs, Sq };
+
+template <Fn F>
+inline __m256d term(__m256d v) {
+  if constexpr (F == Fn::Abs) return _mm256_andnot_pd(_mm256_set1_pd(-0.0), v);
+  else if constexpr (F == Fn::Sq) return _mm256_mul_pd(v, v);
+  else return v;
+}
+
+template <Fn F>
+inline double term1(float x) {
+  const double v = x;
+  if constexpr (F == Fn::Abs) return std::fabs(v);
+  else if constexpr (F == Fn::Sq) return v * v;
+  else return v;
+}
+
+template <Fn F>
+double sum_of(const float* x, int64_t n) {
   __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd(), a2 = _mm256_setzero_pd(), a3 = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256 v0 = _mm256_loadu_ps(x + i), v1 = _mm256_loadu_ps(x + i + 8);
-    a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm256_castps256_ps128(v0)));
-    a1 = _mm256_add_pd(a1, _mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1)));
-    a2 = _mm256_add_pd(a2, _mm256_cvtps_pd(_mm256_castps256_ps128(v1)));
-    a3 = _mm256_add_pd(a3, _mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1)));
+    a0 = _mm256_add_pd(a0, term<F>(_mm256_cvtps_pd(_mm256_castps256_ps128(v0))));
+    a1 = _mm256_add_pd(a1, term<F>(_mm256_cvtps_pd(_mm256_extractf128_ps(v0, 1))));
+    a2 = _mm256_add_pd(a2, term<F>(_mm256_cvtps_pd(_mm256_castps256_ps128(v1))));
+    a3 = _mm256_add_pd(a3, term<F>(_mm256_cvtps_pd(_mm256_extractf128_ps(v1, 1))));
   }
-  for (; i + 4 <= n; i += 4) a0 = _mm256_add_pd(a0, _mm256_cvtps_pd(_mm_loadu_ps(x + i)));
+  for (; i + 4 <= n; i += 4) a0 = _mm256_add_pd(a0, term<F>(_mm256_cvtps_pd(_mm_loadu_ps(x + i))));
   const __m256d a = _mm256_add_pd(_mm256_add_pd(a0, a1), _mm256_add_pd(a2, a3));
   alignas(32) double t[4];
   _mm256_store_pd(t, a);
   double s = (t[0] + t[1]) + (t[2] + t[3]);
-  for (; i < n; ++i) s += x[i];
+  for (; i < n; ++i) s += term1<F>(x[i]);
   return s;
+}
+
+// exp(d) for d in [-700, 0]: d = k ln2 + r, |r| <= ln2 / 2, exp(r) by its
+// Taylor series to r^11 (remainder below 2e-13), times 2^k built in the
+// exponent bits.
+inline __m256d exp_pd(__m256d d) {
+  const __m256d magic = _mm256_set1_pd(6755399441055744.0);  // 1.5 * 2^52: rounds to an integer
+  d = _mm256_min_pd(_mm256_max_pd(d, _mm256_set1_pd(-700.0)), _mm256_setzero_pd());
+  const __m256d t = _mm256_add_pd(_mm256_mul_pd(d, _mm256_set1_pd(1.4426950408889634)), magic);
+  const __m256d k = _mm256_sub_pd(t, magic);
+  __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(0.6931471805598903), d);  // ln2, high part
+  r = _mm256_fnmadd_pd(k, _mm256_set1_pd(5.497923018708371e-14), r);      // ln2 - high part
+  __m256d p = _mm256_set1_pd(1.0 / 39916800.0);
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 3628800.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 362880.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 40320.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 5040.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 720.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 120.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 24.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0 / 6.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(0.5));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+  p = _mm256_fmadd_pd(p, r, _mm256_set1_pd(1.0));
+  // 2^k: k + 1023 in the exponent field (k >= -1010, a normal number).
+  const __m256i kb = _mm256_sub_epi64(_mm256_castpd_si256(t), _mm256_castpd_si256(magic));
+  const __m256i e = _mm256_slli_epi64(_mm256_add_epi64(kb, _mm256_set1_epi64x(1023)), 52);
+  return _mm256_mul_pd(p, _mm256_castsi256_pd(e));
+}
+
+double sum_exp(const float* x, int64_t n, double m) {
+  const __m256d vm = _mm256_set1_pd(m);
+  __m256d a0 = _mm256_setzero_pd(), a1 = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    a0 = _mm256_add_pd(a0, exp_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)), vm)));
+    a1 = _mm256_add_pd(a1, exp_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)), vm)));
+  }
+  if (i < n) {  // masked tail: inactive lanes load 0 and are cleared after exp
+    const int64_t k = n - i;
+    alignas(16) static const int32_t lanes[8] = {-1, -1, -1, -1, 0, 0, 0, 0};
+    for (int64_t j = 0; j < k; j += 4) {
+      const int64_t w = k - j < 4 ? k - j : 4;
+      const __m128i mk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lanes + 4 - w));
+      const __m256d e = exp_pd(_mm256_sub_pd(_mm256_cvtps_pd(_mm_maskload_ps(x + i + j, mk)), vm));
+      a0 = _mm256_add_pd(a0, _mm256_and_pd(e, _mm256_castsi256_pd(_mm256_cvtepi32_epi64(mk))));
+    }
+  }
+  alignas(32) double t[4];
+  _mm256_store_pd(t, _mm256_add_pd(a0, a1));
+  return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
 template <bool kMax>
@@ -56,7 +128,9 @@ float extreme(const float* x, int64_t n) {
 
 }  // namespace
 
-RowReduceF32 row_reduce_f32() { return {&sum, &extreme<true>, &extreme<false>, "avx2"}; }
+RowReduceF32 row_reduce_f32() {
+  return {&sum_of<Fn::Id>, &extreme<true>, &extreme<false>, &sum_of<Fn::Abs>, &sum_of<Fn::Sq>, &sum_exp, "avx2"};
+}
 
 }  // namespace avx2
 }  // namespace olc_tn

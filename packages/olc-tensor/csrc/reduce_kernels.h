@@ -1,6 +1,9 @@
-// Row reductions of float32 (the hot case of ReduceSum/Mean/Max/Min over a
-// contiguous inner axis): sums accumulate in float64 across several
-// independent accumulators; max/min propagate NaN. Scalar, AVX2 and AVX-512
+// Row reductions of float32 (the hot case of ReduceSum/Mean/Max/Min/L1/L2/
+// SumSquare over a contiguous inner axis): sums (of x, |x| or x*x)
+// accumulate in float64 across several independent accumulators; max/min
+// propagate NaN; sum_exp feeds ReduceLogSumExp (float64 exp: the library's
+// in scalar code, a degree-11 polynomial after range reduction in the SIMD
+// variants, relative error below 1e-13). Scalar, AVX2 and AVX-512
 // variants; the summation order differs between levels (results agree to
 // float64 rounding, then round once to float32), max/min are exact.
 #ifndef OLC_TENSOR_REDUCE_KERNELS_H_
@@ -14,6 +17,11 @@ struct RowReduceF32 {
   double (*sum)(const float* x, int64_t n);
   float (*max)(const float* x, int64_t n);  // n >= 1
   float (*min)(const float* x, int64_t n);  // n >= 1
+  double (*sum_abs)(const float* x, int64_t n);  // sum of |x|
+  double (*sum_sq)(const float* x, int64_t n);   // sum of x * x, each square exact in float64
+  // sum of exp(x - m) in float64, for finite m >= every x (no NaN);
+  // terms below exp(-700) count as that (they vanish next to the 1 of x = m).
+  double (*sum_exp)(const float* x, int64_t n, double m);
   const char* isa;
 };
 

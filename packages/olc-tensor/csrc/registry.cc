@@ -128,7 +128,7 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"Concat", nullptr},    {"Split", nullptr},     {"Slice", nullptr},
                     {"Expand", nullptr},    {"Tile", nullptr},      {"Reduce", nullptr},
                     {"ArgReduce", nullptr}, {"ScatterND", nullptr}, {"TopK", nullptr},
-                    {"Pad", nullptr}};
+                    {"Pad", nullptr},       {"CumSum", nullptr}};
 void declare_parallel_params() {
   for (ParParam& p : g_par)
     p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
@@ -247,6 +247,12 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"NonZero", &make_nonzero},
       {"TopK", &make_topk},
       {"Pad", &make_pad},
+      {"ReduceProd", &make_reduce_prod},
+      {"ReduceL1", &make_reduce_l1},
+      {"ReduceL2", &make_reduce_l2},
+      {"ReduceLogSumExp", &make_reduce_log_sum_exp},
+      {"ReduceSumSquare", &make_reduce_sum_square},
+      {"CumSum", &make_cumsum},
   };
 }
 

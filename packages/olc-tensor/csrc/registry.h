@@ -30,6 +30,12 @@ Kernel* make_scatter_nd(const olc_node_info* node, std::string* error);
 Kernel* make_nonzero(const olc_node_info* node, std::string* error);
 Kernel* make_topk(const olc_node_info* node, std::string* error);
 Kernel* make_pad(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_prod(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_l1(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_l2(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_log_sum_exp(const olc_node_info* node, std::string* error);
+Kernel* make_reduce_sum_square(const olc_node_info* node, std::string* error);
+Kernel* make_cumsum(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

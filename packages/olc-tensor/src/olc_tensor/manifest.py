@@ -73,6 +73,12 @@ def _bf16_from_13_numeric(since: int) -> tuple[Segment, ...]:
 
 RED = ("float32", "float64", "float16", "int32", "int64", "uint32", "uint64")
 BYTE = ("int8", "uint8")
+RED_FLOAT = ("float32", "float64", "float16", "bfloat16")
+CUMSUM = ("float32", "float64", "int32", "int64", "uint32", "uint64")
+
+
+def _reduce_segments() -> tuple[Segment, ...]:
+    return _split(1, {1: RED, 13: RED + ("bfloat16",)})
 
 OPS: tuple[TensorOp, ...] = (
     TensorOp("Transpose", _bf16_from_13(1), ("T",), description="blocked 2-D tiles after merging dims"),
@@ -107,6 +113,16 @@ OPS: tuple[TensorOp, ...] = (
     # 13+: bool and bfloat16 too.
     TensorOp("Pad", (Segment(2, 10, ("float32", "float64", "float16")), Segment(11, 12, NUMERIC),
                      Segment(13, MAX_OPSET, ALL)), ("T", None, None, None)),
+    # More reductions on the same traversal: axes as an input from 18;
+    # integers leave ReduceLogSumExp at 28.
+    TensorOp("ReduceProd", _reduce_segments(), ("T", None)),
+    TensorOp("ReduceL1", _reduce_segments(), ("T", None), description="SIMD float32 rows of |x|"),
+    TensorOp("ReduceL2", _reduce_segments(), ("T", None), description="SIMD float32 rows of x*x"),
+    TensorOp("ReduceSumSquare", _reduce_segments(), ("T", None), description="SIMD float32 rows of x*x"),
+    TensorOp("ReduceLogSumExp", _split(1, {1: RED, 13: RED + ("bfloat16",), 28: RED_FLOAT}), ("T", None),
+             description="running max and rescaled sum: no overflow"),
+    TensorOp("CumSum", _split(11, {11: CUMSUM, 14: CUMSUM + ("float16", "bfloat16")}), ("T", "T2"),
+             (("T2", INDEX),)),
 )
 
 BY_NAME: dict[str, list[TensorOp]] = {}
