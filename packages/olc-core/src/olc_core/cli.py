@@ -512,8 +512,12 @@ def _op_label(domain: str, op_type: str) -> str:
 
 
 def _path(entry: Any) -> str:
+    from .session import CONSTANT_FOLDED_REASON
+
     if entry.native:
         return "native"
+    if entry.reason == CONSTANT_FOLDED_REASON:
+        return "constant"  # evaluated once at load: nothing runs per run
     return "fallback" if entry.kernel.startswith(FALLBACK_LIBRARY + "::") else "python"
 
 
@@ -551,12 +555,10 @@ def plan_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
 
 
 def plan_summary(rows: Sequence[Mapping[str, Any]]) -> str:
-    from .session import CONSTANT_FOLDED_REASON
-
     n_native = sum(1 for r in rows if r["native"])
     n_python = sum(1 for r in rows if r["path"] == "python")
-    folded = [r for r in rows if r["path"] == "fallback" and r["reason"] == CONSTANT_FOLDED_REASON]
-    per_run = [r for r in rows if r["path"] == "fallback" and r["reason"] != CONSTANT_FOLDED_REASON]
+    folded = [r for r in rows if r["path"] == "constant"]
+    per_run = [r for r in rows if r["path"] == "fallback"]
     fused = {r["fused_into"] for r in rows if r["fused_into"]}
     parts = [f"{n_native} of {len(rows)} nodes on native kernels"]
     if n_python:
