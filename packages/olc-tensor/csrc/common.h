@@ -84,6 +84,11 @@ inline void copy_bytes(void* dst, const void* src, size_t n) {
 // Parallel bulk copy of n bytes split into 64-byte aligned chunks.
 void parallel_copy(olc_context* ctx, void* dst, const void* src, int64_t n, int64_t min_parallel_bytes);
 
+// Writes the elem_size-byte pattern `value` into n elements at dst (elem_size
+// 1, 2, 4 or 8), split across the executor above min_parallel_bytes.
+void parallel_fill(olc_context* ctx, void* dst, int64_t n, size_t elem_size, const void* value,
+                   int64_t min_parallel_bytes);
+
 }  // namespace olc_tn
 
 #endif  // OLC_TENSOR_COMMON_H_

@@ -128,7 +128,8 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"Concat", nullptr},    {"Split", nullptr},     {"Slice", nullptr},
                     {"Expand", nullptr},    {"Tile", nullptr},      {"Reduce", nullptr},
                     {"ArgReduce", nullptr}, {"ScatterND", nullptr}, {"TopK", nullptr},
-                    {"Pad", nullptr},       {"CumSum", nullptr}};
+                    {"Pad", nullptr},       {"CumSum", nullptr},    {"GatherND", nullptr},
+                    {"ScatterElements", nullptr}, {"OneHot", nullptr}};
 void declare_parallel_params() {
   for (ParParam& p : g_par)
     p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
@@ -149,6 +150,31 @@ void parallel_copy(olc_context* ctx, void* dst, const void* src, int64_t n, int6
   par_for(ctx, chunks, 1, n, min_parallel_bytes, [&](int64_t b, int64_t e) {
     const int64_t lo = b * kChunk, hi = std::min(n, e * kChunk);
     if (hi > lo) std::memcpy(d + lo, s + lo, static_cast<size_t>(hi - lo));
+  });
+}
+
+namespace {
+template <class U>
+void fill_typed(void* dst, int64_t lo, int64_t hi, const void* value) {
+  U v;
+  std::memcpy(&v, value, sizeof v);
+  U* d = static_cast<U*>(dst);
+  for (int64_t i = lo; i < hi; ++i) d[i] = v;
+}
+}  // namespace
+
+void parallel_fill(olc_context* ctx, void* dst, int64_t n, size_t es, const void* value, int64_t min_parallel_bytes) {
+  constexpr int64_t kChunk = 64 << 10;  // bytes per range
+  const int64_t per = std::max<int64_t>(1, kChunk / static_cast<int64_t>(es));
+  const int64_t chunks = (n + per - 1) / per;
+  par_for(ctx, chunks, 1, n * static_cast<int64_t>(es), min_parallel_bytes, [&](int64_t b, int64_t e) {
+    const int64_t lo = b * per, hi = std::min(n, e * per);
+    switch (es) {
+      case 1: std::memset(static_cast<char*>(dst) + lo, *static_cast<const uint8_t*>(value), static_cast<size_t>(hi - lo)); break;
+      case 2: fill_typed<uint16_t>(dst, lo, hi, value); break;
+      case 4: fill_typed<uint32_t>(dst, lo, hi, value); break;
+      default: fill_typed<uint64_t>(dst, lo, hi, value); break;
+    }
   });
 }
 
@@ -253,6 +279,9 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"ReduceLogSumExp", &make_reduce_log_sum_exp},
       {"ReduceSumSquare", &make_reduce_sum_square},
       {"CumSum", &make_cumsum},
+      {"GatherND", &make_gather_nd},
+      {"ScatterElements", &make_scatter_elements},
+      {"OneHot", &make_one_hot},
   };
 }
 

@@ -36,6 +36,9 @@ Kernel* make_reduce_l2(const olc_node_info* node, std::string* error);
 Kernel* make_reduce_log_sum_exp(const olc_node_info* node, std::string* error);
 Kernel* make_reduce_sum_square(const olc_node_info* node, std::string* error);
 Kernel* make_cumsum(const olc_node_info* node, std::string* error);
+Kernel* make_gather_nd(const olc_node_info* node, std::string* error);
+Kernel* make_scatter_elements(const olc_node_info* node, std::string* error);
+Kernel* make_one_hot(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

@@ -5,7 +5,9 @@ Each row gives the operator, the constraint of each input position, and one
 segment per range of opsets with the element types the kernel claims there
 (bfloat16 joins most of these schemas at opset 13, float8 joins Cast and
 CastLike at 19). Types are claimed only where that version's schema allows
-them and the kernel handles them.
+them and the kernel handles them. A row whose types belong to another
+constraint than input 0's names it (`segment_constraint`: OneHot's values
+T3).
 """
 
 from __future__ import annotations
@@ -37,6 +39,10 @@ class TensorOp:
     inputs: tuple[str | None, ...]  # constraint per input position (None: checked by the kernel)
     extra_types: tuple[tuple[str, tuple[str, ...]], ...] = ()  # other constraints, e.g. Tind
     description: str = ""
+    # The constraint the segments' types belong to (default: input 0's).
+    segment_constraint: str = ""
+    # Output constraints, for typing outputs when inference could not.
+    outputs: tuple[str | None, ...] = ()
 
     @property
     def since(self) -> int:
@@ -44,7 +50,7 @@ class TensorOp:
 
     @property
     def main_constraint(self) -> str:
-        return self.inputs[0] or "T"
+        return self.segment_constraint or self.inputs[0] or "T"
 
     def types_at(self, opset: int) -> tuple[str, ...]:
         for s in self.segments:
@@ -75,6 +81,7 @@ RED = ("float32", "float64", "float16", "int32", "int64", "uint32", "uint64")
 BYTE = ("int8", "uint8")
 RED_FLOAT = ("float32", "float64", "float16", "bfloat16")
 CUMSUM = ("float32", "float64", "int32", "int64", "uint32", "uint64")
+INT64 = ("int64",)
 
 
 def _reduce_segments() -> tuple[Segment, ...]:
@@ -123,6 +130,11 @@ OPS: tuple[TensorOp, ...] = (
              description="running max and rescaled sum: no overflow"),
     TensorOp("CumSum", _split(11, {11: CUMSUM, 14: CUMSUM + ("float16", "bfloat16")}), ("T", "T2"),
              (("T2", INDEX),)),
+    TensorOp("GatherND", _bf16_from_13(11), ("T", "Tind"), (("Tind", INT64),), "batch_dims from 12"),
+    # reduction: add/mul from 16, max/min from 18 (checked by the kernel).
+    TensorOp("ScatterElements", _bf16_from_13(11), ("T", "Tind", "T"), (("Tind", INDEX),)),
+    TensorOp("OneHot", (Segment(9, 27, ALL_NO_BF16), Segment(28, MAX_OPSET, ALL)), ("T1", "T2", "T3"),
+             (("T1", NUMERIC), ("T2", NUMERIC)), segment_constraint="T3", outputs=("T3",)),
 )
 
 BY_NAME: dict[str, list[TensorOp]] = {}

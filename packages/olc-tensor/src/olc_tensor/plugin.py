@@ -49,7 +49,7 @@ def registrations() -> list[olc_core.KernelRegistration]:
         for seg in spec.segments:
             types = {spec.main_constraint: seg.types, **dict(spec.extra_types)}
             supports = None
-            outputs: tuple[str, ...] = ()
+            outputs: tuple[str | None, ...] = spec.outputs
             if spec.op == "CastLike":
                 types["T2"] = seg.types
             elif spec.op == "Cast":
