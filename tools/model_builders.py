@@ -12,6 +12,7 @@ tools/benchmark_parity.py's ``models`` suite.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import onnx
@@ -42,12 +43,12 @@ class _Graph:
         self.count += 1
         return f"{base}_{self.count}"
 
-    def node(self, op: str, inputs: list[str], n_out: int = 1, **attrs: object) -> list[str]:
+    def node(self, op: str, inputs: list[str], n_out: int = 1, **attrs: Any) -> list[str]:
         outs = [self.name(f"{op.lower()}_out") for _ in range(n_out)]
         self.nodes.append(helper.make_node(op, inputs, outs, name=self.name(op), **attrs))
         return outs
 
-    def one(self, op: str, inputs: list[str], **attrs: object) -> str:
+    def one(self, op: str, inputs: list[str], **attrs: Any) -> str:
         return self.node(op, inputs, **attrs)[0]
 
     def weight(self, base: str, shape: tuple[int, ...], scale: float = 0.05) -> str:
@@ -120,8 +121,8 @@ def bert_encoder(config: EncoderConfig = EncoderConfig(), seed: int = 0) -> onnx
         split_shape = g.one("Concat", [batch, seq_len, g.const(np.array([c.heads], np.int64)),
                                        g.const(np.array([head_dim], np.int64))], axis=0)
 
-        def heads(t: str, perm: list[int]) -> str:
-            return g.one("Transpose", [g.one("Reshape", [t, split_shape])], perm=perm)
+        def heads(t: str, perm: list[int], shape: str = split_shape) -> str:
+            return g.one("Transpose", [g.one("Reshape", [t, shape])], perm=perm)
 
         q = heads(g.linear(x, c.hidden, c.hidden), [0, 2, 1, 3])
         k = heads(g.linear(x, c.hidden, c.hidden), [0, 2, 3, 1])
