@@ -129,7 +129,8 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"Expand", nullptr},    {"Tile", nullptr},      {"Reduce", nullptr},
                     {"ArgReduce", nullptr}, {"ScatterND", nullptr}, {"TopK", nullptr},
                     {"Pad", nullptr},       {"CumSum", nullptr},    {"GatherND", nullptr},
-                    {"ScatterElements", nullptr}, {"OneHot", nullptr}};
+                    {"ScatterElements", nullptr}, {"OneHot", nullptr}, {"ConstantOfShape", nullptr},
+                    {"EyeLike", nullptr},   {"Trilu", nullptr}};
 void declare_parallel_params() {
   for (ParParam& p : g_par)
     p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
@@ -282,6 +283,10 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"GatherND", &make_gather_nd},
       {"ScatterElements", &make_scatter_elements},
       {"OneHot", &make_one_hot},
+      {"ConstantOfShape", &make_constant_of_shape},
+      {"Range", &make_range},
+      {"EyeLike", &make_eye_like},
+      {"Trilu", &make_trilu},
   };
 }
 

@@ -39,6 +39,10 @@ Kernel* make_cumsum(const olc_node_info* node, std::string* error);
 Kernel* make_gather_nd(const olc_node_info* node, std::string* error);
 Kernel* make_scatter_elements(const olc_node_info* node, std::string* error);
 Kernel* make_one_hot(const olc_node_info* node, std::string* error);
+Kernel* make_constant_of_shape(const olc_node_info* node, std::string* error);
+Kernel* make_range(const olc_node_info* node, std::string* error);
+Kernel* make_eye_like(const olc_node_info* node, std::string* error);
+Kernel* make_trilu(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

@@ -7,7 +7,8 @@ segment per range of opsets with the element types the kernel claims there
 CastLike at 19). Types are claimed only where that version's schema allows
 them and the kernel handles them. A row whose types belong to another
 constraint than input 0's names it (`segment_constraint`: OneHot's values
-T3).
+T3, ConstantOfShape's output T2); one row has a domain of its own (the
+ConstantOfShape nodes the graph pass of passes.py restates).
 """
 
 from __future__ import annotations
@@ -39,10 +40,13 @@ class TensorOp:
     inputs: tuple[str | None, ...]  # constraint per input position (None: checked by the kernel)
     extra_types: tuple[tuple[str, tuple[str, ...]], ...] = ()  # other constraints, e.g. Tind
     description: str = ""
-    # The constraint the segments' types belong to (default: input 0's).
+    # The constraint the segments' types belong to (default: input 0's);
+    # `mirrors` take the same types (EyeLike's output T2 follows T1's list).
     segment_constraint: str = ""
+    mirrors: tuple[str, ...] = ()
     # Output constraints, for typing outputs when inference could not.
     outputs: tuple[str | None, ...] = ()
+    domain: str = ""
 
     @property
     def since(self) -> int:
@@ -81,7 +85,12 @@ RED = ("float32", "float64", "float16", "int32", "int64", "uint32", "uint64")
 BYTE = ("int8", "uint8")
 RED_FLOAT = ("float32", "float64", "float16", "bfloat16")
 CUMSUM = ("float32", "float64", "int32", "int64", "uint32", "uint64")
+RANGE = ("float32", "float64", "int16", "int32", "int64")
 INT64 = ("int64",)
+# ConstantOfShape's `value` is a TENSOR attribute, which the kernel ABI does
+# not carry: a graph pass restates such nodes in this domain, with the value
+# as the INT attributes `dtype` (ONNX code) and `value_bits` (its bytes).
+RESTATED_DOMAIN = "olc.tensor"
 
 
 def _reduce_segments() -> tuple[Segment, ...]:
@@ -135,11 +144,23 @@ OPS: tuple[TensorOp, ...] = (
     TensorOp("ScatterElements", _bf16_from_13(11), ("T", "Tind", "T"), (("Tind", INDEX),)),
     TensorOp("OneHot", (Segment(9, 27, ALL_NO_BF16), Segment(28, MAX_OPSET, ALL)), ("T1", "T2", "T3"),
              (("T1", NUMERIC), ("T2", NUMERIC)), segment_constraint="T3", outputs=("T3",)),
+    # The output type comes from the `value` attribute (float32 without one).
+    TensorOp("ConstantOfShape", (Segment(9, 19, ALL_NO_BF16), Segment(20, MAX_OPSET, ALL_F8)), ("T1",),
+             (("T1", INT64),), segment_constraint="T2", outputs=("T2",)),
+    TensorOp("ConstantOfShape", (Segment(1, MAX_OPSET, ALL_F8),), ("T1",), (("T1", INT64),),
+             "ConstantOfShape with its value restated by the graph pass", segment_constraint="T2",
+             outputs=("T2",), domain=RESTATED_DOMAIN),
+    TensorOp("Range", (Segment(11, 26, RANGE), Segment(27, MAX_OPSET, RANGE + ("float16", "bfloat16"))),
+             ("T", "T", "T"), outputs=("T",)),
+    TensorOp("EyeLike", (Segment(9, 21, ALL_NO_BF16), Segment(22, MAX_OPSET, ALL)), ("T1",), mirrors=("T2",),
+             outputs=("T2",)),
+    TensorOp("Trilu", (Segment(14, MAX_OPSET, ALL),), ("T", None)),
 )
 
 BY_NAME: dict[str, list[TensorOp]] = {}
 for _o in OPS:
-    BY_NAME.setdefault(_o.op, []).append(_o)
+    if not _o.domain:
+        BY_NAME.setdefault(_o.op, []).append(_o)
 
 # Element type names by ONNX TensorProto code, for the types olc moves natively.
 CODE_TO_TYPE = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import olc_core
@@ -10,6 +11,7 @@ from . import manifest
 
 FAMILY = "olc-tensor"
 _INT_ATTRIBUTE = 2  # onnx.AttributeProto.INT
+_TENSOR_ATTRIBUTE = 4  # onnx.AttributeProto.TENSOR
 
 
 def _cast_target(node: Any) -> tuple[str | None, str | None]:
@@ -41,6 +43,46 @@ def _cast_supports(since: int) -> Any:
     return supports
 
 
+def _constant_of_shape_supports(types: tuple[str, ...]) -> Callable[[Any], str | None]:
+    """ConstantOfShape: the `value` tensor must be one element of a claimed type."""
+    allowed = set(types)
+
+    def supports(node: Any) -> str | None:
+        value = next((a for a in node.attribute if a.name == "value"), None)
+        if value is None:
+            return None  # float32 zeros
+        if value.type != _TENSOR_ATTRIBUTE:
+            return "attribute 'value' is not a tensor"
+        t = manifest.CODE_TO_TYPE.get(int(value.t.data_type))
+        if t not in allowed:
+            return f"value of type code {value.t.data_type} is not filled natively at this opset"
+        n = 1
+        for d in value.t.dims:
+            n *= int(d)
+        if n != 1:
+            return f"attribute 'value' must hold one element, it holds {n}"
+        return None
+
+    return supports
+
+
+def _eye_like_supports(types: tuple[str, ...]) -> Callable[[Any], str | None]:
+    """EyeLike: a `dtype` attribute must name a claimed output type."""
+    allowed = set(types)
+
+    def supports(node: Any) -> str | None:
+        dt = next((a for a in node.attribute if a.name == "dtype"), None)
+        if dt is None:
+            return None
+        if dt.type != _INT_ATTRIBUTE:
+            return "attribute 'dtype' is not an int"
+        if manifest.CODE_TO_TYPE.get(int(dt.i)) not in allowed:
+            return f"output type code {dt.i} is not produced natively at this opset"
+        return None
+
+    return supports
+
+
 def registrations() -> list[olc_core.KernelRegistration]:
     ext = olc_core.load_extension("olc_tensor._ext")
     out = []
@@ -48,6 +90,8 @@ def registrations() -> list[olc_core.KernelRegistration]:
         factory = ext.vtable(spec.op)
         for seg in spec.segments:
             types = {spec.main_constraint: seg.types, **dict(spec.extra_types)}
+            for c in spec.mirrors:
+                types[c] = seg.types
             supports = None
             outputs: tuple[str | None, ...] = spec.outputs
             if spec.op == "CastLike":
@@ -58,9 +102,13 @@ def registrations() -> list[olc_core.KernelRegistration]:
                 types["T2"] = manifest.cast_target_types(seg.since)
                 outputs = ("T2",)
                 supports = _cast_supports(seg.since)
+            elif spec.op == "ConstantOfShape" and not spec.domain:
+                supports = _constant_of_shape_supports(seg.types)
+            elif spec.op == "EyeLike":
+                supports = _eye_like_supports(seg.types)
             out.append(
                 olc_core.KernelRegistration(
-                    domain="",
+                    domain=spec.domain,
                     op_type=spec.op,
                     kernel_name=manifest.kernel_name(spec.op),
                     types=types,
@@ -80,3 +128,10 @@ def registrations() -> list[olc_core.KernelRegistration]:
 @olc_core.hookimpl
 def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
+
+
+@olc_core.hookimpl
+def olc_register_graph_passes() -> list[olc_core.GraphPass]:
+    from . import passes
+
+    return [passes.GRAPH_PASS]
