@@ -130,7 +130,8 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"ArgReduce", nullptr}, {"ScatterND", nullptr}, {"TopK", nullptr},
                     {"Pad", nullptr},       {"CumSum", nullptr},    {"GatherND", nullptr},
                     {"ScatterElements", nullptr}, {"OneHot", nullptr}, {"ConstantOfShape", nullptr},
-                    {"EyeLike", nullptr},   {"Trilu", nullptr}};
+                    {"EyeLike", nullptr},   {"Trilu", nullptr},     {"DepthToSpace", nullptr},
+                    {"SpaceToDepth", nullptr}};
 void declare_parallel_params() {
   for (ParParam& p : g_par)
     p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
@@ -287,6 +288,8 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"Range", &make_range},
       {"EyeLike", &make_eye_like},
       {"Trilu", &make_trilu},
+      {"DepthToSpace", &make_depth_to_space},
+      {"SpaceToDepth", &make_space_to_depth},
   };
 }
 

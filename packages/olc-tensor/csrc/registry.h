@@ -43,6 +43,8 @@ Kernel* make_constant_of_shape(const olc_node_info* node, std::string* error);
 Kernel* make_range(const olc_node_info* node, std::string* error);
 Kernel* make_eye_like(const olc_node_info* node, std::string* error);
 Kernel* make_trilu(const olc_node_info* node, std::string* error);
+Kernel* make_depth_to_space(const olc_node_info* node, std::string* error);
+Kernel* make_space_to_depth(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

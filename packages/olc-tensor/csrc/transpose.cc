@@ -1,8 +1,9 @@
-// Transpose and the strided copy engine. Dimensions of size 1 are dropped
-// and dimensions that stay adjacent are merged first, so most permutations
-// reduce to a plain copy, a copy of contiguous rows, or a batch of 2-D
-// transposes done in cache-sized tiles.
+// Transpose, DepthToSpace, SpaceToDepth and the strided copy engine.
+// Dimensions of size 1 are dropped and dimensions that stay adjacent are
+// merged first, so most permutations reduce to a plain copy, a copy of
+// contiguous rows, or a batch of 2-D transposes done in cache-sized tiles.
 #include <algorithm>
+#include <limits>
 #include <memory>
 
 #include "common.h"
@@ -238,7 +239,176 @@ class Transpose final : public Kernel {
   }
 };
 
+// SpaceToDepth by input rows: row (n, c, h = h2 * bs + i) holds, at column
+// w2 * bs + j, the element of output channel (i * bs + j) * C + c (DCR) or
+// (c * bs + i) * bs + j (CRD), row h2, column w2. Each input row is read
+// once and feeds bs output rows, every one written in order.
+// kBs > 0: the block size as a constant (the compiler then turns the
+// strided reads into shuffles); 0: `bs` at run time.
+template <class U, int64_t kBs>
+void space_to_depth_rows(const U* x, U* y, int64_t C, int64_t H, int64_t W, int64_t bs_run, bool crd, int64_t lo,
+                         int64_t hi) {
+  const int64_t bs = kBs > 0 ? kBs : bs_run;
+  const int64_t h2 = H / bs, w2 = W / bs;
+  for (int64_t r = lo; r < hi; ++r) {
+    const int64_t h = r % H, c = (r / H) % C, n = r / (H * C);
+    const int64_t i = h % bs, hh = h / bs;
+    const U* in = x + r * W;
+    for (int64_t j = 0; j < bs; ++j) {
+      const int64_t oc = crd ? (c * bs + i) * bs + j : (i * bs + j) * C + c;
+      U* out = y + ((n * C * bs * bs + oc) * h2 + hh) * w2;
+      const U* src = in + j;
+      for (int64_t w = 0; w < w2; ++w) out[w] = src[w * bs];
+    }
+  }
+}
+
+// DepthToSpace by output rows, the mirror of the above: output row
+// (n, c, h * bs + i) interleaves, at columns w * bs + j, input row (n, ch, h)
+// of channel ch = (i * bs + j) * C' + c (DCR) or (c * bs + i) * bs + j (CRD).
+template <class U, int64_t kBs>
+void depth_to_space_rows(const U* x, U* y, int64_t C, int64_t H, int64_t W, int64_t bs_run, bool crd, int64_t lo,
+                         int64_t hi) {
+  const int64_t bs = kBs > 0 ? kBs : bs_run;
+  const int64_t c2 = C / (bs * bs), oh = H * bs, ow = W * bs;
+  for (int64_t r = lo; r < hi; ++r) {
+    const int64_t hh = r % oh, c = (r / oh) % c2, n = r / (oh * c2);
+    const int64_t h = hh / bs, i = hh % bs;
+    U* out = y + r * ow;
+    for (int64_t j = 0; j < bs; ++j) {
+      const int64_t ch = crd ? (c * bs + i) * bs + j : (i * bs + j) * c2 + c;
+      const U* in = x + ((n * C + ch) * H + h) * W;
+      U* dst = out + j;
+      for (int64_t w = 0; w < W; ++w) dst[w * bs] = in[w];
+    }
+  }
+}
+
+// DepthToSpace and SpaceToDepth: the spec's reshape, 6-D permutation and
+// reshape done row by row (above), every input row read once and every
+// output row written in order. (As one strided copy, the innermost run
+// would be a single block row of bs elements.)
+class BlockRearrange final : public Kernel {
+ public:
+  int32_t dtype;
+  bool to_space;  // DepthToSpace (else SpaceToDepth)
+  bool crd = false;
+  int64_t bs = 0;
+  int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
+    if (n_in != 1 || n_out != 1) return fail(ctx, "expects 1 input and 1 output, got %d and %d", n_in, n_out);
+    const olc_tensor& x = in[0];
+    if (x.dtype != dtype)
+      return fail(ctx, "input 0 has type %s, the kernel was created for %s", olc_dtype_name(x.dtype),
+                  olc_dtype_name(dtype));
+    const int64_t total = checked_count(x);
+    if (total < 0) return fail(ctx, "input 0 has a negative dimension, too many elements or no data");
+    if (x.ndim != 4) return fail(ctx, "input must be 4-D [N, C, H, W], got shape %s", shape_str(x.shape, x.ndim).c_str());
+    const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+    int64_t oshape[4];
+    if (to_space) {
+      if (bs > C || C % (bs * bs) != 0)
+        return fail(ctx, "channels %lld are not a multiple of blocksize^2 = %lld", (long long)C, (long long)(bs * bs));
+      const int64_t c2 = C / (bs * bs);
+      if (H > std::numeric_limits<int64_t>::max() / bs || W > std::numeric_limits<int64_t>::max() / bs)
+        return fail(ctx, "output shape is too large");
+      oshape[0] = N;
+      oshape[1] = c2;
+      oshape[2] = H * bs;
+      oshape[3] = W * bs;
+    } else {
+      if (H % bs != 0 || W % bs != 0)
+        return fail(ctx, "height %lld and width %lld must be multiples of blocksize %lld", (long long)H, (long long)W,
+                    (long long)bs);
+      const int64_t h2 = H / bs, w2 = W / bs;
+      if (C > std::numeric_limits<int64_t>::max() / (bs * bs)) return fail(ctx, "output shape is too large");
+      oshape[0] = N;
+      oshape[1] = C * bs * bs;
+      oshape[2] = h2;
+      oshape[3] = w2;
+    }
+    void* y = g_api->allocate_output(ctx, 0, x.dtype, 4, oshape);
+    if (!y && total > 0) return OLC_ERROR;
+    if (total == 0) return OLC_OK;
+    const size_t es = olc_dtype_size(x.dtype);
+    // Rows: output rows for DepthToSpace, input rows for SpaceToDepth (the
+    // same count of W * bs or W elements).
+    const int64_t rows = to_space ? oshape[0] * oshape[1] * oshape[2] : N * C * H;
+    const int64_t row_bytes = (to_space ? oshape[3] : W) * static_cast<int64_t>(es);
+    const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, row_bytes));
+    auto run_typed = [&](auto tag, int64_t lo, int64_t hi) {
+      using U = decltype(tag);
+      const U* xs = static_cast<const U*>(x.data);
+      U* ys = static_cast<U*>(y);
+      if (to_space) {
+        switch (bs) {
+          case 2: depth_to_space_rows<U, 2>(xs, ys, C, H, W, bs, crd, lo, hi); break;
+          case 4: depth_to_space_rows<U, 4>(xs, ys, C, H, W, bs, crd, lo, hi); break;
+          default: depth_to_space_rows<U, 0>(xs, ys, C, H, W, bs, crd, lo, hi); break;
+        }
+        return;
+      }
+      switch (bs) {
+        case 2: space_to_depth_rows<U, 2>(xs, ys, C, H, W, bs, crd, lo, hi); break;
+        case 4: space_to_depth_rows<U, 4>(xs, ys, C, H, W, bs, crd, lo, hi); break;
+        default: space_to_depth_rows<U, 0>(xs, ys, C, H, W, bs, crd, lo, hi); break;
+      }
+    };
+    par_for(ctx, rows, grain, total * static_cast<int64_t>(es) * 2, parallel_min_bytes(to_space ? "DepthToSpace" : "SpaceToDepth"),
+            [&](int64_t lo, int64_t hi) {
+              switch (es) {
+                case 1: run_typed(uint8_t{}, lo, hi); break;
+                case 2: run_typed(uint16_t{}, lo, hi); break;
+                case 4: run_typed(uint32_t{}, lo, hi); break;
+                default: run_typed(uint64_t{}, lo, hi); break;
+              }
+            });
+    return OLC_OK;
+  }
+};
+
+Kernel* make_block_rearrange(const olc_node_info* node, bool to_space, std::string* error) {
+  static const char* const kAttrs[] = {"blocksize", "mode", nullptr};
+  auto k = std::make_unique<BlockRearrange>();
+  k->to_space = to_space;
+  if (!check_attr_names(node, kAttrs, error) || !attr_int(node, "blocksize", 0, &k->bs, error)) return nullptr;
+  if (!find_attr(node, "blocksize")) {
+    *error = "attribute 'blocksize' is required";
+    return nullptr;
+  }
+  if (k->bs < 1 || k->bs > (int64_t{1} << 31)) {
+    *error = strf("attribute 'blocksize' must be >= 1, got %lld", (long long)k->bs);
+    return nullptr;
+  }
+  const int64_t mode_since = to_space ? 11 : 28;
+  if (const olc_attribute* a = find_attr(node, "mode")) {
+    const std::string m = a->type == OLC_ATTR_STRING && a->s ? a->s : "";
+    if (node->opset < mode_since || (m != "DCR" && m != "CRD")) {
+      *error = strf("attribute 'mode' = \"%s\" is not supported at opset %lld (DCR or CRD, from opset %lld)", m.c_str(),
+                    (long long)node->opset, (long long)mode_since);
+      return nullptr;
+    }
+    k->crd = m == "CRD";
+  }
+  if (node->n_inputs != 1) {
+    *error = strf("expects 1 input, got %d", node->n_inputs);
+    return nullptr;
+  }
+  k->dtype = node->input_dtypes[0];
+  if (!movable(k->dtype)) {
+    *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
+    return nullptr;
+  }
+  return k.release();
+}
+
 }  // namespace
+
+Kernel* make_depth_to_space(const olc_node_info* node, std::string* error) {
+  return make_block_rearrange(node, true, error);
+}
+Kernel* make_space_to_depth(const olc_node_info* node, std::string* error) {
+  return make_block_rearrange(node, false, error);
+}
 
 Kernel* make_transpose(const olc_node_info* node, std::string* error) {
   static const char* const kAttrs[] = {"perm", nullptr};

@@ -155,6 +155,9 @@ OPS: tuple[TensorOp, ...] = (
     TensorOp("EyeLike", (Segment(9, 21, ALL_NO_BF16), Segment(22, MAX_OPSET, ALL)), ("T1",), mirrors=("T2",),
              outputs=("T2",)),
     TensorOp("Trilu", (Segment(14, MAX_OPSET, ALL),), ("T", None)),
+    # mode (DCR/CRD): DepthToSpace from 11, SpaceToDepth from 28.
+    TensorOp("DepthToSpace", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
+    TensorOp("SpaceToDepth", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
 )
 
 BY_NAME: dict[str, list[TensorOp]] = {}
