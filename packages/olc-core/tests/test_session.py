@@ -518,3 +518,40 @@ def test_constant_nodes_are_plan_constants_and_strict_accepts_them():
                          [], [tensor("s", TensorProto.STRING)])
     with pytest.raises(olc_core.OlcError, match="strict mode refuses"):
         olc_core.Session(strings, strict=True)
+
+
+def _tv(name, elem=TensorProto.FLOAT, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+@pytest.mark.parametrize("case", ["loop_body_outputs", "loop_body_inputs", "if_branch_outputs", "scan_body",
+                                  "subgraph_reads_undefined"])
+def test_malformed_control_flow_is_refused_at_construction(case):
+    n = helper.make_node
+    cond_id = n("Identity", ["cond_in"], ["cond_out"])
+    loop_inputs = [_tv("i", TensorProto.INT64, []), _tv("cond_in", TensorProto.BOOL, []), _tv("v_in")]
+    if case == "loop_body_outputs":  # no value for the loop-carried v
+        body = helper.make_graph([cond_id], "b", loop_inputs, [_tv("cond_out", TensorProto.BOOL, [])])
+        node, match = n("Loop", ["M", "", "v0"], ["v"], name="cf", body=body), r"the body returns 1 values"
+    elif case == "loop_body_inputs":
+        body = helper.make_graph([cond_id, n("Identity", ["cond_in"], ["v_out"])], "b", loop_inputs[:2],
+                                 [_tv("cond_out", TensorProto.BOOL, []), _tv("v_out", TensorProto.BOOL, [])])
+        node, match = n("Loop", ["M", "", "v0"], ["v"], name="cf", body=body), r"the body takes 2 inputs"
+    elif case == "if_branch_outputs":
+        one = helper.make_graph([n("Identity", ["v0"], ["a"])], "t", [], [_tv("a")])
+        two = helper.make_graph([n("Identity", ["v0"], ["b"]), n("Identity", ["v0"], ["c"])], "e", [],
+                                [_tv("b"), _tv("c")])
+        node, match = n("If", ["c"], ["v"], name="cf", then_branch=one, else_branch=two), r"else_branch has 2 outputs"
+    elif case == "scan_body":
+        body = helper.make_graph([n("Identity", ["s"], ["s2"])], "b", [_tv("s"), _tv("x_i")], [_tv("s2")])
+        node, match = (n("Scan", ["v0", "v0"], ["v", "ys"], name="cf", body=body, num_scan_inputs=1),
+                       r"the body returns 1 values, the node has 2 outputs")
+    else:
+        branch = helper.make_graph([n("Identity", ["nowhere"], ["a"])], "t", [], [_tv("a")])
+        node, match = (n("If", ["c"], ["v"], name="cf", then_branch=branch, else_branch=branch),
+                       r"subgraph reads 'nowhere'")
+    graph = helper.make_graph([node], "g", [_tv("M", TensorProto.INT64, []), _tv("c", TensorProto.BOOL, []),
+                                            _tv("v0", TensorProto.FLOAT, [2])], [_tv("v")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    with pytest.raises(olc_core.OlcError, match=r"node 'cf' \((Loop|If|Scan)\): " + match):
+        olc_core.Session(model)
