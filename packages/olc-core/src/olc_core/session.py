@@ -9,7 +9,7 @@ import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 import numpy as np
 import onnx
@@ -503,7 +503,7 @@ def _check_control_flow(node: onnx.NodeProto, label: str) -> None:
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     n_out = len(node.output)
 
-    def fail(why: str) -> None:
+    def fail(why: str) -> NoReturn:
         raise InvalidModelError(f"{label}: {why}")
 
     if node.op_type == "If":
