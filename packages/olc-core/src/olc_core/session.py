@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import _native
+from . import _native, control_flow
 from .errors import InvalidModelError, NoKernelError, OlcError
 from .graph_passes import GraphPassContext, build_context, describe_replaced, validate_rewrite
 from .registration import KernelRegistration, normalize_domain
@@ -87,6 +87,8 @@ class PlanEntry:
     # Only in kernel_plan(expand_fused=True): an original node that runs
     # inside a fused node names that node here (and its pass in graph_pass).
     fused_into: str = ""
+    # If/Loop run on olc: (subgraph attribute, its kernel plan) per subgraph.
+    subgraphs: tuple[tuple[str, tuple[PlanEntry, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -822,6 +824,23 @@ class Session:
                 )
                 continue
 
+            if domain == "ai.onnx" and node.op_type in control_flow.CONTROL_FLOW_OPS:
+                built = control_flow.build(
+                    Session, model, node, label, outer, self._types,
+                    {"threads": self._threads, "strict": self._strict, "fusion": self._fusion},
+                )
+                if built is not None:
+                    fn, subs = built
+                    kernel_name = f"olc_core::{node.op_type}"
+                    cf_slots = [slot_of(n) if n else -1 for n in node.input] + [slot_of(n) for n in outer]
+                    steps.append(("python", fn, cf_slots, out_slots, label, kernel_name))
+                    self._step_entries.append(len(self._plan_entries))
+                    self._plan_entries.append(PlanEntry(
+                        node_name, domain, node.op_type, kernel_name, False,
+                        "subgraphs prepared once, run on olc sessions",
+                        subgraphs=tuple((name, tuple(sub.kernel_plan())) for name, sub in subs),
+                    ))
+                    continue
             if node.op_type == "Constant" and domain == "ai.onnx" and not outer and len(out_slots) == 1:
                 constant = _constant_value(node)
                 if constant is not None:

@@ -1,0 +1,131 @@
+"""If and Loop on olc sessions: each subgraph prepared once with its own
+native kernels, outer-scope values by reference; checked against numpy.
+
+The subgraphs use olc-core's own kernels (views, Shape) and the core test
+kernel Scale (y = factor * x, native), so no family is needed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import olc_core
+from olc_core import KernelRegistration, _native, hookimpl
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+n = helper.make_node
+
+
+class ScalePlugin:
+    @hookimpl
+    def olc_register_kernels(self):
+        return [KernelRegistration("test.olc", "Scale", "olc_core_test::Scale", {"T": ("float32",)}, ("T",),
+                                   _native._test_vtable("scale"), outputs=("T",), family="olc-cf-tests")]
+
+
+@pytest.fixture(autouse=True)
+def scale_plugin():
+    plugin = ScalePlugin()
+    olc_core.register_plugin(plugin, name="olc-cf-tests")
+    yield
+    olc_core.unregister_plugin(plugin)
+
+
+def vi(name, elem=F, shape=None):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(nodes, inputs, outputs, inits=()):
+    g = helper.make_graph(nodes, "cf", inputs, outputs, initializer=list(inits))
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.olc", 1)])
+    m.ir_version = 8
+    return m
+
+
+def if_model(else_nodes=None):
+    # then: reshape the outer x by an outer initializer; else: its shape as floats scaled.
+    then_g = helper.make_graph([n("Reshape", ["x", "shape"], ["t"])], "then", [], [vi("t")])
+    else_g = helper.make_graph(else_nodes or [n("Scale", ["x"], ["e0"], domain="test.olc", factor=3.0),
+                                              n("Reshape", ["e0", "shape"], ["e"])], "else", [], [vi("e")])
+    return model([n("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+                 [vi("c", B, []), vi("x", F, [2, 3])], [vi("y")],
+                 [numpy_helper.from_array(np.array([3, 2], np.int64), "shape")])
+
+
+def test_if_runs_its_branches_natively_with_outer_values():
+    s = olc_core.Session(if_model(), strict=True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(True), "x": x})[0], x.reshape(3, 2))
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(False), "x": x})[0], 3 * x.reshape(3, 2))
+    (entry,) = s.kernel_plan()
+    assert entry.kernel == "olc_core::If"
+    branches = dict(entry.subgraphs)
+    assert [e.kernel for e in branches["then_branch"]] == ["olc_core::Reshape"]
+    assert [e.kernel for e in branches["else_branch"]] == ["olc_core_test::Scale", "olc_core::Reshape"]
+    assert all(e.native for plan in branches.values() for e in plan)
+
+
+def test_strict_mode_names_the_if_node_when_a_branch_needs_the_fallback():
+    with pytest.raises(olc_core.OlcError, match=r"node 'branch' \(If\), subgraph 'else_branch': .*Hardmax"):
+        olc_core.Session(if_model([n("Hardmax", ["x"], ["e"])]), strict=True)
+    # Without strict mode the branch runs its Hardmax on the fallback.
+    s = olc_core.Session(if_model([n("Hardmax", ["x"], ["e"])]))
+    x = np.array([[1, 5, 2], [7, 0, 1]], np.float32)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(False), "x": x})[0], [[0, 1, 0], [1, 0, 0]])
+
+
+def loop_model(with_cond=True):
+    # v <- 2 v each iteration; the scan output records each v as a [1, 3] row.
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Scale", ["v_in"], ["v_out"], domain="test.olc", factor=2.0),
+         n("Unsqueeze", ["v_out", "axis0"], ["row"])],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("v_in", F, [3])],
+        [vi("cond_out", B, []), vi("v_out", F, [3]), vi("row", F, [1, 3])])
+    inputs = [vi("M", I64, []), vi("v0", F, [3])] + ([vi("cond", B, [])] if with_cond else [])
+    return model([n("Loop", ["M", "cond" if with_cond else "", "v0"], ["v", "rows"], name="loop", body=body)],
+                 inputs, [vi("v"), vi("rows")], [numpy_helper.from_array(np.array([0], np.int64), "axis0")])
+
+
+@pytest.mark.parametrize("trips", [0, 1, 4])
+def test_loop_carries_values_and_stacks_scan_outputs(trips):
+    s = olc_core.Session(loop_model(), strict=True)
+    v0 = np.array([1.0, -2.0, 0.5], np.float32)
+    v, rows = s.run(None, {"M": np.array(trips, np.int64), "v0": v0, "cond": np.array(True)})
+    np.testing.assert_array_equal(v, v0 * 2.0 ** trips)
+    want_rows = np.stack([(v0 * 2.0 ** (k + 1))[None] for k in range(trips)]) if trips else np.zeros((0, 1, 3))
+    assert rows.shape == (trips, 1, 3) and rows.dtype == np.float32
+    np.testing.assert_array_equal(rows, want_rows)
+    (entry,) = s.kernel_plan()
+    assert entry.kernel == "olc_core::Loop"
+    assert [e.kernel for e in dict(entry.subgraphs)["body"]] == ["olc_core::Identity", "olc_core_test::Scale",
+                                                                   "olc_core::Unsqueeze"]
+
+
+def test_loop_without_a_condition_input_runs_its_trip_count():
+    s = olc_core.Session(loop_model(with_cond=False))
+    v, rows = s.run(None, {"M": np.array(3, np.int64), "v0": np.ones(3, np.float32)})
+    np.testing.assert_array_equal(v, np.full(3, 8.0, np.float32))
+    assert rows.shape == (3, 1, 3)
+
+
+def test_a_false_condition_runs_no_iteration():
+    s = olc_core.Session(loop_model())
+    v0 = np.ones(3, np.float32)
+    v, rows = s.run(None, {"M": np.array(5, np.int64), "v0": v0, "cond": np.array(False)})
+    np.testing.assert_array_equal(v, v0)
+    assert rows.shape == (0, 1, 3)
+
+
+def test_an_error_inside_the_body_names_the_loop_and_the_iteration():
+    # The body reshapes by a feed that is wrong: the body's Reshape fails.
+    body = helper.make_graph(
+        [n("Identity", ["cond_in"], ["cond_out"]), n("Reshape", ["v_in", "s"], ["v_out"])],
+        "body", [vi("i", I64, []), vi("cond_in", B, []), vi("v_in", F, [3])],
+        [vi("cond_out", B, []), vi("v_out", F, [3])])
+    m = model([n("Loop", ["M", "", "v0"], ["v"], name="loop", body=body)],
+              [vi("M", I64, []), vi("v0", F, [3]), vi("s", I64, [1])], [vi("v")])
+    s = olc_core.Session(m)
+    with pytest.raises(olc_core.OlcError, match=r"^node 'loop' \(Loop\), body \(iteration 0\): node 'Reshape_1' "
+                                                r"\(Reshape\): cannot reshape \[3\]"):
+        s.run(None, {"M": np.array(2, np.int64), "v0": np.ones(3, np.float32), "s": np.array([4], np.int64)})
