@@ -555,3 +555,16 @@ def test_malformed_control_flow_is_refused_at_construction(case):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     with pytest.raises(olc_core.OlcError, match=r"node 'cf' \((Loop|If|Scan)\): " + match):
         olc_core.Session(model)
+
+
+def test_an_output_declared_without_element_type_is_no_crash():
+    # blocksize 0 makes shape inference fail, so nothing types y, which the
+    # graph declares without an element type: the session must still build,
+    # and the bad attribute is the node's clear error.
+    graph = helper.make_graph([helper.make_node("DepthToSpace", ["x"], ["y"], name="d2s", blocksize=0)], "g",
+                              [tensor("x", TensorProto.FLOAT, [1, 4, 2, 2])], [helper.make_tensor_value_info("y", 0, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    with pytest.raises(olc_core.OlcError, match=r"node 'd2s' \(DepthToSpace\)"):
+        s = olc_core.Session(model)
+        assert [o.name for o in s.get_outputs()] == ["y"]
+        s.run(None, {"x": np.ones((1, 4, 2, 2), np.float32)})

@@ -188,6 +188,8 @@ def _type_string(tp: onnx.TypeProto | None) -> str:
         return "unknown"
     kind = tp.WhichOneof("value")
     if kind == "tensor_type":
+        if not tp.tensor_type.elem_type:
+            return "tensor(unknown)"  # declared without an element type, and inference gave none
         name = onnx.helper.tensor_dtype_to_string(tp.tensor_type.elem_type).replace("TensorProto.", "").lower()
         return f"tensor({'float' if name == 'float' else name})"
     return kind.replace("_type", "")
