@@ -582,6 +582,24 @@ class TopK final : public Kernel {
 
 }  // namespace
 
+// The 'reduction' attribute of ScatterND and ScatterElements: none, add and
+// mul from opset 16 (where the attribute appears), max and min from 18.
+bool parse_reduction(const olc_node_info* node, Red* red, std::string* error) {
+  const olc_attribute* a = find_attr(node, "reduction");
+  if (!a) return true;
+  const std::string r = a->type == OLC_ATTR_STRING && a->s ? a->s : "";
+  if (r == "none" && node->opset >= 16) *red = Red::None;
+  else if (r == "add" && node->opset >= 16) *red = Red::Add;
+  else if (r == "mul" && node->opset >= 16) *red = Red::Mul;
+  else if (r == "max" && node->opset >= 18) *red = Red::Max;
+  else if (r == "min" && node->opset >= 18) *red = Red::Min;
+  else {
+    *error = strf("attribute 'reduction' = \"%s\" is not supported at opset %lld", r.c_str(), (long long)node->opset);
+    return false;
+  }
+  return true;
+}
+
 Kernel* make_scatter_nd(const olc_node_info* node, std::string* error) {
   static const char* const kAttrs[] = {"reduction", nullptr};
   if (!check_attr_names(node, kAttrs, error)) return nullptr;
@@ -595,18 +613,7 @@ Kernel* make_scatter_nd(const olc_node_info* node, std::string* error) {
     *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
     return nullptr;
   }
-  if (const olc_attribute* a = find_attr(node, "reduction")) {
-    const std::string r = a->type == OLC_ATTR_STRING && a->s ? a->s : "";
-    if (r == "none") k->red = Red::None;
-    else if (r == "add") k->red = Red::Add;
-    else if (r == "mul") k->red = Red::Mul;
-    else if (r == "max" && node->opset >= 18) k->red = Red::Max;
-    else if (r == "min" && node->opset >= 18) k->red = Red::Min;
-    else {
-      *error = strf("attribute 'reduction' = \"%s\" is not supported at opset %lld", r.c_str(), (long long)node->opset);
-      return nullptr;
-    }
-  }
+  if (!parse_reduction(node, &k->red, error)) return nullptr;
   return k.release();
 }
 
@@ -643,18 +650,7 @@ Kernel* make_scatter_elements(const olc_node_info* node, std::string* error) {
     *error = strf("unsupported input type %s", olc_dtype_name(k->dtype));
     return nullptr;
   }
-  if (const olc_attribute* a = find_attr(node, "reduction")) {
-    const std::string r = a->type == OLC_ATTR_STRING && a->s ? a->s : "";
-    if (r == "none" && node->opset >= 16) k->red = Red::None;
-    else if (r == "add" && node->opset >= 16) k->red = Red::Add;
-    else if (r == "mul" && node->opset >= 16) k->red = Red::Mul;
-    else if (r == "max" && node->opset >= 18) k->red = Red::Max;
-    else if (r == "min" && node->opset >= 18) k->red = Red::Min;
-    else {
-      *error = strf("attribute 'reduction' = \"%s\" is not supported at opset %lld", r.c_str(), (long long)node->opset);
-      return nullptr;
-    }
-  }
+  if (!parse_reduction(node, &k->red, error)) return nullptr;
   return k.release();
 }
 
