@@ -47,6 +47,16 @@ ULP_BOUNDS = {
     "softplus": 3.0,
     "gelu_erf": 6.0,  # over results >= 1e-11 in magnitude; the tail below is flushed to -0
     "gelu_tanh": 64.0,
+    "mish": 5.0,
+    "tan": 4.0,
+    "asin": 3.0,
+    "acos": 2.0,
+    "atan": 2.0,
+    "sinh": 3.0,
+    "cosh": 2.0,
+    "asinh": 3.0,
+    "acosh": 3.0,
+    "atanh": 3.0,
 }
 CORE_ULP_BOUNDS = {"gelu_erf": 6.0, "gelu_tanh": 8.0}
 # GELU: absolute error over all inputs (the large-ulp cases are tiny values).

@@ -36,6 +36,7 @@ struct OpsV256 {
   static OLC_VM_INLINE V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static OLC_VM_INLINE V mul(V a, V b) { return _mm256_mul_ps(a, b); }
   static OLC_VM_INLINE V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static OLC_VM_INLINE V sqrt(V a) { return _mm256_sqrt_ps(a); }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
   static OLC_VM_INLINE V fms(V a, V b, V c) { return _mm256_fmsub_ps(a, b, c); }
   static OLC_VM_INLINE V trunc(V a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
@@ -121,6 +122,16 @@ static inline __m256 olc_v256_cos(__m256 x) { return olc_vm::cos<olc_vm::OpsV256
 static inline __m256 olc_v256_softplus(__m256 x) { return olc_vm::softplus<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_gelu_erf(__m256 x) { return olc_vm::gelu_erf<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_gelu_tanh(__m256 x) { return olc_vm::gelu_tanh<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_mish(__m256 x) { return olc_vm::mish<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_tan(__m256 x) { return olc_vm::tan<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_asin(__m256 x) { return olc_vm::asin<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_acos(__m256 x) { return olc_vm::acos<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_atan(__m256 x) { return olc_vm::atan<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_sinh(__m256 x) { return olc_vm::sinh<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_cosh(__m256 x) { return olc_vm::cosh<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_asinh(__m256 x) { return olc_vm::asinh<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_acosh(__m256 x) { return olc_vm::acosh<olc_vm::OpsV256>(x); }
+static inline __m256 olc_v256_atanh(__m256 x) { return olc_vm::atanh<olc_vm::OpsV256>(x); }
 
 // 8 bf16 -> 8 float
 static inline __m256 olc_v256_load_bf16(const uint16_t* p) {

@@ -35,6 +35,7 @@ struct OpsV512 {
   static OLC_VM_INLINE V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static OLC_VM_INLINE V mul(V a, V b) { return _mm512_mul_ps(a, b); }
   static OLC_VM_INLINE V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static OLC_VM_INLINE V sqrt(V a) { return _mm512_sqrt_ps(a); }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
   static OLC_VM_INLINE V fms(V a, V b, V c) { return _mm512_fmsub_ps(a, b, c); }
   static OLC_VM_INLINE V trunc(V a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
@@ -104,6 +105,7 @@ struct OpsV512x2 {
   static OLC_VM_INLINE V f(float c) { const __m512 v = B::f(c); return {v, v}; }
   static OLC_VM_INLINE I i(int32_t c) { const __m512i v = B::i(c); return {v, v}; }
   OLC_X2_F(add) OLC_X2_F(sub) OLC_X2_F(mul) OLC_X2_F(div) OLC_X2_F(min_) OLC_X2_F(max_)
+  static OLC_VM_INLINE V sqrt(V x) { return {B::sqrt(x.a), B::sqrt(x.b)}; }
   OLC_X2_F(scalef)
   OLC_X2_I(iadd) OLC_X2_I(isub) OLC_X2_I(iand) OLC_X2_I(ior) OLC_X2_I(ixor) OLC_X2_I(imax)
   OLC_X2_M(lt) OLC_X2_M(le) OLC_X2_M(gt) OLC_X2_M(ge) OLC_X2_M(eq) OLC_X2_M(unord)
@@ -161,6 +163,16 @@ static inline __m512 olc_v512_cos(__m512 x) { return olc_vm::cos<olc_vm::OpsV512
 static inline __m512 olc_v512_softplus(__m512 x) { return olc_vm::softplus<olc_vm::OpsV512>(x); }
 static inline __m512 olc_v512_gelu_erf(__m512 x) { return olc_vm::gelu_erf<olc_vm::OpsV512>(x); }
 static inline __m512 olc_v512_gelu_tanh(__m512 x) { return olc_vm::gelu_tanh<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_mish(__m512 x) { return olc_vm::mish<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_tan(__m512 x) { return olc_vm::tan<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_asin(__m512 x) { return olc_vm::asin<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_acos(__m512 x) { return olc_vm::acos<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_atan(__m512 x) { return olc_vm::atan<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_sinh(__m512 x) { return olc_vm::sinh<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_cosh(__m512 x) { return olc_vm::cosh<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_asinh(__m512 x) { return olc_vm::asinh<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_acosh(__m512 x) { return olc_vm::acosh<olc_vm::OpsV512>(x); }
+static inline __m512 olc_v512_atanh(__m512 x) { return olc_vm::atanh<olc_vm::OpsV512>(x); }
 
 // Two vectors per call, interleaved: the same lane results as the single
 // forms. The unrolled drivers use these where they measured faster on Zen 4

@@ -119,6 +119,24 @@ constexpr float kPio2_1 = 0x1.921fb6p+0f, kPio2_2 = -0x1.777a5cp-25f, kPio2_3 = 
 // |x| above this takes the exact (double libm) lane path; measured accurate
 // up to here, see docs/accuracy.md.
 constexpr float kTrigFastMax = 131072.0f;
+// tan(r) = r + r^3 * P(r^2), |r| <= pi/4
+constexpr float kTan0 = 0x1.55556p-2f, kTan1 = 0x1.110d9ap-3f, kTan2 = 0x1.badadap-5f,
+                kTan3 = 0x1.5cb2fp-6f, kTan4 = 0x1.631d02p-7f, kTan5 = 0x1.634ffp-14f,
+                kTan6 = 0x1.1f09bp-8f;
+// pi/4 and pi as hi + lo (pi/2 is kPio2_1 + kPio2_2).
+constexpr float kPio4_1 = 0x1.921fb6p-1f, kPio4_2 = -0x1.777a5cp-26f;
+constexpr float kPi_1 = 0x1.921fb6p+1f, kPi_2 = -0x1.777a5cp-24f;
+// asin(s) = s + s^3 * P(s^2), s in [0, 1/2]
+constexpr float kAsin0 = 0x1.5555cap-3f, kAsin1 = 0x1.330162p-4f, kAsin2 = 0x1.748c0ep-5f,
+                kAsin3 = 0x1.8b970cp-6f, kAsin4 = 0x1.59effcp-5f;
+// atan(t) = t + t^3 * P(t^2), |t| <= 1/2
+constexpr float kAtan0 = -0x1.555512p-2f, kAtan1 = 0x1.997b0cp-3f, kAtan2 = -0x1.224a2ap-3f,
+                kAtan3 = 0x1.a00126p-4f, kAtan4 = -0x1.a3ee64p-5f;
+// tan(3 pi / 8): atan reduces a above it with -1 / a.
+constexpr float kTan3Pio8 = 0x1.3504f4p+1f;
+// asinh / acosh: from here on log(2a) (the next term, 1/(4a^2), is below
+// 2e-9 relative).
+constexpr float kAsinhBig = 4096.0f;
 constexpr float kGeluC = 0x1.988454p-1f;   // sqrt(2/pi)
 constexpr float kGeluK = 0x1.2444f2p-5f;   // sqrt(2/pi) * 0.044715
 
@@ -304,9 +322,12 @@ OLC_VM_INLINE typename O::V log(typename O::V x) {
   return y;
 }
 
-// log1p without special-value handling (x > -1, finite or NaN).
+// log1p without special-value handling (x > -1, finite or NaN): log(u)
+// with u = 1 + x as rounded, corrected by the rounding error x - (u - 1).
+// eadj is added to u's exponent (asinh/acosh take log(2a) as log(a) with
+// eadj = 1, so 2a never overflows).
 template <class O>
-OLC_VM_INLINE typename O::V log1p_core(typename O::V x, typename O::V u) {
+OLC_VM_INLINE typename O::V log1p_core(typename O::V x, typename O::V u, typename O::I eadj) {
   typedef typename O::V V;
   typedef typename O::I I;
   const I ui = O::ci(u);
@@ -320,9 +341,14 @@ OLC_VM_INLINE typename O::V log1p_core(typename O::V x, typename O::V u) {
   const V sc = O::cf(O::template sll<23>(O::imax(O::isub(O::i(127), e), O::i(1))));
   const V g = O::fma(f, O::fma(f, O::sub(O::f(1.0f), f), O::f(-1.0f)), O::f(1.0f));
   const V corr = O::mul(O::mul(c, sc), g);
-  const V ef = O::cvt(e);
+  const V ef = O::cvt(O::iadd(e, eadj));
   const V y = log1p_reduced<O>(f);
   return O::fma(ef, O::f(kLn2Hi), O::add(y, O::fma(ef, O::f(kLn2Lo), corr)));
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V log1p_core(typename O::V x, typename O::V u) {
+  return log1p_core<O>(x, u, O::i(0));
 }
 
 template <class O>
@@ -471,31 +497,42 @@ OLC_VM_INLINE typename O::V softplus(typename O::V x) {
   return O::add(O::max_(x, O::f(0.0f)), l);
 }
 
-// Shared by sin and cos: q_add = 0 gives sin, 1 gives cos.
+// x = q pi/2 + r, |r| <= pi/4 (Cody-Waite, three parts of pi/2, for
+// |x| <= kTrigFastMax); returns r, and q + q_add in *qi.
 template <class O>
-OLC_VM_INLINE typename O::V sincos(typename O::V x, int32_t q_add) {
+OLC_VM_INLINE typename O::V trig_reduce(typename O::V x, int32_t q_add, typename O::I* qi) {
   typedef typename O::V V;
-  typedef typename O::I I;
-  typedef typename O::M M;
   const V t = O::fma(x, O::f(kTwoOverPi), O::f(kRound));
   const V q = O::sub(t, O::f(kRound));
-  const I qi = O::iadd(O::isub(O::ci(t), O::i(kRoundBits)), O::i(q_add));
+  *qi = O::iadd(O::isub(O::ci(t), O::i(kRoundBits)), O::i(q_add));
   V r = O::fma(q, O::f(-kPio2_1), x);
   r = O::fma(q, O::f(-kPio2_2), r);
-  r = O::fma(q, O::f(-kPio2_3), r);
-  const V r2 = O::mul(r, r);
+  return O::fma(q, O::f(-kPio2_3), r);
+}
+
+// sin(r) and cos(r) for |r| <= pi/4, r2 = r * r.
+template <class O>
+OLC_VM_INLINE typename O::V sin_poly(typename O::V r, typename O::V r2) {
+  typedef typename O::V V;
   V s = O::fma(r2, O::f(kSin3), O::f(kSin2));
   s = O::fma(r2, s, O::f(kSin1));
   s = O::fma(r2, s, O::f(kSin0));
-  s = O::fma(O::mul(r2, r), s, r);
+  return O::fma(O::mul(r2, r), s, r);
+}
+template <class O>
+OLC_VM_INLINE typename O::V cos_poly(typename O::V r2) {
+  typedef typename O::V V;
   V c = O::fma(r2, O::f(kCos3), O::f(kCos2));
   c = O::fma(r2, c, O::f(kCos1));
   c = O::fma(r2, c, O::f(kCos0));
-  c = O::fma(O::mul(r2, r2), c, O::fma(r2, O::f(-0.5f), O::f(1.0f)));
-  V y = O::sel(O::itest(qi, O::i(1)), c, s);
-  y = vxor<O>(y, O::cf(O::template sll<30>(O::iand(qi, O::i(2)))));
-  // Large |x|, inf and NaN: exact reduction in double libm, lane by lane.
-  const M slow = O::mnot(O::le(vabs<O>(x), O::f(kTrigFastMax)));
+  return O::fma(O::mul(r2, r2), c, O::fma(r2, O::f(-0.5f), O::f(1.0f)));
+}
+
+// Lanes with |x| > kTrigFastMax, inf or NaN: y = f(x) in double libm
+// (exact reduction), lane by lane. kind: 0 sin, 1 cos, 2 tan.
+template <class O>
+OLC_VM_INLINE typename O::V trig_slow_lanes(typename O::V x, typename O::V y, int kind) {
+  const typename O::M slow = O::mnot(O::le(vabs<O>(x), O::f(kTrigFastMax)));
   if (O::any(slow)) {
     float xs[O::N], ys[O::N];
     O::store(xs, x);
@@ -504,12 +541,27 @@ OLC_VM_INLINE typename O::V sincos(typename O::V x, int32_t q_add) {
     for (int k = 0; k < O::N; ++k) {
       if (bits & (1u << k)) {
         const double d = static_cast<double>(xs[k]);
-        ys[k] = static_cast<float>(q_add ? std::cos(d) : std::sin(d));
+        ys[k] = static_cast<float>(kind == 0 ? std::sin(d) : kind == 1 ? std::cos(d) : std::tan(d));
       }
     }
     y = O::load(ys);
   }
   return y;
+}
+
+// Shared by sin and cos: q_add = 0 gives sin, 1 gives cos.
+template <class O>
+OLC_VM_INLINE typename O::V sincos(typename O::V x, int32_t q_add) {
+  typedef typename O::V V;
+  typedef typename O::I I;
+  I qi;
+  const V r = trig_reduce<O>(x, q_add, &qi);
+  const V r2 = O::mul(r, r);
+  const V s = sin_poly<O>(r, r2);
+  const V c = cos_poly<O>(r2);
+  V y = O::sel(O::itest(qi, O::i(1)), c, s);
+  y = vxor<O>(y, O::cf(O::template sll<30>(O::iand(qi, O::i(2)))));
+  return trig_slow_lanes<O>(x, y, q_add);
 }
 
 template <class O>
@@ -521,6 +573,207 @@ OLC_VM_INLINE typename O::V sin(typename O::V x) {
 template <class O>
 OLC_VM_INLINE typename O::V cos(typename O::V x) {
   return sincos<O>(x, 1);
+}
+
+// tan(r + q pi/2) = tan(r) for even q, -1/tan(r) for odd q; tan(r) from
+// its own polynomial.
+template <class O>
+OLC_VM_INLINE typename O::V tan(typename O::V x) {
+  typedef typename O::V V;
+  typedef typename O::I I;
+  I qi;
+  const V r = trig_reduce<O>(x, 0, &qi);
+  const V z = O::mul(r, r);
+  V p = O::fma(z, O::f(kTan6), O::f(kTan5));
+  p = O::fma(z, p, O::f(kTan4));
+  p = O::fma(z, p, O::f(kTan3));
+  p = O::fma(z, p, O::f(kTan2));
+  p = O::fma(z, p, O::f(kTan1));
+  p = O::fma(z, p, O::f(kTan0));
+  const V t = O::fma(O::mul(z, r), p, r);
+  V y = O::sel(O::itest(qi, O::i(1)), O::div(O::f(-1.0f), t), t);
+  y = trig_slow_lanes<O>(x, y, 2);
+  return O::sel(O::eq(x, O::f(0.0f)), x, y);  // tan(-0) = -0 (the reduction gives +0)
+}
+
+// ---- inverse trigonometric ----
+
+// asin(s) = s + s z P(z): s in [0, 1/2] with z = s^2, or s = sqrt(z).
+template <class O>
+OLC_VM_INLINE typename O::V asin_poly(typename O::V s, typename O::V z) {
+  typedef typename O::V V;
+  V p = O::fma(z, O::f(kAsin4), O::f(kAsin3));
+  p = O::fma(z, p, O::f(kAsin2));
+  p = O::fma(z, p, O::f(kAsin1));
+  p = O::fma(z, p, O::f(kAsin0));
+  return O::fma(O::mul(s, z), p, s);
+}
+
+// a = |x| (or NaN). For a <= 1/2 returns asin(a); above, sets *big and
+// returns r = asin(sqrt((1 - a) / 2)), so that asin(a) = pi/2 - 2r
+// (1 - a and the halving are exact there; a > 1 gives a NaN r).
+template <class O>
+OLC_VM_INLINE typename O::V asin_reduced(typename O::V a, typename O::M* big) {
+  typedef typename O::V V;
+  const typename O::M b = O::gt(a, O::f(0.5f));
+  const V z = O::sel(b, O::mul(O::sub(O::f(1.0f), a), O::f(0.5f)), O::mul(a, a));
+  const V s = O::sel(b, O::sqrt(z), a);
+  *big = b;
+  return asin_poly<O>(s, z);
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V asin(typename O::V x) {
+  typedef typename O::V V;
+  typename O::M big;
+  const V r = asin_reduced<O>(vabs<O>(x), &big);
+  // pi/2 - 2r: the first subtraction is exact where the result is small
+  // (2r >= pi/4, Sterbenz); the low part of pi/2 is added after.
+  const V yb = O::add(O::fma(r, O::f(-2.0f), O::f(kPio2_1)), O::f(kPio2_2));
+  return vor<O>(O::sel(big, yb, r), vsign<O>(x));
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V acos(typename O::V x) {
+  typedef typename O::V V;
+  typename O::M big;
+  const V r = asin_reduced<O>(vabs<O>(x), &big);
+  // |x| <= 1/2: pi/2 - asin(x); x > 1/2: 2r; x < -1/2: pi - 2r. The
+  // results are >= pi/3 except in the 2r case, so the low parts go first.
+  const V ys = O::sub(O::f(kPio2_1), O::sub(vor<O>(r, vsign<O>(x)), O::f(kPio2_2)));
+  const V yneg = O::sub(O::f(kPi_1), O::fma(r, O::f(2.0f), O::f(-kPi_2)));
+  const V yb = O::sel(O::lt(x, O::f(0.0f)), yneg, O::add(r, r));
+  return O::sel(big, yb, ys);
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V atan(typename O::V x) {
+  typedef typename O::V V;
+  typedef typename O::M M;
+  const V a = vabs<O>(x);
+  // atan(a) = off + atan(t): a <= 1/2: t = a; up to tan(3pi/8):
+  // t = (a - 1)/(a + 1), off = pi/4; beyond: t = -1/a, off = pi/2. One
+  // division either way, |t| <= 1/2. NaN takes the first branch.
+  const M m1 = O::gt(a, O::f(0.5f));
+  const M m2 = O::gt(a, O::f(kTan3Pio8));
+  const V num = O::sel(m2, O::f(-1.0f), O::sel(m1, O::sub(a, O::f(1.0f)), a));
+  const V den = O::sel(m2, a, O::sel(m1, O::add(a, O::f(1.0f)), O::f(1.0f)));
+  const V off_hi = O::sel(m2, O::f(kPio2_1), O::sel(m1, O::f(kPio4_1), O::f(0.0f)));
+  const V off_lo = O::sel(m2, O::f(kPio2_2), O::sel(m1, O::f(kPio4_2), O::f(0.0f)));
+  const V t = O::div(num, den);
+  const V z = O::mul(t, t);
+  V p = O::fma(z, O::f(kAtan4), O::f(kAtan3));
+  p = O::fma(z, p, O::f(kAtan2));
+  p = O::fma(z, p, O::f(kAtan1));
+  p = O::fma(z, p, O::f(kAtan0));
+  const V lo = O::fma(O::mul(t, z), p, off_lo);
+  const V y = O::add(off_hi, O::add(t, lo));
+  return vor<O>(y, vsign<O>(x));
+}
+
+// ---- hyperbolic ----
+
+template <class O>
+OLC_VM_INLINE typename O::V sinh(typename O::V x) {
+  typedef typename O::V V;
+  const V a = vabs<O>(x);
+  // (e^a - e^-a)/2 = (m + m/(m + 1))/2 with m = e^a - 1: no cancellation
+  // near 0. NaN passes the min.
+  const V m = expm1<O>(O::min_(O::f(88.0f), a));
+  V y = O::mul(O::add(m, O::div(m, O::add(m, O::f(1.0f)))), O::f(0.5f));
+  // Past 88 e^a overflows before sinh does (at 89.42): e^a/2 = p 2^(n-1),
+  // rounded once.
+  const typename O::M big = O::gt(a, O::f(88.0f));
+  if (O::any(big)) {
+    V n;
+    const V p = exp_reduced<O>(O::min_(O::f(90.0f), a), &n);
+    y = O::sel(big, scale2<O>(p, O::sub(n, O::f(1.0f))), y);
+  }
+  return vor<O>(y, vsign<O>(x));
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V cosh(typename O::V x) {
+  typedef typename O::V V;
+  // h = e^a/2 = p 2^(n-1) (finite up to a = 89.42); cosh = h + (1/4)/h.
+  V n;
+  const V p = exp_reduced<O>(O::min_(O::f(90.0f), vabs<O>(x)), &n);
+  const V h = scale2<O>(p, O::sub(n, O::f(1.0f)));
+  return O::add(h, O::div(O::f(0.25f), h));
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V asinh(typename O::V x) {
+  typedef typename O::V V;
+  typedef typename O::M M;
+  const V a = vabs<O>(x);
+  // a < 2^12: log1p(a + a^2/(1 + sqrt(1 + a^2))) (exact in form, no
+  // cancellation, relative accuracy near 0). From 2^12: log(2a), taken as
+  // log1p_core(a - 1, a) with one more in the exponent (a - 1 is exact below
+  // 2^24 and the correction term is 0 above).
+  const M big = O::ge(a, O::f(kAsinhBig));
+  const V a2 = O::mul(a, a);
+  const V v = O::add(a, O::div(a2, O::add(O::f(1.0f), O::sqrt(O::add(O::f(1.0f), a2)))));
+  const V xs = O::sel(big, O::sub(a, O::f(1.0f)), v);
+  const V us = O::sel(big, a, O::add(v, O::f(1.0f)));
+  V y = log1p_core<O>(xs, us, O::seli(big, O::i(1), O::i(0)));
+  y = O::sel(O::lt(a, O::f(INFINITY)), y, a);  // inf stays inf, NaN stays NaN
+  return vor<O>(y, vsign<O>(x));
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V acosh(typename O::V x) {
+  typedef typename O::V V;
+  typedef typename O::M M;
+  // t = x - 1 is exact for x in [1, 2^24]. Below 2^12:
+  // log1p(t + sqrt(t^2 + 2t)) (no cancellation near 1); from 2^12 log(2x)
+  // as in asinh.
+  const V t = O::sub(x, O::f(1.0f));
+  const M big = O::ge(x, O::f(kAsinhBig));
+  const V v = O::add(t, O::sqrt(O::fma(t, t, O::add(t, t))));
+  const V xs = O::sel(big, t, v);
+  const V us = O::sel(big, x, O::add(v, O::f(1.0f)));
+  V y = log1p_core<O>(xs, us, O::seli(big, O::i(1), O::i(0)));
+  y = O::sel(O::lt(x, O::f(1.0f)), O::f(NAN), y);
+  y = O::sel(O::eq(x, O::f(INFINITY)), x, y);
+  return O::sel(O::unord(x, x), O::add(x, x), y);
+}
+
+template <class O>
+OLC_VM_INLINE typename O::V atanh(typename O::V x) {
+  typedef typename O::V V;
+  const V a = vabs<O>(x);
+  // atanh(a) = log1p(w)/2, w = 2a/(1 - a). Below 1/2, where 1 - a rounds,
+  // w = 2a + a q (q = 2a/(1 - a), one rounding) keeps the leading 2a exact.
+  // a = 1 gives w = inf, a > 1 a w below -1 (NaN from log1p).
+  const V q = O::div(O::add(a, a), O::sub(O::f(1.0f), a));
+  const V w = O::sel(O::lt(a, O::f(0.5f)), O::fma(a, q, O::add(a, a)), q);
+  const V y = O::mul(log1p<O>(w), O::f(0.5f));
+  return vor<O>(y, vsign<O>(x));
+}
+
+// mish(x) = x tanh(log(1 + e^x)) = x n/(n + 2) with n = e^x (e^x + 2): no
+// tanh, no log. e^x is taken at x clamped to [-80, 20]: from 9.1 on the
+// ratio rounds to 1, so x passes through (inf too); NaN passes the clamp.
+template <class O>
+OLC_VM_INLINE typename O::V mish(typename O::V x) {
+  typedef typename O::V V;
+  const V e = exp_normal<O>(vclamp<O>(x, -80.0f, 20.0f));
+  const V n = O::fma(e, e, O::add(e, e));  // e^2 + 2e, one rounding
+  V y = O::mul(x, O::div(n, O::add(n, O::f(2.0f))));
+  // Below -80 mish(x) = x e^x to float precision (e^x < 2e-35): x p 2^k with
+  // e^x = p 2^k, rounded once, so results near and below the subnormal
+  // range keep their bits. x is clamped at -110 (the result rounds to -0
+  // there; -inf gives -0, the limit); 2^k then needs the two-step scale of
+  // scale2 with k down to -159, which it handles since x p stays above 56.
+  const typename O::M tail = O::lt(x, O::f(-80.0f));
+  if (O::any(tail)) {
+    const V xt = O::max_(x, O::f(-110.0f));
+    V k;
+    const V p = exp_reduced<O>(xt, &k);
+    y = O::sel(tail, scale2<O>(O::mul(xt, p), k), y);
+  }
+  return y;
 }
 
 }  // namespace olc_vm

@@ -27,6 +27,7 @@ struct OpsScalar {
   static OLC_VM_INLINE V sub(V a, V b) { return a - b; }
   static OLC_VM_INLINE V mul(V a, V b) { return a * b; }
   static OLC_VM_INLINE V div(V a, V b) { return a / b; }
+  static OLC_VM_INLINE V sqrt(V a) { return std::sqrt(a); }
   static OLC_VM_INLINE V fma(V a, V b, V c) { return std::fma(a, b, c); }
   // x86 minps/maxps semantics: the second operand when unordered or equal.
   static OLC_VM_INLINE V fms(V a, V b, V c) { return std::fma(a, b, -c); }
@@ -92,6 +93,16 @@ static inline float olc_s_cos(float x) { return olc_vm::cos<olc_vm::OpsScalar>(x
 static inline float olc_s_softplus(float x) { return olc_vm::softplus<olc_vm::OpsScalar>(x); }
 static inline float olc_s_gelu_erf(float x) { return olc_vm::gelu_erf<olc_vm::OpsScalar>(x); }
 static inline float olc_s_gelu_tanh(float x) { return olc_vm::gelu_tanh<olc_vm::OpsScalar>(x); }
+static inline float olc_s_mish(float x) { return olc_vm::mish<olc_vm::OpsScalar>(x); }
+static inline float olc_s_tan(float x) { return olc_vm::tan<olc_vm::OpsScalar>(x); }
+static inline float olc_s_asin(float x) { return olc_vm::asin<olc_vm::OpsScalar>(x); }
+static inline float olc_s_acos(float x) { return olc_vm::acos<olc_vm::OpsScalar>(x); }
+static inline float olc_s_atan(float x) { return olc_vm::atan<olc_vm::OpsScalar>(x); }
+static inline float olc_s_sinh(float x) { return olc_vm::sinh<olc_vm::OpsScalar>(x); }
+static inline float olc_s_cosh(float x) { return olc_vm::cosh<olc_vm::OpsScalar>(x); }
+static inline float olc_s_asinh(float x) { return olc_vm::asinh<olc_vm::OpsScalar>(x); }
+static inline float olc_s_acosh(float x) { return olc_vm::acosh<olc_vm::OpsScalar>(x); }
+static inline float olc_s_atanh(float x) { return olc_vm::atanh<olc_vm::OpsScalar>(x); }
 
 // ---- bf16 / fp16 conversions (portable; no F16C needed) ----
 

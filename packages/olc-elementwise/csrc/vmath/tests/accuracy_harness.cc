@@ -121,6 +121,20 @@ LD ref_gelu_tanh(LD x) {
   return x / (1.0L + expl(-2.0L * u));
 }
 
+LD ref_mish(LD x) {
+  if (std::isinf(x) && x < 0) return -0.0L;  // the limit (the formula gives -inf * 0)
+  return x * tanhl(log1pl(expl(x)));
+}
+LD ref_tan(LD x) { return tanl(x); }
+LD ref_asin(LD x) { return asinl(x); }
+LD ref_acos(LD x) { return acosl(x); }
+LD ref_atan(LD x) { return atanl(x); }
+LD ref_sinh(LD x) { return sinhl(x); }
+LD ref_cosh(LD x) { return coshl(x); }
+LD ref_asinh(LD x) { return asinhl(x); }
+LD ref_acosh(LD x) { return acoshl(x); }
+LD ref_atanh(LD x) { return atanhl(x); }
+
 struct Fn {
   const char* name;
   void (*vec)(const float*, float*, size_t);
@@ -138,6 +152,10 @@ const Fn kFns[] = {
     FN(log1p, INFINITY),    FN2(tanh, INFINITY),    FN2(sigmoid, INFINITY),
     FN2(erf, INFINITY),     FN(sin, INFINITY),      FN(cos, INFINITY),
     FN(softplus, INFINITY), FNF(gelu_erf, 5.5f, 1e-11L), FN(gelu_tanh, 5.5f),
+    FN(mish, INFINITY),     FN(tan, INFINITY),      FN(asin, INFINITY),
+    FN(acos, INFINITY),     FN(atan, INFINITY),     FN(sinh, INFINITY),
+    FN(cosh, INFINITY),     FN(asinh, INFINITY),    FN(acosh, INFINITY),
+    FN(atanh, INFINITY),
 };
 
 // ---- error statistics ----
@@ -215,7 +233,21 @@ std::vector<Range> ranges_for(const Fn& fn, uint64_t stride, bool dense) {
   add_both_signs(v, 4.0f, 16.0f, 149);          // saturation of tanh/erf/sigmoid/gelu
   add_both_signs(v, 80.0f, 105.0f, 29);         // exp overflow / subnormal results
   add_both_signs(v, 0x1p-149f, 0x1p-126f, 67); // subnormal inputs
-  if (name == "sin" || name == "cos") add_both_signs(v, 1.0f, 131072.0f, 1129);
+  if (name == "sin" || name == "cos" || name == "tan") add_both_signs(v, 1.0f, 131072.0f, 1129);
+  // domain edges and the switch points of the reductions
+  if (name == "asin" || name == "acos" || name == "atanh") add_both_signs(v, 0.375f, 1.0f, 7);
+  if (name == "atan") add_both_signs(v, 0.375f, 3.0f, 23);
+  if (name == "acosh") {
+    add_both_signs(v, 1.0f, 1.0078125f, 1);
+    add_both_signs(v, 1.0f, 8.0f, 31);
+    add_both_signs(v, 2048.0f, 8192.0f, 17);
+  }
+  if (name == "asinh") add_both_signs(v, 2048.0f, 8192.0f, 17);
+  if (name == "sinh" || name == "cosh") add_both_signs(v, 85.0f, 90.0f, 1);
+  if (name == "mish") {
+    add_both_signs(v, 75.0f, 112.0f, 7);
+    add_both_signs(v, 8.0f, 24.0f, 31);
+  }
   // specials and thresholds
   const float sp[] = {0.0f, INFINITY, NAN, 0x1p-149f, 0x1p-126f, 3.4028235e38f, 1.0f,
                       88.72283f, 88.72284f, 89.0f, 87.33654f, 103.97207f, 103.97208f,
@@ -302,7 +334,7 @@ int mode_accuracy(uint64_t stride, const std::string& funcs, int threads, bool d
       continue;
     std::vector<float> extra;
     const std::string name = fn.name;
-    if (dense && (name == "sin" || name == "cos")) add_pio2_neighbours(extra, 131072.0f);
+    if (dense && (name == "sin" || name == "cos" || name == "tan")) add_pio2_neighbours(extra, 131072.0f);
     const Stats st = sweep(fn, ranges_for(fn, stride, dense), extra, threads);
     std::printf("%s\n  \"%s\": {\"max_ulp\": %.4g, \"x_max_ulp\": \"%a\", \"max_ulp_core\": %.4g, "
                 "\"max_abs\": %.4g, \"x_max_abs\": \"%a\", \"mismatch\": %" PRIu64
