@@ -41,8 +41,9 @@ struct UnaryName {
   bool costly;
 };
 
-// The float-valued unary ops of the family (the BOOL and integer
-// predicates IsNaN, IsInf and Not are not fusable).
+// The float-valued unary ops of the family (the BOOL predicates IsNaN and
+// IsInf, Not and the integer-only BitwiseNot are not fusable). step_floats
+// carry alpha, beta, gamma; Shrink's lambd and bias come as alpha and beta.
 const std::vector<UnaryName>& unary_names() {
   static const std::vector<UnaryName> v = {
       {"Abs", Op::Abs, false},        {"Neg", Op::Neg, false},
@@ -56,7 +57,14 @@ const std::vector<UnaryName>& unary_names() {
       {"Erf", Op::Erf, true},         {"Floor", Op::Floor, false},
       {"Ceil", Op::Ceil, false},      {"Round", Op::Round, false},
       {"Sign", Op::Sign, false},      {"Sin", Op::Sin, true},
-      {"Cos", Op::Cos, true},
+      {"Cos", Op::Cos, true},         {"HardSwish", Op::HardSwish, false},
+      {"Mish", Op::Mish, true},       {"Softsign", Op::Softsign, false},
+      {"Celu", Op::Celu, true},       {"ThresholdedRelu", Op::ThresholdedRelu, false},
+      {"Shrink", Op::Shrink, false},  {"Tan", Op::Tan, true},
+      {"Asin", Op::Asin, true},       {"Acos", Op::Acos, true},
+      {"Atan", Op::Atan, true},       {"Sinh", Op::Sinh, true},
+      {"Cosh", Op::Cosh, true},       {"Asinh", Op::Asinh, true},
+      {"Acosh", Op::Acosh, true},     {"Atanh", Op::Atanh, true},
   };
   return v;
 }
@@ -219,6 +227,8 @@ bool parse_program(const olc_node_info* node, int32_t level, FusedState* st, boo
         const double al = floats->floats[3 * k], be = floats->floats[3 * k + 1], ga = floats->floats[3 * k + 2];
         if (!std::isfinite(al) || !std::isfinite(be) || !std::isfinite(ga))
           return fail(error, error_size, "step %d (%s): step_floats must be finite", k, nm.c_str());
+        if (un->op == Op::Celu && static_cast<float>(al) == 0.0f)
+          return fail(error, error_size, "step %d (Celu): alpha must be non-zero", k);
         s.params.alpha = static_cast<float>(al);
         s.params.beta = static_cast<float>(be);
         s.params.gamma = static_cast<float>(ga);

@@ -77,6 +77,23 @@ std::vector<OpSpec>& specs() {
          {{"detect_negative", OLC_ATTR_INT, 0, 1, nullptr},
           {"detect_positive", OLC_ATTR_INT, 0, 1, nullptr}}, {}},
         {"Not", Op::Not, Cost::kCheap, false, {}, {}},
+        {"HardSwish", Op::HardSwish, Cost::kCheap, false, {}, {}},
+        {"Mish", Op::Mish, Cost::kCostly, false, {}, {}},
+        {"Softsign", Op::Softsign, Cost::kCheap, false, {}, {}},
+        {"Celu", Op::Celu, Cost::kCostly, false, {kAlpha1}, {}},
+        {"ThresholdedRelu", Op::ThresholdedRelu, Cost::kCheap, false, {kAlpha1}, {}},
+        {"Shrink", Op::Shrink, Cost::kCheap, false,
+         {{"bias", OLC_ATTR_FLOAT, 0.0, 0, nullptr}, {"lambd", OLC_ATTR_FLOAT, 0.5, 0, nullptr}}, {}},
+        {"Tan", Op::Tan, Cost::kCostly, false, {}, {}},
+        {"Asin", Op::Asin, Cost::kCostly, false, {}, {}},
+        {"Acos", Op::Acos, Cost::kCostly, false, {}, {}},
+        {"Atan", Op::Atan, Cost::kCostly, false, {}, {}},
+        {"Sinh", Op::Sinh, Cost::kCostly, false, {}, {}},
+        {"Cosh", Op::Cosh, Cost::kCostly, false, {}, {}},
+        {"Asinh", Op::Asinh, Cost::kCostly, false, {}, {}},
+        {"Acosh", Op::Acosh, Cost::kCostly, false, {}, {}},
+        {"Atanh", Op::Atanh, Cost::kCostly, false, {}, {}},
+        {"BitwiseNot", Op::BitwiseNot, Cost::kCheap, false, {}, {}},
     };
     return v;
   }();
@@ -132,16 +149,24 @@ bool fail(char* error, size_t size, const char* fmt, ...) {
   return false;
 }
 
+// The UnaryParams slot of a float attribute: 0 alpha, 1 beta, 2 gamma
+// (Shrink's lambd rides in alpha and its bias in beta).
+int float_slot(const char* name) {
+  if (!std::strcmp(name, "alpha") || !std::strcmp(name, "lambd")) return 0;
+  if (!std::strcmp(name, "beta") || !std::strcmp(name, "bias")) return 1;
+  if (!std::strcmp(name, "gamma")) return 2;
+  return -1;
+}
+
 bool apply_attributes(const OpSpec& spec, const olc_node_info* node, Op* op, UnaryParams* p,
                       char* error, size_t error_size) {
   // Defaults first.
-  double alpha = 0, beta = 0, gamma = 0;
+  double slots[3] = {0, 0, 0};  // alpha, beta, gamma
   int64_t det_neg = 1, det_pos = 1;
   std::string approximate = "none";
   for (const AttrSpec& a : spec.attrs) {
-    if (!std::strcmp(a.name, "alpha")) alpha = a.f;
-    else if (!std::strcmp(a.name, "beta")) beta = a.f;
-    else if (!std::strcmp(a.name, "gamma")) gamma = a.f;
+    const int k = float_slot(a.name);
+    if (a.type == OLC_ATTR_FLOAT && k >= 0) slots[k] = a.f;
   }
   for (int32_t k = 0; k < node->n_attributes; ++k) {
     const olc_attribute& at = node->attributes[k];
@@ -154,9 +179,8 @@ bool apply_attributes(const OpSpec& spec, const olc_node_info* node, Op* op, Una
     if (as->type == OLC_ATTR_FLOAT) {
       if (!std::isfinite(at.f))
         return fail(error, error_size, "attribute '%s' must be finite, got %g", as->name, at.f);
-      if (!std::strcmp(as->name, "alpha")) alpha = at.f;
-      else if (!std::strcmp(as->name, "beta")) beta = at.f;
-      else if (!std::strcmp(as->name, "gamma")) gamma = at.f;
+      const int slot = float_slot(as->name);
+      if (slot >= 0) slots[slot] = at.f;
     } else if (as->type == OLC_ATTR_INT) {
       if (at.i != 0 && at.i != 1)
         return fail(error, error_size, "attribute '%s' must be 0 or 1, got %lld", as->name, (long long)at.i);
@@ -173,11 +197,14 @@ bool apply_attributes(const OpSpec& spec, const olc_node_info* node, Op* op, Una
       return fail(error, error_size, "attribute 'approximate' must be \"none\" or \"tanh\", got \"%s\"",
                   approximate.c_str());
   }
+  // Celu divides by alpha.
+  if (spec.op == Op::Celu && static_cast<float>(slots[0]) == 0.0f)
+    return fail(error, error_size, "attribute 'alpha' must be non-zero (Celu divides by it)");
   // ONNX float attributes are float32: the f32 value is exact, the double
   // one is the same number widened.
-  p->alpha = static_cast<float>(alpha);
-  p->beta = static_cast<float>(beta);
-  p->gamma = static_cast<float>(gamma);
+  p->alpha = static_cast<float>(slots[0]);
+  p->beta = static_cast<float>(slots[1]);
+  p->gamma = static_cast<float>(slots[2]);
   p->alpha_d = static_cast<double>(p->alpha);
   p->beta_d = static_cast<double>(p->beta);
   p->gamma_d = static_cast<double>(p->gamma);

@@ -31,6 +31,16 @@ using olc_ew_vm::vm_softplus;
 using olc_ew_vm::vm_sigmoid;
 using olc_ew_vm::vm_sin;
 using olc_ew_vm::vm_tanh;
+using olc_ew_vm::vm_mish;
+using olc_ew_vm::vm_tan;
+using olc_ew_vm::vm_asin;
+using olc_ew_vm::vm_acos;
+using olc_ew_vm::vm_atan;
+using olc_ew_vm::vm_sinh;
+using olc_ew_vm::vm_cosh;
+using olc_ew_vm::vm_asinh;
+using olc_ew_vm::vm_acosh;
+using olc_ew_vm::vm_atanh;
 
 // ---- loads and stores: 8 elements as one __m256 of f32 ----
 
@@ -145,6 +155,58 @@ struct VSign { explicit VSign(const UnaryParams*) {}
     return _mm256_blendv_ps(r, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
   } };
 
+struct VMish { explicit VMish(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_mish(x); } };
+struct VTan { explicit VTan(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_tan(x); } };
+struct VAsin { explicit VAsin(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_asin(x); } };
+struct VAcos { explicit VAcos(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_acos(x); } };
+struct VAtan { explicit VAtan(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_atan(x); } };
+struct VSinh { explicit VSinh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_sinh(x); } };
+struct VCosh { explicit VCosh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_cosh(x); } };
+struct VAsinh { explicit VAsinh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_asinh(x); } };
+struct VAcosh { explicit VAcosh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_acosh(x); } };
+struct VAtanh { explicit VAtanh(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const { return vm_atanh(x); } };
+// Same evaluation order as EHardSwish / ESoftsign / ... in unary_elem.inc.
+struct VHardSwish { explicit VHardSwish(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 t = _mm256_mul_ps(_mm256_add_ps(x, vset(3.f)), vset(1.f / 6.f));
+    const __m256 h = _mm256_max_ps(_mm256_setzero_ps(), _mm256_min_ps(vset(1.f), t));
+    return _mm256_mul_ps(_mm256_max_ps(x, vset(-3.f)), h);
+  } };
+struct VSoftsign { explicit VSoftsign(const UnaryParams*) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 xc = _mm256_max_ps(vset(-0x1p30f), _mm256_min_ps(vset(0x1p30f), x));
+    return _mm256_div_ps(xc, _mm256_add_ps(vset(1.f), _mm256_andnot_ps(vsignmask(), xc)));
+  } };
+struct VCelu {
+  __m256 a;
+  explicit VCelu(const UnaryParams* p) : a(vset(p->alpha)) {}
+  __m256 operator()(__m256 x) const {
+    return _mm256_blendv_ps(_mm256_mul_ps(a, vm_expm1(_mm256_div_ps(x, a))), x, vgt0(x));
+  } };
+struct VThresholdedRelu {
+  __m256 a;
+  explicit VThresholdedRelu(const UnaryParams* p) : a(vset(p->alpha)) {}
+  __m256 operator()(__m256 x) const {
+    return _mm256_blendv_ps(x, _mm256_setzero_ps(), _mm256_cmp_ps(x, a, _CMP_LE_OQ));
+  } };
+struct VShrink {
+  __m256 l, nl, b;
+  explicit VShrink(const UnaryParams* p) : l(vset(p->alpha)), nl(vset(-p->alpha)), b(vset(p->beta)) {}
+  __m256 operator()(__m256 x) const {
+    const __m256 mid = _mm256_blendv_ps(_mm256_setzero_ps(), _mm256_sub_ps(x, b), _mm256_cmp_ps(x, l, _CMP_GT_OQ));
+    return _mm256_blendv_ps(_mm256_add_ps(x, b), mid, _mm256_cmp_ps(x, nl, _CMP_GE_OQ));
+  } };
+
 // ---- driver ----
 
 template <class L, class V>
@@ -219,6 +281,21 @@ static UnaryFn select_vector(Op op, int32_t dtype) {
     case Op::Sign: return vec_for<VSign>(dtype);
     case Op::Sin: return vec_for<VSin>(dtype);
     case Op::Cos: return vec_for<VCos>(dtype);
+    case Op::HardSwish: return vec_for<VHardSwish>(dtype);
+    case Op::Mish: return vec_for<VMish>(dtype);
+    case Op::Softsign: return vec_for<VSoftsign>(dtype);
+    case Op::Celu: return vec_for<VCelu>(dtype);
+    case Op::ThresholdedRelu: return vec_for<VThresholdedRelu>(dtype);
+    case Op::Shrink: return vec_for<VShrink>(dtype);
+    case Op::Tan: return vec_for<VTan>(dtype);
+    case Op::Asin: return vec_for<VAsin>(dtype);
+    case Op::Acos: return vec_for<VAcos>(dtype);
+    case Op::Atan: return vec_for<VAtan>(dtype);
+    case Op::Sinh: return vec_for<VSinh>(dtype);
+    case Op::Cosh: return vec_for<VCosh>(dtype);
+    case Op::Asinh: return vec_for<VAsinh>(dtype);
+    case Op::Acosh: return vec_for<VAcosh>(dtype);
+    case Op::Atanh: return vec_for<VAtanh>(dtype);
     default: return nullptr;
   }
 }

@@ -34,6 +34,16 @@ using olc_ew_vm::vm_sigmoid;
 using olc_ew_vm::vm_sigmoid2;
 using olc_ew_vm::vm_sin;
 using olc_ew_vm::vm_tanh;
+using olc_ew_vm::vm_mish;
+using olc_ew_vm::vm_tan;
+using olc_ew_vm::vm_asin;
+using olc_ew_vm::vm_acos;
+using olc_ew_vm::vm_atan;
+using olc_ew_vm::vm_sinh;
+using olc_ew_vm::vm_cosh;
+using olc_ew_vm::vm_asinh;
+using olc_ew_vm::vm_acosh;
+using olc_ew_vm::vm_atanh;
 using olc_ew_vm::vm_tanh2;
 
 // ---- loads and stores: 16 elements as one __m512 of f32 ----
@@ -162,6 +172,59 @@ struct VSign { explicit VSign(const UnaryParams*) {}
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);
   } };
 
+struct VMish { explicit VMish(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_mish(x); } };
+struct VTan { explicit VTan(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_tan(x); } };
+struct VAsin { explicit VAsin(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_asin(x); } };
+struct VAcos { explicit VAcos(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_acos(x); } };
+struct VAtan { explicit VAtan(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_atan(x); } };
+struct VSinh { explicit VSinh(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_sinh(x); } };
+struct VCosh { explicit VCosh(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_cosh(x); } };
+struct VAsinh { explicit VAsinh(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_asinh(x); } };
+struct VAcosh { explicit VAcosh(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_acosh(x); } };
+struct VAtanh { explicit VAtanh(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const { return vm_atanh(x); } };
+// Same evaluation order as EHardSwish / ESoftsign / ... in unary_elem.inc.
+struct VHardSwish { explicit VHardSwish(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const {
+    const __m512 t = _mm512_mul_ps(_mm512_add_ps(x, vset(3.f)), vset(1.f / 6.f));
+    const __m512 h = _mm512_max_ps(_mm512_setzero_ps(), _mm512_min_ps(vset(1.f), t));
+    return _mm512_mul_ps(_mm512_max_ps(x, vset(-3.f)), h);
+  } };
+struct VSoftsign { explicit VSoftsign(const UnaryParams*) {}
+  __m512 operator()(__m512 x) const {
+    const __m512 xc = _mm512_max_ps(vset(-0x1p30f), _mm512_min_ps(vset(0x1p30f), x));
+    return _mm512_div_ps(xc, _mm512_add_ps(vset(1.f), _mm512_andnot_ps(vsignmask(), xc)));
+  } };
+struct VCelu {
+  __m512 a;
+  explicit VCelu(const UnaryParams* p) : a(vset(p->alpha)) {}
+  __m512 operator()(__m512 x) const {
+    const __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ);
+    return _mm512_mask_blend_ps(pos, _mm512_mul_ps(a, vm_expm1(_mm512_div_ps(x, a))), x);
+  } };
+struct VThresholdedRelu {
+  __m512 a;
+  explicit VThresholdedRelu(const UnaryParams* p) : a(vset(p->alpha)) {}
+  __m512 operator()(__m512 x) const {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, a, _CMP_LE_OQ), x, _mm512_setzero_ps());
+  } };
+struct VShrink {
+  __m512 l, nl, b;
+  explicit VShrink(const UnaryParams* p) : l(vset(p->alpha)), nl(vset(-p->alpha)), b(vset(p->beta)) {}
+  __m512 operator()(__m512 x) const {
+    const __m512 mid = _mm512_maskz_sub_ps(_mm512_cmp_ps_mask(x, l, _CMP_GT_OQ), x, b);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, nl, _CMP_GE_OQ), _mm512_add_ps(x, b), mid);
+  } };
+
 // ---- driver ----
 
 // Ops with a pair(a, b) form get two vectors per call (interleaved
@@ -278,6 +341,21 @@ static UnaryFn select_vector(Op op, int32_t dtype) {
     case Op::Sign: return vec_for<VSign>(dtype);
     case Op::Sin: return vec_for<VSin>(dtype);
     case Op::Cos: return vec_for<VCos>(dtype);
+    case Op::HardSwish: return vec_for<VHardSwish>(dtype);
+    case Op::Mish: return vec_for<VMish>(dtype);
+    case Op::Softsign: return vec_for<VSoftsign>(dtype);
+    case Op::Celu: return vec_for<VCelu>(dtype);
+    case Op::ThresholdedRelu: return vec_for<VThresholdedRelu>(dtype);
+    case Op::Shrink: return vec_for<VShrink>(dtype);
+    case Op::Tan: return vec_for<VTan>(dtype);
+    case Op::Asin: return vec_for<VAsin>(dtype);
+    case Op::Acos: return vec_for<VAcos>(dtype);
+    case Op::Atan: return vec_for<VAtan>(dtype);
+    case Op::Sinh: return vec_for<VSinh>(dtype);
+    case Op::Cosh: return vec_for<VCosh>(dtype);
+    case Op::Asinh: return vec_for<VAsinh>(dtype);
+    case Op::Acosh: return vec_for<VAcosh>(dtype);
+    case Op::Atanh: return vec_for<VAtanh>(dtype);
     case Op::IsNaN: return dtype == OLC_DTYPE_FLOAT ? &vpred_f32<true> : nullptr;
     case Op::IsInf: return dtype == OLC_DTYPE_FLOAT ? &vpred_f32<false> : nullptr;
     default: return nullptr;

@@ -13,7 +13,9 @@ namespace olc_ew {
   X(Abs) X(Neg) X(Exp) X(Log) X(Sqrt) X(Reciprocal) X(Sigmoid) X(HardSigmoid) \
   X(Tanh) X(Relu) X(LeakyRelu) X(Elu) X(Selu) X(Softplus) X(Gelu) X(GeluTanh) \
   X(Erf) X(Floor) X(Ceil) X(Round) X(Sign) X(Sin) X(Cos) X(IsNaN) X(IsInf)    \
-  X(Not)
+  X(Not) X(HardSwish) X(Mish) X(Softsign) X(Celu) X(ThresholdedRelu) X(Shrink) \
+  X(Tan) X(Asin) X(Acos) X(Atan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh)   \
+  X(BitwiseNot)
 
 enum class Op : int {
 #define OLC_EW_ENUM(name) name,
@@ -24,6 +26,7 @@ enum class Op : int {
 
 // Attribute values resolved by the adapter. Float attributes are kept both
 // as float (float/float16/bfloat16 compute in f32) and as double (float64).
+// Shrink's lambd and bias travel in alpha and beta.
 struct UnaryParams {
   float alpha = 0.f, beta = 0.f, gamma = 0.f;
   double alpha_d = 0.0, beta_d = 0.0, gamma_d = 0.0;

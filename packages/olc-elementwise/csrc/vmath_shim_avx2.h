@@ -19,6 +19,16 @@ static inline __m256 vm_cos(__m256 x) { return olc_v256_cos(x); }
 static inline __m256 vm_softplus(__m256 x) { return olc_v256_softplus(x); }
 static inline __m256 vm_gelu(__m256 x) { return olc_v256_gelu_erf(x); }
 static inline __m256 vm_gelu_tanh(__m256 x) { return olc_v256_gelu_tanh(x); }
+static inline __m256 vm_mish(__m256 x) { return olc_v256_mish(x); }
+static inline __m256 vm_tan(__m256 x) { return olc_v256_tan(x); }
+static inline __m256 vm_asin(__m256 x) { return olc_v256_asin(x); }
+static inline __m256 vm_acos(__m256 x) { return olc_v256_acos(x); }
+static inline __m256 vm_atan(__m256 x) { return olc_v256_atan(x); }
+static inline __m256 vm_sinh(__m256 x) { return olc_v256_sinh(x); }
+static inline __m256 vm_cosh(__m256 x) { return olc_v256_cosh(x); }
+static inline __m256 vm_asinh(__m256 x) { return olc_v256_asinh(x); }
+static inline __m256 vm_acosh(__m256 x) { return olc_v256_acosh(x); }
+static inline __m256 vm_atanh(__m256 x) { return olc_v256_atanh(x); }
 
 }  // namespace olc_ew_vm
 

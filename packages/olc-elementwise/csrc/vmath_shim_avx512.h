@@ -19,6 +19,16 @@ static inline __m512 vm_cos(__m512 x) { return olc_v512_cos(x); }
 static inline __m512 vm_softplus(__m512 x) { return olc_v512_softplus(x); }
 static inline __m512 vm_gelu(__m512 x) { return olc_v512_gelu_erf(x); }
 static inline __m512 vm_gelu_tanh(__m512 x) { return olc_v512_gelu_tanh(x); }
+static inline __m512 vm_mish(__m512 x) { return olc_v512_mish(x); }
+static inline __m512 vm_tan(__m512 x) { return olc_v512_tan(x); }
+static inline __m512 vm_asin(__m512 x) { return olc_v512_asin(x); }
+static inline __m512 vm_acos(__m512 x) { return olc_v512_acos(x); }
+static inline __m512 vm_atan(__m512 x) { return olc_v512_atan(x); }
+static inline __m512 vm_sinh(__m512 x) { return olc_v512_sinh(x); }
+static inline __m512 vm_cosh(__m512 x) { return olc_v512_cosh(x); }
+static inline __m512 vm_asinh(__m512 x) { return olc_v512_asinh(x); }
+static inline __m512 vm_acosh(__m512 x) { return olc_v512_acosh(x); }
+static inline __m512 vm_atanh(__m512 x) { return olc_v512_atanh(x); }
 // two vectors at once, interleaved (same results as two single calls)
 static inline void vm_exp2(__m512& a, __m512& b) { olc_v512x2_exp(a, b); }
 static inline void vm_tanh2(__m512& a, __m512& b) { olc_v512x2_tanh(a, b); }

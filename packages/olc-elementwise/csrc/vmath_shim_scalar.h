@@ -20,6 +20,16 @@ static inline float vm_cos(float x) { return olc_s_cos(x); }
 static inline float vm_softplus(float x) { return olc_s_softplus(x); }
 static inline float vm_gelu(float x) { return olc_s_gelu_erf(x); }
 static inline float vm_gelu_tanh(float x) { return olc_s_gelu_tanh(x); }
+static inline float vm_mish(float x) { return olc_s_mish(x); }
+static inline float vm_tan(float x) { return olc_s_tan(x); }
+static inline float vm_asin(float x) { return olc_s_asin(x); }
+static inline float vm_acos(float x) { return olc_s_acos(x); }
+static inline float vm_atan(float x) { return olc_s_atan(x); }
+static inline float vm_sinh(float x) { return olc_s_sinh(x); }
+static inline float vm_cosh(float x) { return olc_s_cosh(x); }
+static inline float vm_asinh(float x) { return olc_s_asinh(x); }
+static inline float vm_acosh(float x) { return olc_s_acosh(x); }
+static inline float vm_atanh(float x) { return olc_s_atanh(x); }
 
 }  // namespace olc_ew_vm
 

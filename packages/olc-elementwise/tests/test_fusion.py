@@ -331,6 +331,54 @@ def test_every_unary_op_as_a_step(level):
     assert checked == len(fusion.UNARY_OPS) + 1
 
 
+@pytest.mark.parametrize("dtype", [np.float32, BF16], ids=["float32", "bfloat16"])
+@pytest.mark.parametrize("level", LEVELS)
+def test_unary_attributes_reach_the_steps(level, dtype):
+    """Non-default attributes, Shrink's lambd and bias included (they travel
+    as alpha and beta): the fused steps give the unfused nodes' bits in
+    float32; in bfloat16 the fused kernel rounds once at the end instead of
+    after every node, so within a unit of each rounding."""
+    rng = rng_for("unary-attrs", str(dtype))
+    x = np.concatenate([rng.uniform(-4, 4, 500), [0.0, -0.0, 1.0, -1.0, 1.25, np.inf, -np.inf, np.nan]]).astype(dtype)
+    cases = [("Shrink", {"lambd": 1.25, "bias": 0.75}), ("Shrink", {"lambd": -0.5, "bias": -2.0}),
+             ("Celu", {"alpha": 0.3}), ("Celu", {"alpha": -1.5}), ("ThresholdedRelu", {"alpha": -0.25}),
+             ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}), ("Selu", {"alpha": 1.2, "gamma": 0.7})]
+    for op, attrs in cases:
+        if op == "Shrink" and dtype is BF16:
+            continue  # Shrink has no bfloat16 schema type
+        nodes = [helper.make_node("Abs", ["x"], ["a"], name="pre"),
+                 helper.make_node(op, ["x"], ["u"], name="op", **attrs),
+                 helper.make_node("Sub", ["u", "a"], ["y"], name="post")]
+        m = model(nodes, [vi("x", dtype, [x.size])], [vi("y", dtype, [x.size])], opset=22)
+        if op == "Celu":
+            m.opset_import[0].version = 28 if dtype is BF16 else 22
+        s = make_session(m, level)
+        assert_fused(s, ["pre", "op", "post"])
+        (y,) = s.run(None, {"x": x})
+        (u,) = make_session(m, level, fusion=False).run(None, {"x": x})
+        if dtype is np.float32:
+            np.testing.assert_array_equal(y.view(np.uint32), u.view(np.uint32), err_msg=f"{op} {attrs}")
+        else:
+            y32, u32, x32 = (v.astype(np.float32) for v in (y, u, x))
+            assert (np.isnan(y32) == np.isnan(u32)).all(), f"{op} {attrs}"
+            ok = ~np.isnan(u32)
+            with np.errstate(invalid="ignore"):
+                close = np.abs(y32 - u32) <= 2.0**-7 * (np.abs(u32) + 2 * np.abs(x32)) + 1e-30
+            assert (close | (y32 == u32))[ok].all(), f"{op} {attrs}"
+
+
+def test_celu_alpha_zero_is_not_fused():
+    """Celu refuses alpha = 0 (it divides by it): the pass leaves such a node
+    to its own kernel, which names it."""
+    nodes = [helper.make_node("Celu", ["x"], ["c"], name="celu", alpha=0.0),
+             helper.make_node("Mul", ["c", "x"], ["y"], name="mul")]
+    m = model(nodes, [vi("x", np.float32, [8])], [vi("y", np.float32, [8])])
+    with pytest.raises(olc_core.OlcError, match=r"celu.*Celu.*alpha"):
+        olc_core.Session(m, strict=True)
+    with pytest.raises(olc_core.OlcError, match="alpha must be non-zero"):
+        olc_core.Session(plan_node(n_inputs=1, ops="Celu", args=[0, -1], step_floats=[0.0, 0.0, 0.0]))
+
+
 # --------------------------------------------------------- nothing fused
 
 
@@ -379,6 +427,15 @@ def test_mixed_types_are_not_fused():
     # float64 is not fused either
     nodes = [helper.make_node("Sigmoid", ["x"], ["s"], name="a"), helper.make_node("Mul", ["s", "x"], ["y"], name="b")]
     m = model(nodes, [vi("x", np.float64, [8])], [vi("y", np.float64, [8])])
+    assert not any(e.fused_nodes for e in plan_kernels(m))
+
+
+def test_bitwise_not_is_not_fused():
+    nodes = [helper.make_node("BitwiseNot", ["x"], ["a"], name="not1"),
+             helper.make_node("BitwiseNot", ["a"], ["y"], name="not2")]
+    m = model(nodes, [helper.make_tensor_value_info("x", TensorProto.INT32, [8])],
+              [helper.make_tensor_value_info("y", TensorProto.INT32, [8])], opset=18)
+    assert "BitwiseNot" not in fusion.UNARY_OPS
     assert not any(e.fused_nodes for e in plan_kernels(m))
 
 

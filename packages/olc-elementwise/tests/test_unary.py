@@ -18,7 +18,9 @@ import olc_core
 from olc_elementwise import manifest
 from olc_elementwise.manifest import BY_NAME, UNARY_OPS
 
-SIZES = (0, 1, 7, 15, 16, 17, 31, 32, 33, 255, 256, 257, 4099)
+# Every length up to 70 (each tail of the 8- and 16-lane tiles and of the
+# 4-vector unrolled bodies), then a few larger ones.
+SIZES = tuple(range(71)) + (255, 256, 257, 4099)
 LARGE = 1_000_003
 LEVELS = [lv for lv in ("scalar", "avx2", "avx512")
           if olc_core.SIMD_LEVELS.index(lv) <= olc_core.SIMD_LEVELS.index(olc_core.detected_simd_level())]
@@ -45,6 +47,10 @@ VARIANTS = {
     "HardSigmoid": [{"alpha": 0.5, "beta": 0.25}],
     "Gelu": [{"approximate": "tanh"}],
     "IsInf": [{"detect_positive": 0}, {"detect_negative": 0}, {"detect_positive": 0, "detect_negative": 0}],
+    "Celu": [{"alpha": 0.5}, {"alpha": 3.0}, {"alpha": -2.0}],
+    "ThresholdedRelu": [{"alpha": 0.5}, {"alpha": -1.0}, {"alpha": 0.0}],
+    "Shrink": [{"lambd": 1.0, "bias": 0.5}, {"lambd": 0.0}, {"lambd": 2.0, "bias": -1.25},
+               {"lambd": -1.0, "bias": 0.3}],
 }
 
 
@@ -129,8 +135,23 @@ def random_input(op, t, n, rng):
         x = rng.uniform(-1.15 * lnmax, 1.02 * lnmax, n)
     elif op in ("Log", "Sqrt", "Reciprocal"):
         x = log_uniform(rng, t, n) * np.where(rng.random(n) < 0.1, -1, 1)
-    elif op in ("Sin", "Cos"):
+    elif op in ("Sin", "Cos", "Tan"):
         x = rng.uniform(-100, 100, n)
+    elif op in ("Asin", "Acos", "Atanh"):
+        # the domain [-1, 1], a little beyond, and the last ulps before +-1
+        near_one = 1 - np.exp(rng.uniform(math.log(float(fi.eps)) - 1, 0, n))
+        x = np.where(rng.random(n) < 0.7, rng.uniform(-1.05, 1.05, n), near_one * np.where(rng.random(n) < 0.5, -1, 1))
+    elif op == "Acosh":
+        x = 1 + log_uniform(rng, t, n, lo_exp=math.log(float(fi.eps)) - 2)
+        x = np.where(rng.random(n) < 0.1, rng.uniform(-2, 1, n), x)
+    elif op in ("Sinh", "Cosh"):
+        # past the overflow of e^x (and of the result, ln 2 later)
+        x = rng.uniform(-1.05, 1.05, n) * (lnmax + 0.7)
+    elif op == "Mish":
+        # the x e^x tail, down to where it rounds to -0
+        x = np.where(rng.random(n) < 0.15, rng.uniform(-115, -75, n),
+                     np.where(rng.random(n) < 0.8, rng.uniform(-25, 25, n),
+                              log_uniform(rng, t, n) * np.where(rng.random(n) < 0.5, -1, 1)))
     else:
         x = np.where(rng.random(n) < 0.75, rng.uniform(-12, 12, n),
                      log_uniform(rng, t, n) * np.where(rng.random(n) < 0.5, -1, 1))
@@ -153,18 +174,36 @@ def _erfc(a):
     return np.frompyfunc(math.erfc, 1, 1)(a).astype(np.float64)
 
 
+def wrap_trunc(r, np_t):
+    """trunc(r) for finite float64 r, reduced modulo 2^bits into np_t (what an
+    integer result outside its type becomes)."""
+    m = np.fmod(np.trunc(r), 2.0**64)  # exact
+    m = np.where(m >= 2.0**63, m - 2.0**64, np.where(m < -(2.0**63), m + 2.0**64, m))
+    return m.astype(np.int64).astype(np_t)
+
+
+def shrink_int(x, lambd, bias):
+    """Integer Shrink as onnx.reference evaluates it (x and the attributes as
+    float64, the result truncated), with wrap-around where it leaves the type."""
+    v = x.astype(np.float64)
+    r = np.where(v < -lambd, v + bias, np.where(v > lambd, v - bias, 0.0))
+    return wrap_trunc(r, x.dtype)
+
+
 def oracle(op, t, attrs, x):
     """Exact (float64) result, before rounding to the output type."""
-    if t == "bool":
-        return np.logical_not(x)
-    if t not in FLOATS:
-        with np.errstate(over="ignore"):
-            return {"Abs": np.abs, "Neg": np.negative, "Sign": np.sign,
-                    "Relu": lambda v: np.maximum(v, 0).astype(v.dtype)}[op](x)
     spec = BY_NAME[op]
     a = {at.name: at.default for at in spec.attrs}
     a.update(attrs)
     f32 = lambda v: float(np.float32(v))  # ONNX float attributes are float32  # noqa: E731
+    if t == "bool":
+        return np.logical_not(x)
+    if t not in FLOATS:
+        if op == "Shrink":
+            return shrink_int(x, f32(a["lambd"]), f32(a["bias"]))
+        with np.errstate(over="ignore"):
+            return {"Abs": np.abs, "Neg": np.negative, "Sign": np.sign, "BitwiseNot": np.invert,
+                    "Relu": lambda v: np.maximum(v, 0).astype(v.dtype)}[op](x)
     v = x.astype(np.float64)
     with np.errstate(all="ignore"):
         if op == "Abs": return np.abs(v)
@@ -196,6 +235,25 @@ def oracle(op, t, attrs, x):
             else:
                 r = 0.5 * v * _erfc(-v / math.sqrt(2))
             return np.where(v == -np.inf, 0.0, r)  # the limit, where the formula gives -inf * 0
+        if op == "HardSwish":
+            return np.where(v == -np.inf, -0.0, v * np.clip(v / 6 + 0.5, 0.0, 1.0))  # -inf: the limit
+        if op == "Mish":
+            return np.where(v == -np.inf, -0.0, v * np.tanh(np.log1p(np.exp(v))))  # -inf: the limit
+        if op == "Softsign": return np.where(np.isinf(v), np.sign(v), v / (1 + np.abs(v)))  # +-inf: the limit
+        if op == "Celu": return np.where(v > 0, v, f32(a["alpha"]) * np.expm1(v / f32(a["alpha"])))
+        if op == "ThresholdedRelu": return np.where((v > f32(a["alpha"])) | np.isnan(v), v, 0.0)
+        if op == "Shrink":
+            lam, b = f32(a["lambd"]), f32(a["bias"])
+            return np.where((v < -lam) | np.isnan(v), v + b, np.where(v > lam, v - b, 0.0))
+        if op == "Tan": return np.tan(v)
+        if op == "Asin": return np.arcsin(v)
+        if op == "Acos": return np.arccos(v)
+        if op == "Atan": return np.arctan(v)
+        if op == "Sinh": return np.sinh(v)
+        if op == "Cosh": return np.cosh(v)
+        if op == "Asinh": return np.arcsinh(v)
+        if op == "Acosh": return np.arccosh(v)
+        if op == "Atanh": return np.arctanh(v)
         if op == "IsNaN": return np.isnan(v)
         if op == "IsInf":
             return (np.isposinf(v) & bool(a["detect_positive"])) | (np.isneginf(v) & bool(a["detect_negative"]))
@@ -329,6 +387,137 @@ def test_semantics_table(level):
     assert run("Not", nb).view(np.uint8).tolist() == [1, 0, 0, 0]
 
 
+def _dense(lo, hi, n):
+    return np.linspace(lo, hi, n, dtype=np.float64)
+
+
+# float32 sweeps: (op, inputs, max ulp) where the max is the manifest's bound;
+# each sweep holds the edges (domain limits, the reductions' switch points,
+# overflow of e^x, the x e^x tail of Mish).
+ULP_SWEEPS = {
+    "HardSwish": lambda r: np.concatenate([_dense(-3.5, 3.5, 100_001), -3 + np.exp(r.uniform(-40, 0, 50_000)),
+                                           r.uniform(-1e4, 1e4, 50_000)]),
+    "Softsign": lambda r: np.concatenate([_dense(-20, 20, 100_001), np.exp(r.uniform(-100, 80, 100_000))]),
+    "Mish": lambda r: np.concatenate([_dense(-115, 25, 200_001), r.uniform(-10, 10, 100_000)]),
+    "Tan": lambda r: np.concatenate([_dense(-7, 7, 200_001), r.uniform(-1e4, 1e4, 100_000),
+                                     (np.arange(1, 2000) * (math.pi / 2))]),
+    "Asin": lambda r: np.concatenate([_dense(-1, 1, 200_001), 1 - np.exp(r.uniform(-17, 0, 100_000))]),
+    "Acos": lambda r: np.concatenate([_dense(-1, 1, 200_001), 1 - np.exp(r.uniform(-17, 0, 50_000)),
+                                      np.exp(r.uniform(-17, 0, 50_000)) - 1]),
+    "Atan": lambda r: np.concatenate([_dense(-4, 4, 200_001), np.exp(r.uniform(-100, 88, 100_000))]),
+    "Sinh": lambda r: np.concatenate([_dense(-89.5, 89.5, 200_001), np.exp(r.uniform(-100, 0, 100_000))]),
+    "Cosh": lambda r: _dense(-89.5, 89.5, 300_001),
+    "Asinh": lambda r: np.concatenate([_dense(-10, 10, 100_001), np.exp(r.uniform(-100, 88, 200_000))]),
+    "Acosh": lambda r: np.concatenate([_dense(1, 10, 100_001), 1 + np.exp(r.uniform(-17, 0, 100_000)),
+                                       np.exp(r.uniform(0, 88, 100_000))]),
+    "Atanh": lambda r: np.concatenate([_dense(-1, 1, 200_001), 1 - np.exp(r.uniform(-17, 0, 100_000))]),
+}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", sorted(ULP_SWEEPS))
+def test_float32_ulp_sweeps(op, level):
+    """float32 within the manifest's ULP bound of the float64 result rounded
+    to float32 over each op's whole range and its edges (the measured maxima
+    are in README.md)."""
+    x = ULP_SWEEPS[op](np.random.default_rng(zlib.crc32(op.encode()))).astype(np.float32)
+    y = session(op, "float32", {}, level).run(None, {"x": x})[0]
+    with np.errstate(all="ignore"):
+        ref = oracle(op, "float32", {}, x).astype(np.float32)
+    finite = np.isfinite(ref)
+    assert (np.isnan(y) == np.isnan(ref)).all() and (y[~finite] == ref[~finite])[~np.isnan(ref[~finite])].all()
+    d = ulp_distance_f32(y[finite], ref[finite])
+    bound = BY_NAME[op].tolerance["float32"][1]
+    assert d.max() <= bound, f"{op} max ulp {d.max()} at x={x[finite][d.argmax()]!r}"
+
+
+def _reference_eval(model, x):
+    from onnx.reference import ReferenceEvaluator
+
+    with np.errstate(all="ignore"):
+        return ReferenceEvaluator(model).run(None, {"x": x})[0]
+
+
+@pytest.mark.parametrize("op,t,attrs", [
+    (op, t, attrs) for op in ("Celu", "ThresholdedRelu", "Shrink", "HardSwish", "Softsign", "Mish")
+    for attrs in [{}] + VARIANTS.get(op, [])
+    for t in ("float32",) + (("int8", "uint8", "int32", "int64") if op == "Shrink" else ())
+], ids=lambda v: str(v))
+def test_attribute_semantics_match_onnx_reference(op, t, attrs):
+    """The attribute ops against onnx.reference itself on finite inputs
+    (where the two ways of writing the formulas agree): Shrink and
+    ThresholdedRelu bit for bit, the others within float32 rounding."""
+    rng = np.random.default_rng(zlib.crc32(f"ref/{op}/{t}/{attrs}".encode()))
+    if t == "float32":
+        x = np.concatenate([rng.uniform(-6, 6, 3000), rng.normal(0, 50, 1000), [0.0, 0.5, -0.5, 1.0, -1.0, 3.0, -3.0]])
+        x = x.astype(np.float32)
+    else:  # a range where x +- bias stays in the type (the reference's float -> int cast is undefined outside)
+        x = rng.integers(-100 if t[0] == "i" else 0, 100, 4000).astype(NP_TYPE[t])
+    ours = session(op, t, attrs, LEVELS[-1]).run(None, {"x": x})[0]
+    ref = _reference_eval(make_model(op, t, attrs), x)
+    assert ours.dtype == ref.dtype
+    if op in ("Shrink", "ThresholdedRelu"):
+        np.testing.assert_array_equal(ours, ref)
+    else:
+        # HardSwish runs as its function body there (alpha 1/6 as float32)
+        np.testing.assert_allclose(ours, ref, rtol=4e-7, atol=1e-7)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_limits_domains_and_signed_zeros(level):
+    """Hand-checked values of the activations, the hyperbolic and inverse
+    trigonometric functions and BitwiseNot: limits where the literal formula
+    gives NaN, domain edges, overflow points, signed zeros, wrap-around."""
+    def run(op, x, **attrs):
+        x = np.asarray(x)
+        t = {np.dtype(v): k for k, v in NP_TYPE.items()}[x.dtype]
+        return session(op, t, attrs, level).run(None, {"x": x})[0]
+
+    f = lambda *v: np.array(v, np.float32)  # noqa: E731
+    bits = lambda a: np.asarray(a, np.float32).view(np.uint32).tolist()  # noqa: E731
+    inf, nan = np.inf, np.nan
+    half_pi, pi = float(np.float32(math.pi / 2)), float(np.float32(math.pi))
+    assert bits(run("HardSwish", f(-inf, -3, -4, -0.0, 3, inf))) == bits(f(-0.0, -0.0, -0.0, -0.0, 3, inf))
+    assert bits(run("Mish", f(-inf, -200, -0.0, 0, inf))) == bits(f(-0.0, -0.0, -0.0, 0, inf))
+    assert bits(run("Softsign", f(inf, -inf, -0.0, 1e30))) == bits(f(1, -1, -0.0, 1))
+    assert bits(run("Celu", f(-0.0, -inf, inf))) == bits(f(-0.0, -1, inf))
+    assert bits(run("Celu", f(-0.0, -inf), alpha=2.0)) == bits(f(-0.0, -2))
+    assert bits(run("ThresholdedRelu", f(1, np.nextafter(np.float32(1), np.float32(2)), -5))) == \
+        bits(f(0, np.nextafter(np.float32(1), np.float32(2)), 0))
+    assert bits(run("ThresholdedRelu", f(-0.0), alpha=-1.0)) == bits(f(-0.0))
+    assert bits(run("Shrink", f(0.5, -0.5, 0.75, -0.75))) == bits(f(0, 0, 0.75, -0.75))
+    assert bits(run("Shrink", f(2.0, -2.0, 1.0, 1.5), lambd=1.0, bias=1.5)) == bits(f(0.5, -0.5, 0, 0))
+    assert bits(run("Tan", f(-0.0, 0.0))) == bits(f(-0.0, 0.0))
+    assert bits(run("Asin", f(1, -1, -0.0))) == bits(f(half_pi, -half_pi, -0.0))
+    assert bits(run("Acos", f(1, -1, 0, -0.0))) == bits(f(0, pi, half_pi, half_pi))
+    assert bits(run("Atan", f(inf, -inf, -0.0))) == bits(f(half_pi, -half_pi, -0.0))
+    y = run("Sinh", f(-0.0, 89.4, 89.42, -89.42, -inf))
+    assert bits(y[[0, 2, 3, 4]]) == bits(f(-0.0, inf, -inf, -inf)) and np.isfinite(y[1])
+    y = run("Cosh", f(0, -0.0, -inf, 89.4, 89.42))
+    assert y[:3].tolist() == [1, 1, inf] and np.isfinite(y[3]) and y[4] == inf
+    y = run("Asinh", f(-0.0, -inf, inf, 3e38))
+    assert bits(y[:3]) == bits(f(-0.0, -inf, inf)) and abs(y[3] - math.asinh(3e38)) < 1e-5
+    assert bits(run("Acosh", f(1, inf))) == bits(f(0, inf))
+    assert bits(run("Atanh", f(1, -1, -0.0))) == bits(f(inf, -inf, -0.0))
+    # out of the domain: NaN
+    for op, x in [("Asin", f(1.0000001, -2, inf)), ("Acos", f(-1.0000001, 2, -inf)), ("Acosh", f(0.99999994, 0, -inf)),
+                  ("Atanh", f(1.0000001, -3, inf)), ("Tan", f(inf, -inf))]:
+        assert np.isnan(run(op, x)).all(), op
+    # NaN in, NaN out: ThresholdedRelu and Shrink keep it too (the literal
+    # where() formulas of the reference give 0)
+    for op in ("HardSwish", "Mish", "Softsign", "Celu", "ThresholdedRelu", "Shrink", "Tan", "Asin", "Acos", "Atan",
+               "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"):
+        assert np.isnan(run(op, f(nan, -nan))).all(), op
+    assert run("BitwiseNot", np.array([0, 255, 0x5A], np.uint8)).tolist() == [255, 0, 0xA5]
+    i64 = np.iinfo(np.int64)
+    assert run("BitwiseNot", np.array([0, -1, i64.min], np.int64)).tolist() == [-1, 0, i64.max]
+    # integer Shrink: x +- bias truncated toward zero, wrapping outside the type
+    assert run("Shrink", np.array([127, -128, 3, -3, 0], np.int8), lambd=0.0, bias=-5.0).tolist() == \
+        [(132 + 128) % 256 - 128, (-133 + 128) % 256 - 128, 8, -8, 0]
+    assert run("Shrink", np.array([0, 1, 2, 255], np.uint8), lambd=1.0, bias=2.5).tolist() == [0, 0, 0, 252]
+    assert run("Shrink", np.array([0, 7], np.uint8), lambd=-1.0, bias=-2.0).tolist() == [254, 9]
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_in_place_chain(level):
     """Relu -> Neg -> Abs: intermediates may be reused in place."""
@@ -343,6 +532,38 @@ def test_in_place_chain(level):
         x = np.random.default_rng(n).uniform(-5, 5, n).astype(np.float32)
         y = s.run(None, {"x": x})[0]
         np.testing.assert_allclose(y, np.exp(-np.maximum(x, 0)), rtol=3e-7)
+
+
+@pytest.mark.parametrize("fusion", [False, True])
+@pytest.mark.parametrize("level", LEVELS)
+def test_in_place_chain_of_activations(level, fusion):
+    """A chain through the activations and the hyperbolic / inverse
+    trigonometric ops, its intermediates reused in place (or fused): the
+    same bits as each op run on its own into a fresh buffer (the chain is
+    far too ill-conditioned for a float64 oracle; each op's accuracy is
+    checked above)."""
+    chain = [("Softsign", {}), ("Asin", {}), ("Sinh", {}), ("Atan", {}), ("Mish", {}), ("HardSwish", {}),
+             ("Celu", {"alpha": 0.5}), ("Shrink", {"lambd": 0.01, "bias": -0.5}), ("Cosh", {}), ("Acosh", {}),
+             ("Asinh", {}), ("Tanh", {}), ("Atanh", {}), ("ThresholdedRelu", {"alpha": -0.5}), ("Tan", {}), ("Acos", {})]
+    names = ["x"] + [f"v{k}" for k in range(len(chain) - 1)] + ["y"]
+    nodes = [helper.make_node(op, [names[k]], [names[k + 1]], name=f"n{k}", **a) for k, (op, a) in enumerate(chain)]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None)],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 22)])
+    with olc_core.simd_cap(level):
+        s = olc_core.Session(m, strict=True, record_usage=True, fusion=fusion)
+    for n in (17, 4099, 300_001):
+        x = np.random.default_rng(n).uniform(-5, 5, n).astype(np.float32)
+        y = s.run(None, {"x": x})[0]
+        used = s.kernel_usage()
+        if fusion:
+            assert used == ["olc_elementwise::ElementwisePlan"], used
+        else:
+            assert sorted(set(used)) == sorted({manifest.kernel_name(op) for op, _ in chain}), used
+        v = x
+        for op, a in chain:
+            v = session(op, "float32", a, level).run(None, {"x": v.copy()})[0]
+        np.testing.assert_array_equal(y, v)
 
 
 @pytest.mark.parametrize("op,t", [("Relu", "float32"), ("Exp", "float32"), ("Tanh", "float32"),
@@ -363,6 +584,10 @@ def test_unsupported_type_is_an_error():
     # bfloat16 is not in HardSigmoid's schema before opset 22
     with pytest.raises(olc_core.OlcError, match=r"node0.*HardSigmoid"):
         olc_core.Session(make_model("HardSigmoid", "bfloat16", {}, opset=21), strict=True)
+    # Celu-12 is float32 only; Shrink-9 has no bfloat16; BitwiseNot is integer only
+    for op, t, opset in [("Celu", "float64", 12), ("Shrink", "bfloat16", 22), ("BitwiseNot", "float32", 18)]:
+        with pytest.raises(olc_core.OlcError, match=rf"node0.*{op}"):
+            olc_core.Session(make_model(op, t, {}, opset=opset), strict=True)
 
 
 @pytest.mark.parametrize("op,t,attrs,why", [
@@ -372,6 +597,9 @@ def test_unsupported_type_is_an_error():
     ("Elu", "float32", {"alpha": float("inf")}, "alpha"),
     ("HardSigmoid", "float32", {"beta": 1}, "beta"),
     ("Relu", "float32", {"alpha": 0.5}, "alpha"),
+    ("Celu", "float32", {"alpha": 0.0}, "alpha"),
+    ("Shrink", "int32", {"lambd": float("inf")}, "lambd"),
+    ("ThresholdedRelu", "float16", {"beta": 1.0}, "beta"),
 ])
 def test_bad_attribute_is_an_error(op, t, attrs, why):
     with pytest.raises(olc_core.OlcError) as ei:
@@ -432,6 +660,47 @@ def test_every_length(op, t, level):
     for n in range(131):
         x = random_input(op, t, n, rng)
         check(op, t, {}, x, sess.run(None, {"x": x})[0])
+
+
+class _GuardedInput:
+    """n elements of a dtype ending exactly at an inaccessible page: a read
+    one element past the end kills the process (the test fails)."""
+
+    def __init__(self, values: np.ndarray):
+        import ctypes
+        import mmap
+
+        page = mmap.PAGESIZE
+        pages = (values.nbytes + page - 1) // page + 1
+        self._buf = mmap.mmap(-1, pages * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self._buf))
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self._libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        self._guard, self._page = base + (pages - 1) * page, page
+        self.array = np.frombuffer(self._buf, dtype=values.dtype, count=values.size,
+                                   offset=(pages - 1) * page - values.nbytes)
+        self.array[...] = values
+        assert self._libc.mprotect(self._guard, page, 0) == 0, ctypes.get_errno()
+
+    def release(self):
+        import mmap
+
+        self._libc.mprotect(self._guard, self._page, mmap.PROT_READ | mmap.PROT_WRITE)
+
+
+@pytest.mark.parametrize("op,t", sorted({(op, t) for op, t, _ in cases()}))
+def test_inputs_ending_at_a_guard_page(op, t):
+    """Every length 0..70 at every level with the input's last element just
+    before an inaccessible page: no path reads past the end."""
+    rng = np.random.default_rng(zlib.crc32(f"guard/{op}/{t}".encode()))
+    sessions = [session(op, t, {}, lv) for lv in LEVELS]
+    for n in range(71):
+        g = _GuardedInput(random_input(op, t, n, rng))
+        try:
+            for sess in sessions:
+                check(op, t, {}, g.array, sess.run(None, {"x": g.array})[0])
+        finally:
+            g.release()
 
 
 @pytest.mark.parametrize("case", [c for c in cases() if c[1] in ("float32", "float16", "bfloat16")], ids=case_id)

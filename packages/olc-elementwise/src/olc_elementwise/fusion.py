@@ -40,8 +40,10 @@ BINARY_OPS = ("Add", "Sub", "Mul", "Div")
 # attributes, per element type (bfloat16 joined at opset 13).
 _BINARY_SINCE = {"float32": 7, "bfloat16": 13}
 _TYPES: dict[int, str] = {int(onnx.TensorProto.FLOAT): "float32", int(onnx.TensorProto.BFLOAT16): "bfloat16"}
-# Unary ops the fused kernel evaluates (the BOOL predicates are not fusable).
-UNARY_OPS = tuple(u.op for u in manifest.UNARY_OPS if not u.out_bool and u.op != "Not")
+# Unary ops the fused kernel evaluates: those with a float type (not the BOOL
+# predicates, Not or the integer-only BitwiseNot).
+UNARY_OPS = tuple(u.op for u in manifest.UNARY_OPS if not u.out_bool and set(u.types) & set(_TYPES.values()))
+_SLOTS = ("alpha", "beta", "gamma")
 MAX_INPUTS = 16
 MAX_STEPS = 64
 
@@ -82,7 +84,12 @@ def _step_of(node: onnx.NodeProto, opset: int, ctx: GraphPassContext) -> tuple[s
         if values["approximate"] not in ("none", "tanh"):
             return None
         op = "GeluTanh" if values["approximate"] == "tanh" else "Gelu"
-    floats = [float(values.get(k, 0.0)) for k in ("alpha", "beta", "gamma")]
+    floats = [0.0, 0.0, 0.0]
+    for a in spec.attrs:
+        if a.kind == "float":
+            floats[_SLOTS.index(a.slot)] = float(values[a.name])
+            if a.nonzero and float(np.float32(values[a.name])) == 0.0:
+                return None  # left to the op's own kernel, which refuses it
     if not all(np.isfinite(floats)):
         return None
     return op, floats

@@ -31,6 +31,15 @@ class Attr:
     kind: str  # "float" | "int" | "string"
     default: Any
     allowed: tuple[Any, ...] | None = None  # None: any finite value
+    # Float attributes: the kernel parameter that carries the value
+    # ("alpha", "beta" or "gamma"; Shrink's lambd and bias ride in alpha and
+    # beta). Empty: the attribute's own name.
+    param: str = ""
+    nonzero: bool = False  # 0 is refused (Celu divides by alpha)
+
+    @property
+    def slot(self) -> str:
+        return self.param or self.name
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,28 @@ UNARY_OPS: tuple[UnaryOp, ...] = (
     UnaryOp("IsInf", _split(10, {10: ("float32", "float64"), 20: F4}), out_bool=True,
             attrs=(Attr("detect_negative", "int", 1, (0, 1)), Attr("detect_positive", "int", 1, (0, 1)))),
     UnaryOp("Not", _split(1, {1: ("bool",)})),
+    # x * clip((x + 3) / 6, 0, 1): two roundings and the product.
+    UnaryOp("HardSwish", _split(14, {14: F3, 22: F4}), tolerance=_tol(("ulp", 3))),
+    UnaryOp("Mish", _split(18, {18: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 5))),
+    UnaryOp("Softsign", _split(1, {1: F3, 22: F4}), tolerance=_tol(("ulp", 2))),
+    # x / alpha rounds before expm1 (as the formula is written).
+    UnaryOp("Celu", _split(12, {12: ("float32",), 28: F4}), attrs=(Attr("alpha", "float", 1.0, nonzero=True),),
+            cost="costly", tolerance=_tol(("abs_rel", 1e-37, 6 * 2.0**-23))),
+    UnaryOp("ThresholdedRelu", _split(10, {10: F3, 22: F4}), attrs=(ALPHA_ELU,), tolerance=_CHEAP_TOL),
+    # float16: x +- bias rounds to float32, then to float16.
+    UnaryOp("Shrink", _split(9, {9: UINT + SINT + F3}),
+            attrs=(Attr("bias", "float", 0.0, param="beta"), Attr("lambd", "float", 0.5, param="alpha")),
+            tolerance={"float32": EXACT, "float64": EXACT, "float16": _ONE_ULP_LOWP["float16"]}),
+    UnaryOp("Tan", _split(7, {7: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 4))),
+    UnaryOp("Asin", _split(7, {7: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 3))),
+    UnaryOp("Acos", _split(7, {7: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 2))),
+    UnaryOp("Atan", _split(7, {7: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 2))),
+    UnaryOp("Sinh", _split(9, {9: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 3))),
+    UnaryOp("Cosh", _split(9, {9: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 2))),
+    UnaryOp("Asinh", _split(9, {9: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 3))),
+    UnaryOp("Acosh", _split(9, {9: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 3))),
+    UnaryOp("Atanh", _split(9, {9: F3, 22: F4}), cost="costly", tolerance=_tol(("ulp", 3))),
+    UnaryOp("BitwiseNot", _split(18, {18: SINT + UINT})),
 )
 
 BY_NAME: dict[str, UnaryOp] = {u.op: u for u in UNARY_OPS}
