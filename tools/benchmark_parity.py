@@ -94,7 +94,6 @@ QUICK_SIZES = (4096, 65536)
 DEFAULT_THREADS = (1, 2)
 DEFAULT_OPSET = 20  # Gelu needs 20
 FALLBACK_KERNEL = "onnx.reference"
-CONSTANT_FOLDED_REASON = "constant, evaluated at load"  # olc_core.session's plan reason for a Constant node
 
 UNARY_MEDIAN_GATE = 1.2
 UNARY_CASE_GATE = 0.95
@@ -446,6 +445,8 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
     ours = checker.run(runner.out_names, runner.feeds)
     usage = list(checker.kernel_usage())
     plan = list(checker.kernel_plan())
+    from olc_core.session import CONSTANT_FOLDED_REASON
+
     # Constant nodes are read once at load: nothing of theirs runs per run.
     fallbacks = [f"{e.node_name} ({e.op_type}): {e.reason}" for e in plan
                  if not e.native and e.reason != CONSTANT_FOLDED_REASON]
