@@ -663,7 +663,7 @@ py::list Plan::run(py::object output_names, py::object feeds) {
   bool ok = true;
   std::vector<StepTiming> timings;
   using Clock = std::chrono::steady_clock;
-  const auto run_start = Clock::now();
+  const auto run_start = profile_ ? Clock::now() : Clock::time_point{};
   {
     py::gil_scoped_release nogil;
     rs.gil_held = false;
