@@ -15,15 +15,59 @@ stay on the onnx.reference fallback.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import onnx
 from onnx import helper
 
-from .errors import OlcError
+from .errors import InvalidModelError, OlcError
+from .registration import normalize_domain
 
 CONTROL_FLOW_OPS = ("If", "Loop")
+
+
+def check_signature(node: onnx.NodeProto, label: str) -> None:
+    """If, Loop and Scan, on olc or on the fallback: the subgraphs' inputs and
+    outputs must match the node's, as the schema counts them (raised at
+    construction, before any run)."""
+    if normalize_domain(node.domain) != "ai.onnx" or node.op_type not in ("If", "Loop", "Scan"):
+        return
+    graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
+    n_out = len(node.output)
+
+    def fail(why: str) -> NoReturn:
+        raise InvalidModelError(f"{label}: {why}")
+
+    if node.op_type == "If":
+        for branch in ("then_branch", "else_branch"):
+            if branch not in graphs:
+                fail(f"attribute '{branch}' is missing")
+            if len(graphs[branch].output) != n_out:
+                fail(f"{branch} has {len(graphs[branch].output)} outputs, the node {n_out}")
+    elif node.op_type == "Loop":
+        body = graphs.get("body")
+        if body is None:
+            fail("attribute 'body' is missing")
+        carried = len(node.input) - 2
+        if carried < 0:
+            fail("a Loop takes at least the trip count and condition inputs (either may be empty)")
+        if len(body.input) != 2 + carried:
+            fail(f"the body takes {len(body.input)} inputs, expected 2 + {carried} loop-carried values")
+        scans = len(body.output) - 1 - carried
+        if scans < 0 or n_out != carried + scans:
+            fail(f"the body returns {len(body.output)} values, expected the condition, {carried} loop-carried "
+                 f"value(s) and one per scan output ({n_out} node outputs)")
+    else:
+        body = graphs.get("body")
+        m = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), None)
+        if body is None or m is None:
+            fail("attributes 'body' and 'num_scan_inputs' are required")
+        state = len(node.input) - m
+        if state < 0 or len(body.input) != len(node.input):
+            fail(f"the body takes {len(body.input)} inputs, the node gives {len(node.input)}")
+        if len(body.output) != n_out:
+            fail(f"the body returns {len(body.output)} values, the node has {n_out} outputs")
 
 
 def _elem_type(tp: onnx.TypeProto | None) -> int:
