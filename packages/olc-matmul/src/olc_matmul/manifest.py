@@ -19,6 +19,8 @@ MAX_OPSET = 2**31 - 1
 F3 = ("float32", "float64", "float16")
 F4 = F3 + ("bfloat16",)
 I8 = ("uint8", "int8")
+# Einsum: every numeric type of its schema (integers wrap).
+EINSUM_T = F3 + ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,10 @@ OPS: tuple[OpSpec, ...] = (
     # g_idx refused in create().
     OpSpec("MatMulNBits", "com.microsoft", (Segment(1, MAX_OPSET, ("float32", "float16", "bfloat16")),), "T1",
            ("T1", "T2", "T1", None, None, "T1"), ("T1",), (("T2", ("uint8",)),)),
+    # Einsum 12: every numeric type; 28: bfloat16 added. Variadic: the types
+    # of inputs past the first are checked equal in create().
+    OpSpec("Einsum", "", (Segment(12, 27, EINSUM_T), Segment(28, MAX_OPSET, EINSUM_T + ("bfloat16",))), "T",
+           ("T",), ("T",)),
 )
 
 BY_NAME = {s.op: s for s in OPS}

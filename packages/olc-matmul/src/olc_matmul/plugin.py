@@ -7,6 +7,9 @@ import olc_core
 from . import manifest
 
 FAMILY = "olc-matmul"
+DESCRIPTIONS = {
+    "Einsum": "Einsum: pairwise contractions on the batched GEMM, strided permutes and reductions",
+}
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
@@ -28,7 +31,7 @@ def registrations() -> list[olc_core.KernelRegistration]:
                     since_version=seg.since,
                     until_version=seg.until,
                     family=FAMILY,
-                    description=f"{spec.op}: packed register-blocked GEMM, scalar/AVX2/AVX-512",
+                    description=DESCRIPTIONS.get(spec.op, f"{spec.op}: packed register-blocked GEMM, scalar/AVX2/AVX-512"),
                 )
             )
     return out
