@@ -290,6 +290,9 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"Trilu", &make_trilu},
       {"DepthToSpace", &make_depth_to_space},
       {"SpaceToDepth", &make_space_to_depth},
+      {"QuantizeLinear", &make_quantize_linear},
+      {"DequantizeLinear", &make_dequantize_linear},
+      {"DynamicQuantizeLinear", &make_dynamic_quantize_linear},
   };
 }
 

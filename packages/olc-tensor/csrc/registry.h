@@ -45,6 +45,9 @@ Kernel* make_eye_like(const olc_node_info* node, std::string* error);
 Kernel* make_trilu(const olc_node_info* node, std::string* error);
 Kernel* make_depth_to_space(const olc_node_info* node, std::string* error);
 Kernel* make_space_to_depth(const olc_node_info* node, std::string* error);
+Kernel* make_quantize_linear(const olc_node_info* node, std::string* error);
+Kernel* make_dequantize_linear(const olc_node_info* node, std::string* error);
+Kernel* make_dynamic_quantize_linear(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

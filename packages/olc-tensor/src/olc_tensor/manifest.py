@@ -93,6 +93,47 @@ INT64 = ("int64",)
 RESTATED_DOMAIN = "olc.tensor"
 
 
+# QuantizeLinear / DequantizeLinear: the quantized types (int4/uint4,
+# int2/uint2, float4e2m1 and float8e8m0 scales join the schemas at 21-25,
+# but the kernel ABI has no such element types: those nodes fall back).
+QFLOAT = ("float32", "float16", "bfloat16")
+Q8 = ("int8", "uint8")
+Q16 = ("int16", "uint16")
+F32 = ("float32",)
+
+
+def _quantize_rows() -> tuple[TensorOp, ...]:
+    """One row per schema shape: the scale's constraint changes at 19 and 23."""
+    q = "QuantizeLinear"
+    dq = "DequantizeLinear"
+    return (
+        # 10: per tensor; 13: + axis. y_scale is float32; x float32 or int32.
+        TensorOp(q, (Segment(10, 18, ("float32", "int32")),), ("T1", "Ts", "T2"),
+                 (("Ts", F32), ("T2", Q8)), "SIMD float32 -> int8/uint8, per tensor / per axis", outputs=("T2",)),
+        # 19: x and y_scale share T1 (float32/16, bfloat16), float8 outputs;
+        # 21: + int16/uint16, block_size.
+        TensorOp(q, (Segment(19, 20, QFLOAT),), ("T1", "T1", "T2"), (("T2", Q8 + FLOAT8),), outputs=("T2",)),
+        TensorOp(q, (Segment(21, 22, QFLOAT),), ("T1", "T1", "T2"), (("T2", Q8 + Q16 + FLOAT8),), outputs=("T2",)),
+        # 23+: y_scale has a constraint of its own; output_dtype, precision.
+        TensorOp(q, (Segment(23, MAX_OPSET, QFLOAT + ("int32",)),), ("T1", "T2", "T3"),
+                 (("T2", QFLOAT), ("T3", Q8 + Q16 + FLOAT8)), outputs=("T3",)),
+        TensorOp(dq, (Segment(10, 18, Q8 + ("int32",)),), ("T", "Ts", "T"), (("Ts", F32),),
+                 "SIMD int8/uint8/int16/uint16/int32 -> float32", outputs=("Ts",)),
+        TensorOp(dq, (Segment(19, 20, Q8 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"), (("T2", QFLOAT),),
+                 outputs=("T2",)),
+        TensorOp(dq, (Segment(21, 22, Q8 + Q16 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"), (("T2", QFLOAT),),
+                 outputs=("T2",)),
+        # 23+: the output type comes from output_dtype (default: the scale's).
+        TensorOp(dq, (Segment(23, MAX_OPSET, Q8 + Q16 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"),
+                 (("T2", QFLOAT), ("T3", QFLOAT)), outputs=("T3",)),
+        TensorOp("DynamicQuantizeLinear", (Segment(11, MAX_OPSET, F32),), ("T1",), (("T2", ("uint8",)), ("Ts", F32)),
+                 "one SIMD min/max pass, then the float32 -> uint8 kernel", outputs=("T2", "Ts", "T2")),
+    )
+
+
+QUANTIZE_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
+
+
 def _reduce_segments() -> tuple[Segment, ...]:
     return _split(1, {1: RED, 13: RED + ("bfloat16",)})
 
@@ -158,7 +199,7 @@ OPS: tuple[TensorOp, ...] = (
     # mode (DCR/CRD): DepthToSpace from 11, SpaceToDepth from 28.
     TensorOp("DepthToSpace", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
     TensorOp("SpaceToDepth", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
-)
+) + _quantize_rows()
 
 BY_NAME: dict[str, list[TensorOp]] = {}
 for _o in OPS:

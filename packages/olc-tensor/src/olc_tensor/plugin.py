@@ -83,6 +83,32 @@ def _eye_like_supports(types: tuple[str, ...]) -> Callable[[Any], str | None]:
     return supports
 
 
+def _quantize_supports(op: str, since: int) -> Callable[[Any], str | None]:
+    """QuantizeLinear / DequantizeLinear: an `output_dtype` (21+) or
+    `precision` (23+) attribute must name a type the kernel produces or
+    computes in; int4/uint4, int2/uint2 and float4 have no native element type."""
+    if op == "QuantizeLinear":
+        allowed_out = set(manifest.Q8 + manifest.FLOAT8 + (manifest.Q16 if since >= 21 else ()))
+    else:
+        allowed_out = set(manifest.QFLOAT)
+
+    def supports(node: Any) -> str | None:
+        for a in node.attribute:
+            if a.name not in ("output_dtype", "precision"):
+                continue
+            if a.type != _INT_ATTRIBUTE:
+                return f"attribute {a.name!r} is not an int"
+            if a.i == 0:
+                continue
+            t = manifest.CODE_TO_TYPE.get(int(a.i))
+            allowed = allowed_out if a.name == "output_dtype" else set(manifest.QFLOAT)
+            if t not in allowed:
+                return f"{a.name} = {a.i} is not a type the kernel handles natively"
+        return None
+
+    return supports
+
+
 def registrations() -> list[olc_core.KernelRegistration]:
     ext = olc_core.load_extension("olc_tensor._ext")
     out = []
@@ -106,6 +132,8 @@ def registrations() -> list[olc_core.KernelRegistration]:
                 supports = _constant_of_shape_supports(seg.types)
             elif spec.op == "EyeLike":
                 supports = _eye_like_supports(seg.types)
+            elif spec.op in ("QuantizeLinear", "DequantizeLinear"):
+                supports = _quantize_supports(spec.op, seg.since)
             out.append(
                 olc_core.KernelRegistration(
                     domain=spec.domain,
