@@ -3,7 +3,9 @@
 Groups: ``gemm`` (the float32 Gemm corpus of 19 shapes), ``const`` (its
 constant-B cases, also listed in ``gemm``), ``matmul`` (batched, broadcast
 and vector MatMul), ``bf16``, ``integer`` (MatMulInteger), ``nbits_m1`` and
-``nbits_m128`` (MatMulNBits 4-bit, block 32). ``benchmark_gates()`` gives
+``nbits_m128`` (MatMulNBits 4-bit, block 32), ``einsum`` (attention,
+batched-matmul and projection contractions, transposes, reductions, outer
+product). ``benchmark_gates()`` gives
 the acceptance gates, ``benchmark_extras(threads)`` the figures that are not
 ratios against onnxruntime (FMA peak, GFLOP/s at 1024 cubed).
 """
@@ -53,6 +55,32 @@ def _matmul(name, sa, sb, *, const_b=False, dtype=F32, group="matmul", opset=13)
     }
 
 
+def _einsum(name, equation, *shapes, group="einsum"):
+    out = shapes[-1]
+    shapes = shapes[:-1]
+    k = max(1, int(np.prod([int(np.prod(s)) for s in shapes])) // max(1, int(np.prod(out))))
+    return {
+        "op": "Einsum", "domain": "", "opset": 13, "attributes": {"equation": equation},
+        "inputs": [_inp(s) for s in shapes], "outputs": [F32],
+        "expected_kernel": "olc_matmul::Einsum", "name": f"Einsum {name} {equation} {list(shapes)}",
+        "size": int(np.prod(out)) * k, "rtol": 1e-4, "atol": 1e-3 * max(1.0, k ** 0.5 / 8), "group": group,
+    }
+
+
+def einsum_cases() -> list[dict[str, Any]]:
+    """Einsum in the forms models use (the last shape of each is the output's)."""
+    return [
+        _einsum("attention scores", "bhid,bhjd->bhij", (1, 12, 128, 64), (1, 12, 128, 64), (1, 12, 128, 128)),
+        _einsum("attention context", "bhij,bhjd->bhid", (1, 12, 128, 128), (1, 12, 128, 64), (1, 12, 128, 64)),
+        _einsum("batched matmul", "bij,bjk->bik", (8, 128, 64), (8, 64, 128), (8, 128, 128)),
+        _einsum("projection", "bsnh,nhd->bsd", (1, 128, 12, 64), (12, 64, 768), (1, 128, 768)),
+        _einsum("transpose", "ij->ji", (1024, 1024), (1024, 1024)),
+        _einsum("row sums", "ij->i", (1024, 1024), (1024,)),
+        _einsum("batch sums", "...ij->...", (16, 256, 256), (16,)),
+        _einsum("outer product", "i,j->ij", (1024,), (1024,), (1024, 1024)),
+    ]
+
+
 def gemm_corpus() -> list[dict[str, Any]]:
     c = [
         _gemm("direct", 32, 128, 16),
@@ -93,6 +121,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
             for N in (2048, 4096):
                 cases.append(_nbits(M, N, K))
     cases += [_mmi(n) for n in (128, 512, 1024)]
+    cases += einsum_cases()
     return cases
 
 
