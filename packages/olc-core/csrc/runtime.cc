@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -227,6 +230,22 @@ struct StepTiming {
   int64_t start_ns;  // from the start of the run (feeds checked, first step about to run)
   int64_t duration_ns;
   std::vector<std::vector<int64_t>> output_shapes;  // empty for a non-tensor output
+  bool cached = false;  // skipped: the shape-plan cache gave its outputs
+};
+
+// One value of a shape plan, copied from the run that computed it.
+struct CapturedValue {
+  int32_t dtype = 0;
+  std::vector<int64_t> dims;
+  std::vector<uint8_t> bytes;
+};
+
+// What the shape-plan cache holds for one feed-shape signature: the
+// frontier values (read-only arrays), or nothing when they were too large
+// or not tensors (runs with that signature then run every step).
+struct ShapePlanEntry {
+  bool usable = false;
+  std::vector<py::object> values;
 };
 
 }  // namespace
@@ -318,21 +337,58 @@ class Plan {
   }
 
   void set_profiling(bool on) { profile_ = on; }
-  // The steps of the last run, in order: (step, start_ns, duration_ns,
-  // output shapes, run duration_ns).
+  // The steps of the last run, in order, and its duration: ((step,
+  // start_ns, duration_ns, output shapes, cached), ...), run duration_ns.
   py::tuple last_profile() const {
     std::lock_guard<std::mutex> lock(usage_mutex_);
     py::list steps;
     for (const auto& t : last_profile_) {
       py::list shapes;
       for (const auto& sh : t.output_shapes) shapes.append(py::tuple(py::cast(sh)));
-      steps.append(py::make_tuple(t.step, t.start_ns, t.duration_ns, shapes));
+      steps.append(py::make_tuple(t.step, t.start_ns, t.duration_ns, shapes, t.cached));
     }
     return py::make_tuple(steps, last_run_ns_);
   }
 
+  // The shape plan: `steps` compute values that depend only on the feeds'
+  // shapes; `frontier` are the slots of those values that other steps or
+  // the graph outputs read. A run whose feed shapes were seen before skips
+  // the steps and takes the frontier values from the cache.
+  void set_shape_plan(const std::vector<int32_t>& steps, const std::vector<int32_t>& frontier,
+                      int32_t capacity, int64_t max_bytes) {
+    shape_step_.assign(steps_.size(), 0);
+    for (int32_t i : steps) {
+      if (i < 0 || static_cast<size_t>(i) >= steps_.size()) throw std::out_of_range("shape-plan step out of range");
+      shape_step_[i] = 1;
+    }
+    frontier_of_slot_.assign(n_values_, -1);
+    for (size_t j = 0; j < frontier.size(); ++j) {
+      check_slot(frontier[j]);
+      frontier_of_slot_[frontier[j]] = static_cast<int32_t>(j);
+    }
+    shape_frontier_ = frontier;
+    shape_capacity_ = capacity > 0 ? static_cast<size_t>(capacity) : 1;
+    shape_max_bytes_ = max_bytes > 0 ? static_cast<size_t>(max_bytes) : 0;
+    std::lock_guard<std::mutex> lock(shape_mutex_);
+    shape_cache_.clear();
+    shape_order_.clear();
+  }
+
+  // (hits, misses, cached signatures) since the plan was made.
+  py::tuple shape_plan_stats() const {
+    std::lock_guard<std::mutex> lock(shape_mutex_);
+    return py::make_tuple(shape_hits_, shape_misses_, shape_cache_.size());
+  }
+
   int threads() const { return executor_->threads(); }
   Executor& executor() { return *executor_; }
+
+ private:
+  // Stores a new signature's frontier values (GIL held), evicting the
+  // oldest signature past the capacity.
+  void remember_shape_plan(std::vector<int64_t> key, bool usable, const std::vector<CapturedValue>& captured);
+
+ public:
   bool record_usage() const { return record_usage_; }
 
  private:
@@ -371,6 +427,18 @@ class Plan {
   bool profile_ = false;
   std::vector<StepTiming> last_profile_;
   int64_t last_run_ns_ = 0;
+
+  // Shape plan (set_shape_plan); empty when the graph has none.
+  std::vector<uint8_t> shape_step_;
+  std::vector<int32_t> frontier_of_slot_;
+  std::vector<int32_t> shape_frontier_;
+  size_t shape_capacity_ = 0;
+  size_t shape_max_bytes_ = 0;
+  mutable std::mutex shape_mutex_;
+  std::map<std::vector<int64_t>, ShapePlanEntry> shape_cache_;
+  std::deque<std::vector<int64_t>> shape_order_;  // oldest first, for eviction
+  int64_t shape_hits_ = 0;
+  int64_t shape_misses_ = 0;
 };
 
 // Everything one run() call owns. Values holding Python objects may only be
@@ -423,6 +491,10 @@ struct RunState {
 };
 
 // --------------------------------------------------- numpy conversions
+
+bool numpy_dtype_known(int32_t code) {
+  return code > 0 && code < kMaxDtype && g_dtypes && g_dtypes->numpy[code];
+}
 
 py::object numpy_dtype(int32_t code) {
   if (code <= 0 || code >= kMaxDtype || !g_dtypes || !g_dtypes->numpy[code])
@@ -590,6 +662,54 @@ void record_timing(const RunState& rs, const Step& step, int32_t index, std::chr
   out->push_back(std::move(t));
 }
 
+// The shape-plan cache key: every graph input's rank and dims, in input
+// order. False when some input is not a tensor (no key: no caching).
+bool feed_shape_key(const RunState& rs, const std::vector<InputSpec>& inputs, std::vector<int64_t>* key) {
+  key->clear();
+  for (const auto& spec : inputs) {
+    const Value& v = rs.values[spec.slot];
+    if (v.kind != Value::kTensor) return false;
+    key->push_back(v.shape.ndim());
+    key->insert(key->end(), v.shape.data(), v.shape.data() + v.shape.ndim());
+  }
+  return true;
+}
+
+// Copies a frontier value a shape step just produced; false when it cannot
+// be cached (not a tensor, or the signature's values pass `max_bytes`).
+bool capture_value(const Value& v, size_t max_bytes, size_t* total, CapturedValue* out) {
+  if (v.kind != Value::kTensor || !numpy_dtype_known(v.dtype)) return false;
+  *total += v.nbytes;
+  if (*total > max_bytes) return false;
+  out->dtype = v.dtype;
+  out->dims.assign(v.shape.data(), v.shape.data() + v.shape.ndim());
+  const auto* p = static_cast<const uint8_t*>(v.data);
+  out->bytes.assign(p, p + v.nbytes);
+  return true;
+}
+
+void Plan::remember_shape_plan(std::vector<int64_t> key, bool usable, const std::vector<CapturedValue>& captured) {
+  ShapePlanEntry entry;
+  entry.usable = usable;
+  if (usable) {
+    for (const auto& c : captured) {
+      std::vector<py::ssize_t> shape(c.dims.begin(), c.dims.end());
+      py::array arr(py::reinterpret_borrow<py::dtype>(numpy_dtype(c.dtype)), std::move(shape));
+      if (!c.bytes.empty()) std::memcpy(arr.mutable_data(), c.bytes.data(), c.bytes.size());
+      arr.attr("setflags")(py::arg("write") = false);
+      entry.values.push_back(std::move(arr));
+    }
+  }
+  std::lock_guard<std::mutex> lock(shape_mutex_);
+  if (shape_cache_.count(key)) return;  // a concurrent run stored it first
+  if (shape_cache_.size() >= shape_capacity_ && !shape_order_.empty()) {
+    shape_cache_.erase(shape_order_.front());
+    shape_order_.pop_front();
+  }
+  shape_order_.push_back(key);
+  shape_cache_.emplace(std::move(key), std::move(entry));
+}
+
 py::list Plan::run(py::object output_names, py::object feeds) {
   if (!PyDict_Check(feeds.ptr())) {
     // Accept any mapping, as onnxruntime does.
@@ -660,6 +780,31 @@ py::list Plan::run(py::object output_names, py::object feeds) {
     }
   }
 
+  // Shape plan: on a signature seen before, its frontier values come from
+  // the cache and its steps are skipped; on a new one they are captured.
+  const bool has_shape_plan = !shape_step_.empty();
+  bool shape_hit = false;
+  bool capture = false;
+  bool new_signature = false;
+  std::vector<int64_t> key;
+  if (has_shape_plan && feed_shape_key(rs, inputs_, &key)) {
+    std::lock_guard<std::mutex> lock(shape_mutex_);
+    auto it = shape_cache_.find(key);
+    if (it == shape_cache_.end()) {
+      capture = new_signature = true;
+      ++shape_misses_;
+    } else if (it->second.usable) {
+      shape_hit = true;
+      ++shape_hits_;
+      for (size_t j = 0; j < shape_frontier_.size(); ++j)
+        value_from_python(rs, rs.values[shape_frontier_[j]], it->second.values[j], true);
+    } else {
+      ++shape_misses_;
+    }
+  }
+  std::vector<CapturedValue> captured(capture ? shape_frontier_.size() : 0);
+  size_t captured_bytes = 0;
+
   bool ok = true;
   std::vector<StepTiming> timings;
   using Clock = std::chrono::steady_clock;
@@ -671,10 +816,29 @@ py::list Plan::run(py::object output_names, py::object feeds) {
     for (size_t i = 0; i < steps_.size(); ++i) {
       const Step& step = steps_[i];
       const auto t0 = profile_ ? Clock::now() : Clock::time_point{};
+      if (shape_hit && shape_step_[i]) {
+        if (profile_) {
+          record_timing(rs, step, static_cast<int32_t>(i), run_start, t0, &timings);
+          timings.back().duration_ns = 0;
+          timings.back().cached = true;
+        }
+        for (int32_t slot : step.release) rs.clear(rs.values[slot]);
+        continue;
+      }
       ok = step.native ? run_native_step(rs, step) : run_python_step(rs, step);
       if (!ok) break;
       if (profile_) record_timing(rs, step, static_cast<int32_t>(i), run_start, t0, &timings);
       if (rs.record) rs.usage.push_back(step.kernel_name.c_str());
+      if (capture && shape_step_[i]) {
+        for (int32_t slot : step.outputs) {
+          const int32_t j = frontier_of_slot_[slot];
+          if (j >= 0 && capture &&
+              !capture_value(rs.values[slot], shape_max_bytes_, &captured_bytes, &captured[j])) {
+            capture = false;  // remembered as unusable: later runs skip nothing
+            captured.clear();
+          }
+        }
+      }
       for (int32_t slot : step.release) rs.clear(rs.values[slot]);
     }
   }
@@ -687,6 +851,7 @@ py::list Plan::run(py::object output_names, py::object feeds) {
   rs.gil_held = true;
   rs.flush_deferred();
   if (!ok) raise_olc_error(rs.error);
+  if (new_signature) remember_shape_plan(std::move(key), capture, captured);
 
   if (rs.record) {
     std::vector<std::string> names(rs.usage.begin(), rs.usage.end());
@@ -1054,6 +1219,9 @@ void bind_runtime(py::module_& m) {
       .def("last_usage_details", &Plan::last_usage_details)
       .def("set_profiling", &Plan::set_profiling, py::arg("on"))
       .def("last_profile", &Plan::last_profile)
+      .def("set_shape_plan", &Plan::set_shape_plan, py::arg("steps"), py::arg("frontier"),
+           py::arg("capacity"), py::arg("max_bytes"))
+      .def("shape_plan_stats", &Plan::shape_plan_stats)
       .def_property_readonly("threads", &Plan::threads);
 }
 

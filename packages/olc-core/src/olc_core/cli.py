@@ -525,7 +525,8 @@ def node_rows(expanded_plan: Sequence[Any]) -> list[dict[str, Any]]:
     """One row per model node from ``Session.kernel_plan(expand_fused=True)``:
     a fused node's originals each name the fused node and kernel that ran them."""
     return [{"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel, "native": bool(e.native),
-             "path": _path(e), "reason": e.reason, "fused_into": getattr(e, "fused_into", "") or None}
+             "path": _path(e), "reason": e.reason, "fused_into": getattr(e, "fused_into", "") or None,
+             "shape_plan": getattr(e, "shape_plan", "") or None}
             for e in expanded_plan]
 
 
@@ -549,6 +550,11 @@ def plan_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
             reason = reason[len("fallback: "):]
         if reason.startswith("no kernel is registered for "):
             reason = "no kernel registered"
+        # (the JSON report keeps the selection reason of these too)
+        if r.get("shape_plan") == "folded":
+            reason = "folded at load (shape value)"
+        elif r.get("shape_plan") == "cached":
+            reason = "cached per input shapes"
         out.append([_short_name(r["node"] or "(unnamed)"), _op_label(r["domain"], r["op"]), r["kernel"], r["path"],
                     reason])
     return out
@@ -566,6 +572,11 @@ def plan_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     parts.append(f"{len(per_run)} on the {FALLBACK_LIBRARY} fallback")
     if folded:
         parts.append(f"{len(folded)} Constant node{'s' if len(folded) != 1 else ''} evaluated once at load")
+    shape_folded = sum(1 for r in rows if r.get("shape_plan") == "folded")
+    shape_cached = sum(1 for r in rows if r.get("shape_plan") == "cached")
+    if shape_folded or shape_cached:
+        parts.append(f"shape values: {shape_folded} node{'s' if shape_folded != 1 else ''} folded at load, "
+                     f"{shape_cached} cached per input shapes")
     text = ", ".join(parts)
     if fused:
         n_fused = sum(1 for r in rows if r["fused_into"])
@@ -1027,6 +1038,10 @@ def profile_runs(args: argparse.Namespace, model: Any, session: Any, feeds: Mapp
     if ort_sess is not None:
         head += f", onnxruntime's {ort_total:.1f} us"
     print(head + " (sum of node times)")
+    cached_nodes = {r.node_name for r in records if r.cached}
+    if cached_nodes:
+        print(f"{len(cached_nodes)} shape node{'s' if len(cached_nodes) != 1 else ''} took their values from "
+              "the shape-plan cache (0 us)")
     ops = list(by_op) + [op for op in ort_by_op if op not in by_op]
     rows = []
     for op in ops:
@@ -1046,6 +1061,7 @@ def profile_runs(args: argparse.Namespace, model: Any, session: Any, feeds: Mapp
         session.write_profile(args.trace)
         _progress(f"olc's profile written to {args.trace} (Chrome trace-event JSON)")
     return {"runs": runs, "olc_us_per_run": olc_total, "olc_by_op_us": by_op, "olc_by_node_us": by_node,
+            "shape_nodes_cached": len(cached_nodes),
             "ort_us_per_run": ort_total if ort_sess is not None else None,
             "ort_by_op_us": ort_by_op if ort_sess is not None else None}
 

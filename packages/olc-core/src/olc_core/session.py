@@ -8,14 +8,14 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import _native, control_flow
+from . import _native, control_flow, shape_plan
 from .errors import InvalidModelError, NoKernelError, OlcError
 from .graph_passes import GraphPassContext, build_context, describe_replaced, validate_rewrite
 from .registration import KernelRegistration, normalize_domain
@@ -89,6 +89,10 @@ class PlanEntry:
     fused_into: str = ""
     # If/Loop run on olc: (subgraph attribute, its kernel plan) per subgraph.
     subgraphs: tuple[tuple[str, tuple[PlanEntry, ...]], ...] = ()
+    # "folded": its values depend only on what is known at construction and
+    # are plan constants (it does not run); "cached": they depend only on
+    # the feeds' shapes and a run whose feed shapes were seen skips it.
+    shape_plan: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class ProfileRecord:
     output_shapes: tuple[tuple[int, ...], ...]
     threads: int
     fused_nodes: tuple[str, ...] = ()  # the original nodes a fused step runs
+    cached: bool = False  # skipped: the shape-plan cache gave its outputs (duration 0)
 
 
 @dataclass(frozen=True)
@@ -714,6 +719,14 @@ class Session:
         steps: list[tuple[str, Any, list[int], list[int], str, str]] = []
         # The plan entry each step runs (appended right after the step).
         self._step_entries: list[int] = []
+        step_nodes: list[onnx.NodeProto] = []
+
+        def add_step(kind: str, obj: Any, ins: list[int], outs: list[int], label: str, kernel_name: str,
+                     node: onnx.NodeProto) -> None:
+            steps.append((kind, obj, ins, outs, label, kernel_name))
+            step_nodes.append(node)
+            self._step_entries.append(len(self._plan_entries))
+
         table = dispatch_table()
         for index, node, prepared in order:
             node_name = node.name or f"{node.op_type}_{index}"
@@ -738,8 +751,7 @@ class Session:
             available.update(n for n in node.output if n)
             if prepared is not None:
                 reg, kernel, replaced_desc, pass_name = prepared
-                steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
-                self._step_entries.append(len(self._plan_entries))
+                add_step("native", kernel, in_slots, out_slots, label, reg.kernel_name, node)
                 self._plan_entries.append(
                     PlanEntry(node_name, domain, node.op_type, reg.kernel_name, True,
                               f"fused by {pass_name}: " + ", ".join(f"{n} ({op})" for n, op in replaced_desc),
@@ -759,8 +771,7 @@ class Session:
                 prepacked = 0
                 if isinstance(reg.factory, _CAPSULE_TYPE):
                     kernel = _native.create_kernel(reg.factory, self._native_node_info(node, node_name, domain, opset or 1))
-                    steps.append(("native", kernel, in_slots, out_slots, label, reg.kernel_name))
-                    self._step_entries.append(len(self._plan_entries))
+                    add_step("native", kernel, in_slots, out_slots, label, reg.kernel_name, node)
                     for key, nbytes in kernel.prepacked:
                         self._prepacked[key] = nbytes
                         prepacked += nbytes
@@ -776,8 +787,7 @@ class Session:
                         raise
                     except Exception as exc:  # noqa: BLE001 - surfaced with the node's name
                         raise OlcError(f"{label}: kernel {reg.kernel_name} refused the node: {exc}") from exc
-                    steps.append(("python", fn, in_slots, out_slots, label, reg.kernel_name))
-                    self._step_entries.append(len(self._plan_entries))
+                    add_step("python", fn, in_slots, out_slots, label, reg.kernel_name, node)
                 self._plan_entries.append(
                     PlanEntry(node_name, domain, node.op_type, reg.kernel_name, isinstance(reg.factory, _CAPSULE_TYPE),
                               selection_reason, prepacked_bytes=prepacked)
@@ -793,8 +803,7 @@ class Session:
                     fn, subs = built
                     kernel_name = f"olc_core::{node.op_type}"
                     cf_slots = [slot_of(n) if n else -1 for n in node.input] + [slot_of(n) for n in outer]
-                    steps.append(("python", fn, cf_slots, out_slots, label, kernel_name))
-                    self._step_entries.append(len(self._plan_entries))
+                    add_step("python", fn, cf_slots, out_slots, label, kernel_name, node)
                     self._plan_entries.append(PlanEntry(
                         node_name, domain, node.op_type, kernel_name, False,
                         "subgraphs prepared once, run on olc sessions",
@@ -847,8 +856,7 @@ class Session:
                     PlanEntry(node_name, domain, node.op_type, kernel_name, False, CONSTANT_FOLDED_REASON)
                 )
                 continue
-            steps.append(("python", runner, fb_slots, out_slots, label, kernel_name))
-            self._step_entries.append(len(self._plan_entries))
+            add_step("python", runner, fb_slots, out_slots, label, kernel_name, node)
             self._fallback_nodes.append((domain, node.op_type))
             self._plan_entries.append(
                 PlanEntry(node_name, domain, node.op_type, kernel_name, False, f"fallback: {selection_reason}")
@@ -857,6 +865,10 @@ class Session:
         for vi in graph.output:
             if vi.name not in available:
                 raise InvalidModelError(f"graph output '{vi.name}' is produced by no node, initializer or input")
+
+        steps, cached_steps, frontier = self._apply_shape_plan(
+            graph, steps, step_nodes, constants, slots, {slots[vi.name] for vi in graph.output}
+        )
 
         # Last use of every value: released right after that step.
         keep = {slots[vi.name] for vi in graph.output}
@@ -873,6 +885,8 @@ class Session:
 
         plan = _native.Plan(len(slots), threads, participant_limit, bool(record_usage))
         for s, value in constants:
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False  # a Python kernel must not change them either
             plan.add_constant(s, value)
         for input_spec in inputs:
             plan.add_input(*input_spec)
@@ -883,7 +897,125 @@ class Session:
                 plan.add_native_step(obj, ins, outs, rel, label)
             else:
                 plan.add_python_step(obj, ins, outs, rel, label, kname)
+        if cached_steps:
+            plan.set_shape_plan(cached_steps, frontier, shape_plan.CACHE_CAPACITY, shape_plan.CACHE_MAX_BYTES)
         self._plan = plan
+
+    def _apply_shape_plan(
+        self,
+        graph: onnx.GraphProto,
+        steps: list[tuple[str, Any, list[int], list[int], str, str]],
+        step_nodes: list[onnx.NodeProto],
+        constants: list[tuple[int, Any]],
+        slots: dict[str, int],
+        output_slots: set[int],
+    ) -> tuple[list[tuple[str, Any, list[int], list[int], str, str]], list[int], list[int]]:
+        """Folds the steps whose values are known at construction into plan
+        constants (appended to ``constants``) and picks the steps the runtime
+        caches per feed-shape signature (see shape_plan.py). Returns the
+        remaining steps, the cached ones among them and the cache's frontier
+        slots; plan entries say which nodes were folded or cached."""
+        name_of = {slot: name for name, slot in slots.items()}
+        input_names = {vi.name for vi in graph.input}
+        declared = {vi.name: _shape_of(vi.type) for vi in graph.input}
+        replaceable = {init.name for init in graph.initializer} & input_names
+        # An initializer a feed may replace without a static declared shape
+        # leaves inference's shapes downstream of it unproven: none is used.
+        trust_inferred = all(
+            declared[n] is not None and all(isinstance(d, int) and d >= 0 for d in declared[n] or [])
+            for n in replaceable
+        )
+
+        def static_dims(slot: int) -> tuple[int, ...] | None:
+            name = name_of.get(slot, "")
+            dims = declared[name] if name in declared else (_shape_of(self._types.get(name)) if trust_inferred else None)
+            if dims is None or not all(isinstance(d, int) and d >= 0 for d in dims):
+                return None
+            return tuple(int(d) for d in dims)
+
+        def tensor_slot(slot: int) -> bool:
+            tp = self._types.get(name_of.get(slot, ""))
+            return tp is None or tp.WhichOneof("value") in (None, "tensor_type")
+
+        facts = []
+        for (_, _, ins, outs, _, _), node in zip(steps, step_nodes):
+            attrs = {a.name: a for a in node.attribute}
+            facts.append(shape_plan.StepFacts(
+                node.op_type, normalize_domain(node.domain), ins, outs,
+                any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute),
+                attrs["start"].i if node.op_type == "Shape" and "start" in attrs else None,
+                attrs["end"].i if node.op_type == "Shape" and "end" in attrs else None,
+            ))
+        replaceable_slots = {slots[n] for n in replaceable}
+        split = shape_plan.split(
+            facts, {s for s, _ in constants} - replaceable_slots, {slots[n] for n in input_names},
+            static_dims, tensor_slot,
+        )
+
+        folded: dict[int, list[Any]] = {i: [v] for i, v in split.static_values.items()}
+        if split.foldable:
+            values = self._evaluate_steps(len(slots), constants, split.static_values, steps, facts, split.foldable)
+            for i in split.foldable:
+                outs = values.get(i)
+                if outs is not None and all(isinstance(v, np.ndarray) and v.nbytes <= shape_plan.FOLD_MAX_BYTES
+                                            for v in outs):
+                    folded[i] = outs
+        if not folded and not split.cached:
+            return steps, [], []
+
+        remaining = [i for i in range(len(steps)) if i not in folded]
+        read = {s for i in remaining for s in facts[i].inputs if s >= 0} | output_slots
+        for i, outs in folded.items():
+            for s, v in zip(facts[i].outputs, outs):
+                if s in read:
+                    constants.append((s, v if v.flags.c_contiguous else v.copy(order="C")))
+        for i in range(len(steps)):
+            mark = shape_plan.FOLDED if i in folded else shape_plan.CACHED if i in split.cached else ""
+            if mark:
+                e = self._plan_entries[self._step_entries[i]]
+                self._plan_entries[self._step_entries[i]] = replace(e, shape_plan=mark)
+                if mark == shape_plan.FOLDED and not e.native and e.kernel.startswith(FALLBACK_LIBRARY):
+                    self._fallback_nodes.remove((e.domain, e.op_type))
+        new_index = {old: new for new, old in enumerate(remaining)}
+        self._step_entries = [self._step_entries[i] for i in remaining]
+        cached = [new_index[i] for i in split.cached if i in new_index]
+        kept_facts = [facts[i] for i in remaining]
+        return [steps[i] for i in remaining], cached, shape_plan.frontier(kept_facts, cached, output_slots)
+
+    @staticmethod
+    def _evaluate_steps(
+        n_values: int,
+        constants: list[tuple[int, Any]],
+        static_values: Mapping[int, np.ndarray],
+        steps: list[tuple[str, Any, list[int], list[int], str, str]],
+        facts: list[shape_plan.StepFacts],
+        indices: list[int],
+    ) -> dict[int, list[Any]]:
+        """Runs the given steps once, on their own one-thread plan, with the
+        kernels already made for them. Empty when any fails: the nodes then
+        run (and report the failure) at every run, as without folding."""
+        plan = _native.Plan(n_values, 1, 0, False)
+        for s, value in constants:
+            plan.add_constant(s, value)
+        for i, value in static_values.items():
+            plan.add_constant(facts[i].outputs[0], value)
+        wanted: list[int] = []
+        for i in indices:
+            kind, obj, ins, outs, label, kname = steps[i]
+            if kind == "native":
+                plan.add_native_step(obj, ins, outs, [], label)
+            else:
+                plan.add_python_step(obj, ins, outs, [], label, kname)
+            for s in outs:
+                plan.add_output(s, f"\0{s}")
+                wanted.append(s)
+        try:
+            values = dict(zip(wanted, plan.run(None, {})))
+        except Exception as exc:  # noqa: BLE001 - the same failure comes back at run time
+            _take_failure()
+            logger.debug("shape plan: not folding (%s)", exc)
+            return {}
+        return {i: [values[s] for s in facts[i].outputs] for i in indices}
 
     def _fallback_checks(
         self, model: onnx.ModelProto
@@ -1057,12 +1189,12 @@ class Session:
         :meth:`clear_profile`), with its node, kernel and output shapes."""
         records: list[ProfileRecord] = []
         for run, (steps, _) in enumerate(self._profile_runs):
-            for step, start_ns, duration_ns, shapes in steps:
+            for step, start_ns, duration_ns, shapes, cached in steps:
                 e = self._plan_entries[self._step_entries[step]]
                 records.append(ProfileRecord(
                     run, e.node_name, e.op_type, e.kernel, e.native, start_ns / 1e3, duration_ns / 1e3,
                     tuple(tuple(int(d) for d in sh) for sh in shapes), self._threads,
-                    tuple(name for name, _ in e.fused_nodes)))
+                    tuple(name for name, _ in e.fused_nodes), bool(cached)))
         return records
 
     def run_times_us(self) -> list[float]:
@@ -1096,6 +1228,8 @@ class Session:
                                         "output_shapes": [list(sh) for sh in r.output_shapes], "threads": r.threads}
                 if r.fused_nodes:
                     args["fused_nodes"] = list(r.fused_nodes)
+                if r.cached:
+                    args["shape_plan"] = "cached"
                 events.append({"cat": "Node", "pid": pid, "tid": 0, "dur": round(r.duration_us, 3),
                                "ts": round(offset + r.start_us, 3), "ph": "X", "name": f"{r.node_name}_kernel_time",
                                "args": args})
@@ -1103,6 +1237,13 @@ class Session:
         with open(path, "w") as f:
             json.dump(events, f)
         return str(path)
+
+    def shape_plan_stats(self) -> dict[str, int]:
+        """The shape-plan cache so far: runs that took the cached shape values
+        (``hits``), runs that computed them (``misses``), and the feed-shape
+        signatures held (``signatures``). All zero when no node is cached."""
+        hits, misses, held = self._plan.shape_plan_stats()
+        return {"hits": int(hits), "misses": int(misses), "signatures": int(held)}
 
     def prepacked_bytes(self) -> int:
         """Bytes the session's kernels hold prepared from constant inputs
@@ -1131,6 +1272,7 @@ class Session:
                 indexed.append((index, PlanEntry(
                     name, self._node_domains[index], op_type, e.kernel, e.native,
                     f"fused into {e.node_name} by {e.graph_pass}", graph_pass=e.graph_pass, fused_into=e.node_name,
+                    shape_plan=e.shape_plan,
                 )))
         return [e for _, e in sorted(indexed, key=lambda item: item[0])]
 
