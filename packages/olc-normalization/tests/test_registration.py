@@ -65,3 +65,24 @@ def test_refused_stash_type_falls_back():
 def test_every_operator_registered():
     regs = {r.op_type for r in olc_core.registered_kernels() if r.kernel_name.startswith("olc_normalization::")}
     assert regs == {o.op for o in manifest.NORM_OPS}
+
+
+def test_an_optional_bias_of_another_type_is_refused_like_a_required_input():
+    # LayerNormalization's bias shares X's type constraint T: a float16 bias
+    # with float32 X is refused at construction, naming the node and both
+    # types, exactly as a float16 scale is; an absent bias still runs native.
+    for inputs in ([("x", "float32"), ("s", "float32"), ("b", "float16")],
+                   [("x", "float32"), ("s", "float16"), ("b", "float32")]):
+        m = make_model("LayerNormalization", inputs, [("y", "float32")], opset=17)
+        with pytest.raises(olc_core.NoKernelError, match=r"node 'n0' \(LayerNormalization\).*float32 and float16"):
+            olc_core.Session(m, strict=True)
+        entry = olc_core.Session(m).kernel_plan()[0]
+        assert not entry.kernel.startswith("olc_normalization") and "float32 and float16" in entry.reason
+    m = make_model("LayerNormalization", [("x", "float32"), ("s", "float32"), ("b", None)], [("y", "float32")],
+                   opset=17)
+    s = olc_core.Session(m, strict=True, record_usage=True)
+    x = np.arange(10, dtype=np.float32).reshape(2, 5)
+    (y,) = s.run(None, {"x": x, "s": np.ones(5, np.float32)})
+    assert s.kernel_usage() == [manifest.kernel_name("LayerNormalization")]
+    want = (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)

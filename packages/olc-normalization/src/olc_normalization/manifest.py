@@ -75,9 +75,9 @@ _STASH = (("stash_type", 1),)
 NORM_OPS: tuple[NormOp, ...] = (
     NormOp("Softmax", _SOFTMAX_SEGS, ("T",), ("T",), ("axis",)),
     NormOp("LogSoftmax", _SOFTMAX_SEGS, ("T",), ("T",), ("axis",)),
-    # The optional bias is unconstrained here (an absent input has no type);
-    # create() checks that a present one has X's type.
-    NormOp("LayerNormalization", (_seg(17, T=F4, U=("float32", "bfloat16")),), ("T", "T", None),
+    # The optional bias has X's type T: an absent one (name "") matches any
+    # constraint, a present one of another type is refused like X or scale.
+    NormOp("LayerNormalization", (_seg(17, T=F4, U=("float32", "bfloat16")),), ("T", "T", "T"),
            ("T", "U", "U"), ("axis", "epsilon", "stash_type"), refuse=_STASH),
     NormOp("RMSNormalization", (_seg(23, T=F4, V=F4),), ("T", "V"), ("V",),
            ("axis", "epsilon", "stash_type"), refuse=_STASH),
