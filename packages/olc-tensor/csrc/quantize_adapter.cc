@@ -503,8 +503,10 @@ class DynamicQuantize final : public Kernel {
       lo = std::min(lo, mn[c]);
       hi = std::max(hi, mx[c]);
     }
-    // The schema's formulas, in float32.
-    const float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    // The schema's formulas, in float32. An all-zero (or empty) input has
+    // no range: scale 1, as onnxruntime gives (onnx.reference's 1/255
+    // comes from a misplaced parenthesis around the same rule).
+    const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
     float izp = 0.0f - lo / scale;
     if (!(izp > 0.0f)) izp = 0.0f;  // NaN too (an infinite range)
     if (izp > 255.0f) izp = 255.0f;
