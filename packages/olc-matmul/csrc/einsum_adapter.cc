@@ -745,6 +745,62 @@ GemmTuning read_tuning(const EinsumState* st) {
   return t;
 }
 
+// A loop nest split over its outermost loop on the session executor (that
+// loop must write distinct destinations: never a summed loop).
+enum class NestOp { kPermute, kAccumulate, kStore };
+
+struct NestJob {
+  const EinsumState* st;
+  NestOp op;
+  const std::vector<LoopDim>* dims;
+  const char* a;
+  const char* b;
+  char* c;
+  int64_t asz, bsz, csz;  // element sizes of a, b and c
+};
+
+void run_nest(const NestJob& j, const LoopDim* dims, const char* a, const char* b, char* c) {
+  const int nd = static_cast<int>(j.dims->size());
+  switch (j.op) {
+    case NestOp::kPermute: j.st->loops->permute(j.st->esize, nd, dims, a, c); break;
+    case NestOp::kAccumulate: j.st->loops->accumulate(j.st->kind, nd, dims, a, b, c); break;
+    case NestOp::kStore: j.st->loops->store(j.st->kind, nd, dims, a, c); break;
+  }
+}
+
+void nest_range(void* user, int64_t begin, int64_t end) {
+  const NestJob& j = *static_cast<const NestJob*>(user);
+  LoopDim local[64];
+  std::vector<LoopDim> heap;
+  const size_t nd = j.dims->size();
+  LoopDim* dims = local;
+  if (nd > 64) {
+    heap = *j.dims;
+    dims = heap.data();
+  } else {
+    std::copy(j.dims->begin(), j.dims->end(), local);
+  }
+  const LoopDim& d0 = (*j.dims)[0];
+  dims[0].n = end - begin;
+  run_nest(j, dims, j.a + begin * d0.sa * j.asz, j.b ? j.b + begin * d0.sb * j.bsz : nullptr,
+           j.c + begin * d0.sc * j.csz);
+}
+
+constexpr int64_t kParallelMinElems = 1 << 15;
+
+void nest(olc_context* ctx, const NestJob& j) {
+  const std::vector<LoopDim>& dims = *j.dims;
+  int64_t total = 1;
+  for (const LoopDim& d : dims) total *= d.n;
+  const int32_t threads = g_api->concurrency(ctx);
+  if (threads > 1 && !dims.empty() && dims[0].n > 1 && dims[0].sc != 0 && total >= kParallelMinElems) {
+    const int64_t grain = std::max<int64_t>(1, dims[0].n / (4 * threads));
+    g_api->parallel_for(ctx, dims[0].n, grain, 0, &nest_range, const_cast<NestJob*>(&j));
+    return;
+  }
+  run_nest(j, dims.data(), j.a, j.b, j.c);
+}
+
 std::shared_ptr<const Plan> get_plan(const EinsumState* st, int32_t n_in, const olc_tensor* inputs, std::string* err) {
   std::vector<int64_t> key;
   for (int32_t i = 0; i < n_in; ++i) {
@@ -805,13 +861,16 @@ int32_t einsum_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
     for (const Step& s : plan->steps) {
       switch (s.kind) {
         case StepKind::kPermute:
-          st->loops->permute(st->esize, static_cast<int>(s.dims.size()), s.dims.data(), ptr(s.a), ptr(s.c));
+          nest(ctx, NestJob{st, NestOp::kPermute, &s.dims, static_cast<const char*>(ptr(s.a)), nullptr,
+                            static_cast<char*>(ptr(s.c)), st->esize, 0, st->esize});
           break;
         case StepKind::kReduce:
           std::memset(acc.get(), 0, sizeof(uint64_t) * static_cast<size_t>(s.acc_elems));
-          st->loops->accumulate(st->kind, static_cast<int>(s.dims.size()), s.dims.data(), ptr(s.a),
-                                s.b >= 0 ? ptr(s.b) : nullptr, acc.get());
-          st->loops->store(st->kind, static_cast<int>(s.sdims.size()), s.sdims.data(), acc.get(), ptr(s.c));
+          nest(ctx, NestJob{st, NestOp::kAccumulate, &s.dims, static_cast<const char*>(ptr(s.a)),
+                            s.b >= 0 ? static_cast<const char*>(ptr(s.b)) : nullptr,
+                            reinterpret_cast<char*>(acc.get()), st->esize, st->esize, 8});
+          nest(ctx, NestJob{st, NestOp::kStore, &s.sdims, reinterpret_cast<const char*>(acc.get()), nullptr,
+                            static_cast<char*>(ptr(s.c)), 8, 0, st->esize});
           break;
         case StepKind::kGemm: {
           const size_t nb = s.aoff.size();
