@@ -4,8 +4,9 @@ The shapes are those of a BERT-base / GPT-2 layer: head transposes, an
 embedding gather from a [30522, 768] table (a constant initializer, as in a
 real model), the QKV concat and split along the last axis, and the float32
 to float16/bfloat16 casts of mixed-precision graphs at 1 and 4 million
-elements. ``benchmark_gates()`` states the targets (ratio = onnxruntime
-time / olc time, both on the same inputs and threads).
+elements; per-tensor QuantizeLinear / DequantizeLinear between float32
+and uint8 / int8 at 64K and 1M elements. ``benchmark_gates()`` states the
+targets (ratio = onnxruntime time / olc time, same inputs and threads).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 from .manifest import kernel_name
 
 OPSET = 18
+QUANTIZE_SIZES = (1 << 16, 1 << 20)
 VOCAB, HIDDEN = 30522, 768
 
 
@@ -75,6 +77,38 @@ def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
         case = _case("Cast", f"Cast float32 -> bfloat16 -> float32 {n}", [_f32([n])], "cast")
         case["model"] = _bf16_round_trip(n)
         cases.append(case)
+    return cases + _quantize_cases(QUANTIZE_SIZES)
+
+
+def _const(value: float, dtype: str) -> dict[str, Any]:
+    """A 0-d initializer (a per-tensor scale or zero point, as in a real Q/DQ model)."""
+
+    def gen(rng: np.random.Generator, shape: Sequence[int], dt: Any) -> np.ndarray:
+        return np.asarray(value, dtype=dt)
+
+    return {"shape": [], "dtype": dtype, "generator": gen, "constant": True}
+
+
+def _quantized(dtype: str) -> dict[str, Any]:
+    def gen(rng: np.random.Generator, shape: Sequence[int], dt: Any) -> np.ndarray:
+        info = np.iinfo(dt)
+        return rng.integers(info.min, info.max, size=shape, endpoint=True).astype(dt)
+
+    return {"dtype": dtype, "generator": gen}
+
+
+def _quantize_cases(sizes: Sequence[int]) -> list[dict[str, Any]]:
+    """Per-tensor QuantizeLinear / DequantizeLinear between float32 and
+    uint8 / int8 (activations of an onnxruntime-quantized model)."""
+    cases = []
+    for n in sizes:
+        for q_t, zp in (("uint8", 128), ("int8", 0)):
+            cases.append(_case("QuantizeLinear", f"QuantizeLinear float32 -> {q_t} {n}",
+                               [_f32([n], generator="wide"), _const(0.0125, "float32"), _const(zp, q_t)],
+                               "quantize", outputs=[q_t]))
+            cases.append(_case("DequantizeLinear", f"DequantizeLinear {q_t} -> float32 {n}",
+                               [{"shape": [n], **_quantized(q_t)}, _const(0.0125, "float32"), _const(zp, q_t)],
+                               "quantize"))
     return cases
 
 
