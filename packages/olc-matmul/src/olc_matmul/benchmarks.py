@@ -169,6 +169,7 @@ def benchmark_gates() -> list[dict[str, Any]]:
         {"name": "MatMulNBits 4-bit M=1", "group": "nbits_m1", "median_at_least": 1.0, "min_at_least": None},
         {"name": "MatMulNBits 4-bit M=128", "group": "nbits_m128", "median_at_least": 0.9, "min_at_least": None},
         {"name": "MatMulInteger", "group": "integer", "median_at_least": 1.0, "min_at_least": None},
+        {"name": "Einsum", "group": "einsum", "median_at_least": 1.0, "min_at_least": None},
     ]
 
 
