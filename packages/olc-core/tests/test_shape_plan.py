@@ -77,7 +77,7 @@ def test_shape_chain_is_cached_per_feed_shape_signature():
     shapes = [(2, 3, 4), (2, 3, 4), (5, 1, 7), (2, 3, 4), (5, 1, 7), (0, 3, 4)]
     for shape in shapes:
         x = rng.standard_normal(shape).astype(np.float32)
-        y, target = check_against_reference(m, s, {"x": x})
+        y, _ = check_against_reference(m, s, {"x": x})
         np.testing.assert_array_equal(y, x.reshape(shape[0], shape[1] * shape[2]))
     assert s.shape_plan_stats() == {"hits": 3, "misses": 3, "signatures": 3}
     # The last run computed its shapes; the one before took them from the cache.

@@ -38,38 +38,43 @@ FOLD_MAX_BYTES = 1 << 20
 FOLDED = "folded"
 CACHED = "cached"
 
-# Output shapes follow from the inputs' shapes and the attributes alone.
-_SHAPE_FOLLOWS_SHAPES = frozenset("""
-    Abs Acos Acosh Asin Asinh Atan Atanh BitwiseNot Ceil Celu Cos Cosh Elu Erf Exp Floor Gelu HardSigmoid
-    HardSwish IsInf IsNaN LeakyRelu Log Mish Neg Not Reciprocal Relu Round Selu Shrink Sigmoid Sign Sin Sinh
-    Softplus Softsign Sqrt Tan Tanh ThresholdedRelu Identity Cast CastLike
-    Add Sub Mul Div Pow Mod PRelu Equal Less LessOrEqual Greater GreaterOrEqual And Or Xor BitwiseAnd
-    BitwiseOr BitwiseXor BitShift Max Min Mean Sum Where Clip
-    MatMul Gemm MatMulInteger QLinearMatMul MatMulNBits Einsum Conv ConvTranspose
-    MaxPool AveragePool GlobalAveragePool GlobalMaxPool LpPool
-    Softmax LogSoftmax Hardmax LayerNormalization SimplifiedLayerNormalization SkipLayerNormalization
-    SkipSimplifiedLayerNormalization BatchNormalization InstanceNormalization GroupNormalization RMSNormalization
-    LpNormalization MeanVarianceNormalization FastGelu BiasGelu QuickGelu
-    Transpose Gather GatherElements GatherND Concat Flatten DepthToSpace SpaceToDepth CumSum Trilu EyeLike
-    ArgMax ArgMin ScatterElements ScatterND Shape Size QuantizeLinear DequantizeLinear DynamicQuantizeLinear
-    ElementwisePlan
-""".split())
+# Output shapes follow from the inputs' shapes and the attributes alone (Dropout's too,
+# though its mask may be random: it is never folded or cached, see _NEVER).
+_SHAPE_FOLLOWS_SHAPES = frozenset((
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Ceil", "Celu", "Cos", "Cosh", "Elu",
+    "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish", "Neg",
+    "Not", "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus",
+    "Softsign", "Sqrt", "Tan", "Tanh", "ThresholdedRelu", "Identity", "Cast", "CastLike", "Add", "Sub", "Mul",
+    "Div", "Pow", "Mod", "PRelu", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift", "Max", "Min", "Mean", "Sum", "Where", "Clip", "MatMul",
+    "Gemm", "MatMulInteger", "QLinearMatMul", "MatMulNBits", "Einsum", "Conv", "ConvTranspose", "MaxPool",
+    "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LpPool", "Softmax", "LogSoftmax", "Hardmax",
+    "LayerNormalization", "SimplifiedLayerNormalization", "SkipLayerNormalization",
+    "SkipSimplifiedLayerNormalization", "BatchNormalization", "InstanceNormalization", "GroupNormalization",
+    "RMSNormalization", "LpNormalization", "MeanVarianceNormalization", "FastGelu", "BiasGelu", "QuickGelu",
+    "Transpose", "Gather", "GatherElements", "GatherND", "Concat", "Flatten", "DepthToSpace", "SpaceToDepth",
+    "CumSum", "Trilu", "EyeLike", "ArgMax", "ArgMin", "ScatterElements", "ScatterND", "Shape", "Size",
+    "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ElementwisePlan", "Dropout",
+))
 
 # Output shapes also depend on the values of these inputs.
 _SHAPE_FROM_VALUES: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "Squeeze": (1,), "Unsqueeze": (1,),
     "Pad": (1, 3), "Split": (1,), "ConstantOfShape": (0,), "Range": (0, 1, 2), "OneHot": (1,), "TopK": (1,),
     "Resize": (1, 2, 3), "Upsample": (1,), "CenterCropPad": (1,),
-    **{op: (1,) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
-                           "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
+    **dict.fromkeys((
+        "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+        "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"
+    ), (1,)),
 }
 
 # Never folded or cached: not a function of the inputs, or not tensors.
-_NEVER = frozenset("""
-    RandomNormal RandomUniform RandomNormalLike RandomUniformLike Multinomial Bernoulli Dropout
-    If Loop Scan SequenceEmpty SequenceConstruct SequenceInsert SequenceAt SequenceErase SequenceLength
-    SequenceMap ConcatFromSequence SplitToSequence Optional OptionalGetElement OptionalHasElement
-""".split())
+_NEVER = frozenset((
+    "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial", "Bernoulli", "Dropout",
+    "If", "Loop", "Scan", "SequenceEmpty", "SequenceConstruct", "SequenceInsert", "SequenceAt", "SequenceErase",
+    "SequenceLength", "SequenceMap", "ConcatFromSequence", "SplitToSequence", "Optional", "OptionalGetElement",
+    "OptionalHasElement"
+))
 
 
 def _known_domain(domain: str) -> bool:
