@@ -178,6 +178,7 @@ struct Operand {
   int slot;
   std::vector<int> labels;
   std::vector<int64_t> strides;
+  std::vector<int> unit;  // labels of the input term dropped as size 1 (they broadcast)
   int64_t stride_of(int l) const {
     for (size_t i = 0; i < labels.size(); ++i)
       if (labels[i] == l) return strides[i];
@@ -300,8 +301,9 @@ struct Builder {
     for (int l : x.labels)
       if (needed[l]) keep.push_back(l);
     if (keep.size() == x.labels.size()) return x;
-    const Operand out = contiguous(new_temp(count(keep)), keep);
+    Operand out = contiguous(new_temp(count(keep)), keep);
     emit_reduce(x, nullptr, keep, out.slot, stride_table(out));
+    out.unit = x.unit;
     return out;
   }
 
@@ -374,10 +376,17 @@ struct Builder {
       return out;
     }
 
-    // Candidates: which operand is A, and the orders of M, N and K.
+    // Candidates: which operand is A, the orders of M, N and K, and whether
+    // labels one side broadcasts (size 1 there) are batch labels read with
+    // stride 0 on that side (as MatMul broadcasts) or M / N labels.
+    std::vector<int> bcast;
+    for (int l : p_only)
+      if (contains(q.unit, l)) bcast.push_back(l);
+    for (int l : q_only)
+      if (contains(p.unit, l)) bcast.push_back(l);
     struct Choice {
       bool swap;
-      std::vector<int> mo, no, ko;
+      std::vector<int> batch, mo, no, ko;
       bool fx, fy, fc;
       MatFit ma, mb;
       int64_t ldc;
@@ -386,13 +395,15 @@ struct Builder {
     Choice best{};
     bool have = false;
     const std::vector<int64_t> tp = stride_table(p), tq = stride_table(q);
+    for (int promote = 0; promote < (bcast.empty() ? 1 : 2); ++promote)
     for (int swap = 0; swap < 2; ++swap) {
       const Operand& x = swap ? q : p;
       const Operand& y = swap ? p : q;
       const std::vector<int64_t>& tx = swap ? tq : tp;
       const std::vector<int64_t>& ty = swap ? tp : tq;
-      const std::vector<int>& m = swap ? q_only : p_only;
-      const std::vector<int>& n = swap ? p_only : q_only;
+      std::vector<int> bt = batch, m, n;
+      for (int l : swap ? q_only : p_only) (promote && contains(bcast, l) ? bt : m).push_back(l);
+      for (int l : swap ? p_only : q_only) (promote && contains(bcast, l) ? bt : n).push_back(l);
       std::vector<std::vector<int>> mos = {by_stride(m, tx)}, nos = {by_stride(n, ty)},
                                     kos = {by_stride(kdim, tx), by_stride(kdim, ty)};
       if (out_stride) {
@@ -402,7 +413,7 @@ struct Builder {
       for (const auto& mo : mos)
         for (const auto& no : nos)
           for (const auto& ko : kos) {
-            Choice c{swap != 0, mo, no, ko, false, false, true, {}, {}, 0, 0};
+            Choice c{swap != 0, bt, mo, no, ko, false, false, true, {}, {}, 0, 0};
             c.ma = fit_matrix(group(mo, tx), group(ko, tx));
             c.mb = fit_matrix(group(ko, ty), group(no, ty));
             c.fx = c.ma.ok;
@@ -412,8 +423,9 @@ struct Builder {
               c.fc = gm.ok && gn.ok && (gn.size == 1 || gn.stride == 1);
               c.ldc = gm.size == 1 ? std::max<int64_t>(1, gn.size) : gm.stride;
             }
-            const int64_t sx = count(x.labels), sy = count(y.labels), sc = count(batch) * count(m) * count(n);
-            c.cost = (c.fx ? 0 : sx) + (c.fy ? 0 : sy) + (c.fc ? 0 : 2 * sc);
+            const int64_t sx = count(x.labels), sy = count(y.labels), sc = count(bt) * count(m) * count(n);
+            // A promoted batch multiplies the GEMM calls: a small tie-break cost.
+            c.cost = (c.fx ? 0 : sx) + (c.fy ? 0 : sy) + (c.fc ? 0 : 2 * sc) + (promote ? count(bt) : 0);
             if (!have || c.cost < best.cost) {
               best = c;
               have = true;
@@ -423,10 +435,17 @@ struct Builder {
     const Operand* x = best.swap ? &q : &p;
     const Operand* y = best.swap ? &p : &q;
     const int64_t M = count(best.mo), N = count(best.no), K = count(best.ko);
-    std::vector<int> bo = by_stride(batch, stride_table(*x));
+    std::vector<int> bo = by_stride(best.batch, stride_table(*x));
+    // A copied operand holds its own batch labels only (stride 0 for the rest).
+    auto own = [&](const Operand& o) {
+      std::vector<int> v;
+      for (int l : bo)
+        if (o.has(l)) v.push_back(l);
+      return v;
+    };
     Operand xm, ym;
     if (!best.fx) {
-      std::vector<int> lab = bo;
+      std::vector<int> lab = own(*x);
       lab.insert(lab.end(), best.mo.begin(), best.mo.end());
       lab.insert(lab.end(), best.ko.begin(), best.ko.end());
       xm = contiguous(new_temp(count(lab)), lab);
@@ -435,7 +454,7 @@ struct Builder {
       best.ma = {true, false, std::max<int64_t>(1, K)};
     }
     if (!best.fy) {
-      std::vector<int> lab = bo;
+      std::vector<int> lab = own(*y);
       lab.insert(lab.end(), best.ko.begin(), best.ko.end());
       lab.insert(lab.end(), best.no.begin(), best.no.end());
       ym = contiguous(new_temp(count(lab)), lab);
@@ -485,8 +504,8 @@ struct Builder {
     for (int64_t e = 0; e < nb; ++e) {
       int64_t oa = 0, ob = 0, oc = 0;
       for (size_t i = 0; i < bo.size(); ++i) {
-        oa += idx[i] * tx[bo[i]];
-        ob += idx[i] * ty[bo[i]];
+        oa += idx[i] * std::max<int64_t>(0, tx[bo[i]]);
+        ob += idx[i] * std::max<int64_t>(0, ty[bo[i]]);
         oc += idx[i] * tc[bo[i]];
       }
       s.aoff[e] = oa;
@@ -594,9 +613,15 @@ std::string build_plan(const EinsumState* st, int n_in, const olc_tensor* inputs
       cs[d] = s;
       s *= inputs[i].shape[d];
     }
+    if (eq.inputs[i].has_ellipsis())  // leading '...' dimensions this input lacks broadcast too
+      for (int j = 0; j < E - (inputs[i].ndim - eq.inputs[i].letters()); ++j)
+        if (b.lsize[kLetters + j] > 1) o.unit.push_back(kLetters + j);
     for (int d = 0; d < inputs[i].ndim; ++d) {
       const int l = lab[i][d];
-      if (inputs[i].shape[d] == 1) continue;
+      if (inputs[i].shape[d] == 1) {
+        if (b.lsize[l] > 1 && !contains(o.unit, l)) o.unit.push_back(l);
+        continue;
+      }
       bool found = false;
       for (size_t k = 0; k < o.labels.size(); ++k)
         if (o.labels[k] == l) {

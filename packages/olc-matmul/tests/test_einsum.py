@@ -84,6 +84,10 @@ CASES = [
     ("ij,jk->ik", [(20, 1), (3, 40)]),
     ("ij,ij->ij", [(3, 1), (3, 4)]),
     ("bij,bjk->bik", [(1, 6, 7), (4, 7, 8)]),
+    ("bij,bjk->bik", [(1, 40, 30), (4, 30, 20)]),
+    ("bij,bjk->bik", [(4, 40, 30), (1, 30, 20)]),
+    ("...ij,...jk->...ik", [(3, 1, 20, 30), (1, 5, 30, 40)]),
+    ("bhij,bhjd->bhid", [(2, 1, 33, 17), (2, 6, 17, 20)]),
     ("...i,...i", [(3, 4), (4,)]),
     ("...", [(2, 3)]),
     ("a...,...b->a...b", [(3, 2), (2, 4)]),
@@ -244,6 +248,11 @@ def test_usage_details_name_the_gemm_path():
         "bsnh,bnhd->bsd": ([(2, 16, 4, 8), (2, 4, 8, 32)], "gemm[2x16x32x32]"),
         "bij,jk->bik": ([(4, 16, 32), (32, 64)], "gemm[1x64x64x32]"),
         "ij->ij": ([(4, 5)], "view"),
+        # size-1 and missing "..." dimensions broadcast as stride-0 batches (the
+        # trailing space makes a second key for the same form)
+        "bij,bjk->bik ": ([(1, 64, 32), (8, 32, 48)], "gemm[8x64x48x32]"),
+        "...ij,...jk->...ik": ([(3, 1, 20, 30), (1, 5, 30, 40)], "gemm[15x20x40x30]"),
+        "...ij,...jk": ([(2, 1, 20, 30), (5, 30, 40)], "gemm[10x20x40x30]"),
     }
     for eq, (shapes, detail) in expect.items():
         s = session(make_model(eq, len(shapes), "float32"), "avx512" if "avx512" in LEVELS else LEVELS[-1])
