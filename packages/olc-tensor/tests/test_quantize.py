@@ -247,6 +247,20 @@ def test_quantize_without_zero_point_and_opset10():
         same_bits(got, ref_run(m, feeds)[0], f"opset {opset} reference")
 
 
+def test_one_element_scale_is_per_tensor():
+    """A one-element scale of rank 0 or 1 is per tensor, with block_size too
+    (as onnx.reference reads it)."""
+    rng = np.random.default_rng(seed_of("q1"))
+    x = finite_x(rng, (3, 8), 1.0)
+    for s_shape, attrs in [((1,), {"axis": 0}), ((), {"axis": 1, "block_size": 4}), ((1,), {"block_size": 8})]:
+        s = np.full(s_shape, 0.5, np.float32)
+        zp = np.full(s_shape, 7, np.int8)
+        m = model("QuantizeLinear", [("x", "float32"), ("s", "float32"), ("z", "int8")], 21, attrs)
+        got = olc_run(m, {"x": x, "s": s, "z": zp}, expect_kernel=Q)[0]
+        same_bits(got, q_oracle(x, s.reshape(()), zp.reshape(()), "int8"), f"{s_shape} {attrs}")
+        same_bits(got, ref_run(m, {"x": x, "s": s, "z": zp})[0], f"{s_shape} {attrs} reference")
+
+
 @pytest.mark.parametrize("x_t", ["float16", "bfloat16", "int32"])
 @pytest.mark.parametrize("level", LEVELS)
 def test_quantize_other_inputs(x_t, level):
