@@ -841,7 +841,8 @@ class Session:
             try:
                 runner = _ReferenceNode(model, node, fallback_inputs, self._types, label, expected)
             except Exception as exc:  # noqa: BLE001 - onnx.reference raises many types
-                raise OlcError(f"{label}: the {FALLBACK_LIBRARY} fallback cannot run this node: {exc}") from exc
+                raise OlcError(f"{label}: no olc kernel covers it ({selection_reason}) and the {FALLBACK_LIBRARY} "
+                               f"fallback cannot run it: {exc}") from exc
             kernel_name = f"{FALLBACK_LIBRARY}::{node.op_type}"
             fb_slots = [slot_of(n) for n in fallback_inputs]
             if folded:

@@ -49,23 +49,25 @@ class OpSpec:
 
 
 OPS: tuple[OpSpec, ...] = (
-    # Gemm 7..10: C required; 11: C optional; 13: bfloat16 added.
-    # C may be absent in the middle of the input list (name ""): its type is
-    # checked in create().
-    OpSpec("Gemm", "", (Segment(7, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T", None), ("T",)),
+    # Gemm 7..10: C required; 11: C optional; 13: bfloat16 added. C has A's
+    # type T: an absent C (name "") matches any constraint, a present one of
+    # another type is refused like a mismatched B.
+    OpSpec("Gemm", "", (Segment(7, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T", "T"), ("T",)),
     # MatMul 1..8: float types; 9: integers (not claimed here); 13: bfloat16.
     OpSpec("MatMul", "", (Segment(1, 12, F3), Segment(13, MAX_OPSET, F4)), "T", ("T", "T"), ("T",)),
-    # Zero points (inputs 2, 3) are optional and may be absent in the middle:
-    # their types are checked in create().
-    OpSpec("MatMulInteger", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", "T2", None, None), ("T3",),
+    # The optional zero points have their operand's type (a_zero_point T1,
+    # b_zero_point T2); an absent one (name "") matches any constraint.
+    OpSpec("MatMulInteger", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", "T2", "T1", "T2"), ("T3",),
            (("T2", I8), ("T3", ("int32",)))),
     # Scales: float32 at 10; float32/float16/bfloat16 at 21 (checked in create()).
     OpSpec("QLinearMatMul", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", None, "T1", "T2", None, "T2", None, "T3"),
            ("T3",), (("T2", I8), ("T3", I8))),
-    # com.microsoft: A, scales and bias share T1; B uint8; zero points uint8 or T1;
-    # g_idx refused in create().
+    # com.microsoft: A, scales and bias share T1; B uint8; zero points T3
+    # (uint8, or A's float type: create() checks which); g_idx T4 int32, a
+    # present one refused in create().
     OpSpec("MatMulNBits", "com.microsoft", (Segment(1, MAX_OPSET, ("float32", "float16", "bfloat16")),), "T1",
-           ("T1", "T2", "T1", None, None, "T1"), ("T1",), (("T2", ("uint8",)),)),
+           ("T1", "T2", "T1", "T3", "T4", "T1"), ("T1",),
+           (("T2", ("uint8",)), ("T3", ("uint8", "float32", "float16", "bfloat16")), ("T4", ("int32",)))),
     # Einsum 12: every numeric type; 28: bfloat16 added. Variadic: the types
     # of inputs past the first are checked equal in create().
     OpSpec("Einsum", "", (Segment(12, 27, EINSUM_T), Segment(28, MAX_OPSET, EINSUM_T + ("bfloat16",))), "T",
