@@ -349,7 +349,7 @@ def test_bad_equations_are_refused_at_creation(eq, n, msg):
 def test_missing_equation_is_refused():
     m = make_model("ij->ji", 1, "float32", name="noeq")
     del m.graph.node[0].attribute[:]
-    with pytest.raises(olc_core.OlcError, match="noeq.*equation"):
+    with pytest.raises(olc_core.OlcError, match=r"noeq.*equation"):
         session(m, LEVELS[-1])
 
 
