@@ -27,7 +27,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import LEVELS, NP, ONNX, make_model, olc_run, ref_run, seed_of  # noqa: E402
+from helpers import LEVELS, NP, ONNX, olc_run, ref_run, seed_of  # noqa: E402
 
 import olc_core  # noqa: E402
 
@@ -92,7 +92,7 @@ def f8_saturate(v: np.ndarray, t: str) -> np.ndarray:
 
 
 def q_oracle(x, s, zp, y_t, axis=1, block=0, precision=None, saturate=True):
-    p = precision or ("float32" if s.dtype == np.float32 else [k for k, d in NP.items() if d == s.dtype][0])
+    p = precision or ("float32" if s.dtype == np.float32 else next(k for k, d in NP.items() if d == s.dtype))
     xs = to_precision(x.astype(np.float32) if x.dtype == np.int32 else x, p)
     sf = to_precision(expand(s, x.shape, axis, block), p)
     with np.errstate(all="ignore"):
@@ -120,12 +120,11 @@ def same_bits(got: np.ndarray, want: np.ndarray, what: str = "") -> None:
     want = np.asarray(want)
     assert got.dtype == want.dtype, f"{what}: {got.dtype} != {want.dtype}"
     assert got.shape == want.shape, f"{what}: {got.shape} != {want.shape}"
-    g = np.ascontiguousarray(got).view(np.uint8).reshape(-1)
-    w = np.ascontiguousarray(want).view(np.uint8).reshape(-1)
+    bits = np.dtype(f"u{got.itemsize}")
+    g = np.ascontiguousarray(got).reshape(-1).view(bits)
+    w = np.ascontiguousarray(want).reshape(-1).view(bits)
     if not np.array_equal(g, w):
-        bad = np.flatnonzero(np.ascontiguousarray(got).reshape(-1).view(np.uint8 if got.itemsize == 1 else
-                             f"u{got.itemsize}") != np.ascontiguousarray(want).reshape(-1).view(
-                             np.uint8 if got.itemsize == 1 else f"u{got.itemsize}"))
+        bad = np.flatnonzero(g != w)
         raise AssertionError(f"{what}: {bad.size} elements differ, first at {bad[:5]}: "
                              f"{got.reshape(-1)[bad[:5]]} vs {want.reshape(-1)[bad[:5]]}")
 
