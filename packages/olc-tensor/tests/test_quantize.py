@@ -558,6 +558,16 @@ def test_error_zero_point_type_mismatch():
     assert "node0" in str(info.value)
 
 
+def test_error_zero_point_dtype_differs_from_x():
+    """DequantizeLinear's x and x_zero_point share a constraint: a strict
+    session names the node and the mismatch."""
+    m = model("DequantizeLinear", [("x", "int8"), ("s", "float32"), ("z", "uint8")], 13)
+    with pytest.raises(olc_core.OlcError) as info:
+        olc_core.Session(m, strict=True)
+    msg = str(info.value)
+    assert "node0" in msg and "different types (int8 and uint8)" in msg, msg
+
+
 def test_unsupported_output_falls_back():
     """int4 has no native element type: the registration declines it."""
     m = model("QuantizeLinear", [("x", "float32"), ("s", "float32")], 21, {"output_dtype": TensorProto.INT4})
