@@ -932,7 +932,7 @@ class Session:
             dims = declared[name] if name in declared else (_shape_of(self._types.get(name)) if trust_inferred else None)
             if dims is None or not all(isinstance(d, int) and d >= 0 for d in dims):
                 return None
-            return tuple(int(d) for d in dims)
+            return tuple(int(cast(int, d)) for d in dims)
 
         def tensor_slot(slot: int) -> bool:
             tp = self._types.get(name_of.get(slot, ""))
@@ -957,17 +957,17 @@ class Session:
         if split.foldable:
             values = self._evaluate_steps(len(slots), constants, split.static_values, steps, facts, split.foldable)
             for i in split.foldable:
-                outs = values.get(i)
-                if outs is not None and all(isinstance(v, np.ndarray) and v.nbytes <= shape_plan.FOLD_MAX_BYTES
-                                            for v in outs):
-                    folded[i] = outs
+                got = values.get(i)
+                if got is not None and all(isinstance(v, np.ndarray) and v.nbytes <= shape_plan.FOLD_MAX_BYTES
+                                           for v in got):
+                    folded[i] = got
         if not folded and not split.cached:
             return steps, [], []
 
         remaining = [i for i in range(len(steps)) if i not in folded]
         read = {s for i in remaining for s in facts[i].inputs if s >= 0} | output_slots
-        for i, outs in folded.items():
-            for s, v in zip(facts[i].outputs, outs):
+        for i, arrays in folded.items():
+            for s, v in zip(facts[i].outputs, arrays):
                 if s in read:
                     constants.append((s, v if v.flags.c_contiguous else v.copy(order="C")))
         for i in range(len(steps)):
