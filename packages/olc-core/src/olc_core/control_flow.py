@@ -32,10 +32,11 @@ from .registration import normalize_domain
 CONTROL_FLOW_OPS = ("If", "Loop", "Scan")
 
 
-def check_signature(node: onnx.NodeProto, label: str) -> None:
+def check_signature(node: onnx.NodeProto, label: str, opset: int | None = None) -> None:
     """If, Loop and Scan, on olc or on the fallback: the subgraphs' inputs and
     outputs must match the node's, as the schema counts them (raised at
-    construction, before any run)."""
+    construction, before any run). ``opset`` is the model's ai.onnx opset
+    (Scan-8 takes a sequence_lens input first, which its body does not see)."""
     if normalize_domain(node.domain) != "ai.onnx" or node.op_type not in ("If", "Loop", "Scan"):
         return
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
@@ -68,9 +69,10 @@ def check_signature(node: onnx.NodeProto, label: str) -> None:
         m = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), None)
         if body is None or m is None:
             fail("attributes 'body' and 'num_scan_inputs' are required")
-        state = len(node.input) - m
-        if state < 0 or len(body.input) != len(node.input):
-            fail(f"the body takes {len(body.input)} inputs, the node gives {len(node.input)}")
+        given = len(node.input) - (1 if opset is not None and opset < 9 else 0)
+        if given - m < 0 or len(body.input) != given:
+            fail(f"the body takes {len(body.input)} inputs, the node gives {given}"
+                 + (" (after sequence_lens)" if given != len(node.input) else ""))
         if len(body.output) != n_out:
             fail(f"the body returns {len(body.output)} values, the node has {n_out} outputs")
 

@@ -239,11 +239,20 @@ def split_to_sequence(info: Any) -> Kernel:
     return run
 
 
+def identity(info: Any) -> Kernel:
+    def run(value: Any) -> list[Any]:
+        return [value]
+
+    return run
+
+
 def _reg(op: str, factory: Any, inputs: tuple[str | None, ...], outputs: tuple[str | None, ...],
-         types: dict[str, tuple[str, ...]], description: str) -> KernelRegistration:
+         types: dict[str, tuple[str, ...]], description: str, since: int = 11, priority: int = 0,
+         name: str = "") -> KernelRegistration:
     return KernelRegistration(
-        domain="ai.onnx", op_type=op, kernel_name=f"olc_core::{op}", types=types, inputs=inputs, outputs=outputs,
-        factory=factory, since_version=11, until_version=MAX_OPSET, family=FAMILY, description=description,
+        domain="ai.onnx", op_type=op, kernel_name=f"olc_core::{name or op}", types=types, inputs=inputs,
+        outputs=outputs, factory=factory, since_version=since, until_version=MAX_OPSET, family=FAMILY,
+        description=description, priority=priority,
     )
 
 
@@ -263,4 +272,9 @@ def registrations() -> list[KernelRegistration]:
              "numpy concatenate (new_axis=0) or stack (new_axis=1)"),
         _reg("SplitToSequence", split_to_sequence, ("T", "I"), (None,), {**t, **i},
              "views of the input along the axis"),
+        # Identity of a value that is not a tensor of a known element type (a
+        # sequence, an optional: exported Loop bodies pass sequences through
+        # Identity). Below the native view's priority, so a tensor takes that.
+        _reg("Identity", identity, (None,), (None,), {}, "the input value itself (sequences, optionals)",
+             since=1, priority=-1, name="IdentityValue"),
     ]
