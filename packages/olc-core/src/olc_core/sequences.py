@@ -77,7 +77,7 @@ class _Node:
             if first is None:
                 first = x.dtype
             elif x.dtype != first:
-                self.fail(f"{what} mixes element types: element 0 is {first}, element {k} is {x.dtype}")
+                self.fail(f"mixed element types in {what}: element 0 is {first}, element {k} is {x.dtype}")
 
     def axis(self, axis: int, rank: int, what: str) -> int:
         if not -rank <= axis < rank:
