@@ -296,3 +296,23 @@ def test_an_error_inside_the_body_names_the_scan_and_the_iteration():
                                                 r"\(Reshape\)"):
         s.run(None, {"s0": np.zeros(4, np.float32), "x": np.ones((2, 4), np.float32),
                      "shape": np.array([3], np.int64)})
+
+
+def test_a_one_dimensional_scan_input_gives_the_body_zero_dimensional_tensors():
+    # Each slice of a 1-D input is a 0-d tensor (not a numpy scalar) the
+    # body's native Identity and Unsqueeze views take.
+    body = helper.make_graph([n("Add", ["s_in", "x_t"], ["s_out"]), n("Identity", ["x_t"], ["y0"]),
+                              n("Unsqueeze", ["x_t", "axis0"], ["y"])], "body",
+                             [vi("s_in", F, []), vi("x_t", F, [])], [vi("s_out", F, []), vi("y", F, [1])])
+    m = model([n("Scan", ["s0", "x"], ["s", "ys"], name="scan", body=body, num_scan_inputs=1,
+                 scan_input_directions=[1])],
+              [vi("s0", F, []), vi("x", F, [4])], [vi("s"), vi("ys")],
+              [numpy_helper.from_array(np.array([0], np.int64), "axis0")])
+    s = olc_core.Session(m, strict=True)
+    feeds = {"s0": np.array(0.5, np.float32), "x": np.array([1, 2, 3, 4], np.float32)}
+    got = s.run(None, feeds)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(got[1], [[4], [3], [2], [1]])

@@ -366,3 +366,12 @@ def test_a_loop_carried_sequence_of_unknown_type_stays_on_the_fallback():
               [helper.make_value_info("s", helper.TypeProto())])
     with pytest.raises(olc_core.NoKernelError, match=r"node 'loop' \(Loop\)"):
         olc_core.Session(m, strict=True)
+
+
+def test_split_without_keepdims_of_a_vector_gives_zero_dimensional_tensors():
+    m = model([n("SplitToSequence", ["x"], ["s"], axis=0, keepdims=0), n("SequenceInsert", ["s", "t"], ["s2"]),
+               n("ConcatFromSequence", ["s2"], ["y"], axis=0, new_axis=1), n("SequenceAt", ["s2", "p"], ["e"])],
+              [vi("x", F, [3]), vi("t", F, []), vi("p", I64, [])], [vi("y"), vi("e")])
+    feeds = {"x": np.array([1, 2, 3], np.float32), "t": np.array(9, np.float32), "p": np.array(1, np.int64)}
+    _, (y, e) = run_both(m, feeds)
+    assert isinstance(e, np.ndarray) and e.shape == ()

@@ -435,7 +435,7 @@ class ScanKernel:
             feeds = dict(outer)
             feeds.update(zip(self._state_names, states))
             for name, (x, prefix, reverse) in zip(self._scan_names, inputs):
-                feeds[name] = x[prefix + ((length - 1 - t) if reverse else t,)]
+                feeds[name] = x[prefix + ((length - 1 - t) if reverse else t, ...)]
             where = f"body (iteration {t})"
             outs = _run_subgraph(self._label, where, self._session, feeds)
             for j, v in enumerate(outs[:n]):

@@ -213,7 +213,7 @@ def split_to_sequence(info: Any) -> Kernel:
         if split is None:
             if keepdims:
                 return [[x[prefix + (slice(i, i + 1),)] for i in range(dim)]]
-            return [[x[prefix + (i,)] for i in range(dim)]]
+            return [[x[prefix + (i, ...)] for i in range(dim)]]
         s = node.tensor(split, "input 1 (split)")
         if s.dtype.kind not in "iu":
             node.fail(f"split must be int32 or int64, got {s.dtype}")
