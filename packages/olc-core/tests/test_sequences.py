@@ -375,3 +375,11 @@ def test_split_without_keepdims_of_a_vector_gives_zero_dimensional_tensors():
     feeds = {"x": np.array([1, 2, 3], np.float32), "t": np.array(9, np.float32), "p": np.array(1, np.int64)}
     _, (y, e) = run_both(m, feeds)
     assert isinstance(e, np.ndarray) and e.shape == ()
+
+
+def test_string_tensors_of_any_numpy_string_dtype_are_one_element_type():
+    m = model([n("SequenceInsert", ["s", "t"], ["s2"]), n("ConcatFromSequence", ["s2"], ["y"], axis=0)],
+              [seq_vi("s", TensorProto.STRING), vi("t", TensorProto.STRING, [2])], [vi("y", TensorProto.STRING)])
+    feeds = {"s": [np.array(["a", "bb"]), np.array(["ccc"], dtype=object)], "t": np.array(["dddd", "e"], dtype=object)}
+    _, (y,) = run_both(m, feeds)
+    assert y.shape == (5,)

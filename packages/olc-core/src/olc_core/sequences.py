@@ -32,6 +32,12 @@ INDEX_TYPES = ("int32", "int64")
 Kernel = Callable[..., list[Any]]
 
 
+def _elem(dtype: np.dtype) -> Any:
+    """The ONNX element type a numpy dtype stands for: every string dtype
+    (object, unicode and bytes arrays of any width) is the one string type."""
+    return "string" if dtype.kind in "OUS" else dtype
+
+
 class _Node:
     """The label and attributes of one node, and its error helper."""
 
@@ -75,9 +81,9 @@ class _Node:
         for k, x in enumerate(items):
             x = self.tensor(x, f"element {k} of {what}")
             if first is None:
-                first = x.dtype
-            elif x.dtype != first:
-                self.fail(f"mixed element types in {what}: element 0 is {first}, element {k} is {x.dtype}")
+                first = _elem(x.dtype)
+            elif _elem(x.dtype) != first:
+                self.fail(f"mixed element types in {what}: element 0 is {first}, element {k} is {_elem(x.dtype)}")
 
     def axis(self, axis: int, rank: int, what: str) -> int:
         if not -rank <= axis < rank:
@@ -116,8 +122,10 @@ def sequence_insert(info: Any) -> Kernel:
     def run(seq: Any, tensor: Any, position: Any = None) -> list[Any]:
         items = node.sequence(seq)
         t = node.tensor(tensor, "input 1 (the tensor)")
-        if items and items[0].dtype != t.dtype:
-            node.fail(f"cannot insert a {t.dtype} tensor into a sequence of {items[0].dtype} tensors")
+        if items:
+            have = _elem(node.tensor(items[0], "element 0 of the sequence").dtype)
+            if have != _elem(t.dtype):
+                node.fail(f"cannot insert a {_elem(t.dtype)} tensor into a sequence of {have} tensors")
         pos = len(items) if position is None else node.position(position, len(items), insert=True)
         items.insert(pos, t)
         return [items]
