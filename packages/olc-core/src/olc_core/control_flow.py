@@ -1,6 +1,7 @@
-"""If, Loop and Scan on the olc runtime: each subgraph becomes a Session of
-its own, prepared once (its own kernel plan, native kernels and fusion), and
-the node is a Python step that picks a branch or iterates the body.
+"""If, Loop, Scan and SequenceMap on the olc runtime: each subgraph becomes a
+Session of its own, prepared once (its own kernel plan, native kernels and
+fusion), and the node is a Python step that picks a branch or iterates the
+body.
 
 A subgraph reads values of the enclosing graphs by name; its Session takes
 each of them as an extra graph input, fed by reference on every call (no
@@ -29,7 +30,7 @@ from onnx import helper
 from .errors import InvalidModelError, OlcError
 from .registration import normalize_domain
 
-CONTROL_FLOW_OPS = ("If", "Loop", "Scan")
+CONTROL_FLOW_OPS = ("If", "Loop", "Scan", "SequenceMap")
 
 
 def check_signature(node: onnx.NodeProto, label: str, opset: int | None = None) -> None:
@@ -37,7 +38,7 @@ def check_signature(node: onnx.NodeProto, label: str, opset: int | None = None) 
     outputs must match the node's, as the schema counts them (raised at
     construction, before any run). ``opset`` is the model's ai.onnx opset
     (Scan-8 takes a sequence_lens input first, which its body does not see)."""
-    if normalize_domain(node.domain) != "ai.onnx" or node.op_type not in ("If", "Loop", "Scan"):
+    if normalize_domain(node.domain) != "ai.onnx" or node.op_type not in ("If", "Loop", "Scan", "SequenceMap"):
         return
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     n_out = len(node.output)
@@ -64,6 +65,14 @@ def check_signature(node: onnx.NodeProto, label: str, opset: int | None = None) 
         if scans < 0 or n_out != carried + scans:
             fail(f"the body returns {len(body.output)} values, expected the condition, {carried} loop-carried "
                  f"value(s) and one per scan output ({n_out} node outputs)")
+    elif node.op_type == "SequenceMap":
+        body = graphs.get("body")
+        if body is None:
+            fail("attribute 'body' is missing")
+        if len(body.input) != len(node.input):
+            fail(f"the body takes {len(body.input)} inputs, the node gives {len(node.input)}")
+        if len(body.output) != n_out:
+            fail(f"the body returns {len(body.output)} values, the node has {n_out} outputs")
     else:
         body = graphs.get("body")
         m = next((a.i for a in node.attribute if a.name == "num_scan_inputs"), None)
@@ -470,14 +479,56 @@ class ScanKernel:
         return results
 
 
+class SequenceMapKernel:
+    """Runs the body's prepared Session once per element of the input
+    sequence: each sequence input gives the body its element at that
+    position, each tensor input is given as it is, and output k collects the
+    body's output k of every iteration into a sequence."""
+
+    def __init__(self, label: str, body_session: Any, body: onnx.GraphProto, outer: Sequence[str], n_inputs: int):
+        self._label = label
+        self._session = body_session
+        self._names = [vi.name for vi in body.input]
+        self._n_inputs = n_inputs
+        self._n_out = len(body.output)
+        self._outer = list(outer)
+
+    def __call__(self, *args: Any) -> list[Any]:
+        inputs = args[:self._n_inputs]
+        outer = dict(zip(self._outer, args[self._n_inputs:]))
+        if not isinstance(inputs[0], (list, tuple)):
+            raise _fail(f"{self._label}: input 0 must be a sequence, got a {type(inputs[0]).__name__}")
+        length = len(inputs[0])
+        for j, v in enumerate(inputs[1:], 1):
+            if isinstance(v, (list, tuple)) and len(v) != length:
+                raise _fail(f"{self._label}: sequence input {j} has {len(v)} elements, input 0 has {length}; "
+                            "every sequence input must have the same length")
+        results: list[list[Any]] = [[] for _ in range(self._n_out)]
+        for t in range(length):
+            feeds = dict(outer)
+            for name, v in zip(self._names, inputs):
+                feeds[name] = v[t] if isinstance(v, (list, tuple)) else v
+            outs = _run_subgraph(self._label, f"body (element {t})", self._session, feeds)
+            for k, value in enumerate(outs):
+                results[k].append(value)
+        return results
+
+
+def _element_type(tp: onnx.TypeProto | None) -> onnx.TypeProto | None:
+    """A sequence type's element type; any other type as it is."""
+    if tp is not None and tp.WhichOneof("value") == "sequence_type":
+        return tp.sequence_type.elem_type
+    return tp
+
+
 def _opset(model: onnx.ModelProto) -> int:
     return next((int(o.version) for o in model.opset_import if normalize_domain(o.domain) == "ai.onnx"), 0)
 
 
 def build(session_cls: Any, model: onnx.ModelProto, node: onnx.NodeProto, label: str, outer: Sequence[str],
           types: Mapping[str, onnx.TypeProto], options: Mapping[str, Any]) -> tuple[Any, list[tuple[str, Any]]] | None:
-    """(the step's callable, [(subgraph name, its Session)]) for an If, Loop
-    or Scan node, or None when a subgraph cannot run on olc (unknown types,
+    """(the step's callable, [(subgraph name, its Session)]) for an If, Loop,
+    Scan or SequenceMap node, or None when a subgraph cannot run on olc (unknown types,
     Scan-8)."""
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     opset = _opset(model)
@@ -526,6 +577,13 @@ def build(session_cls: Any, model: onnx.ModelProto, node: onnx.NodeProto, label:
                             [types.get(name) for name in node.output[n_state:]],
                             output_types(body_s, graphs["body"])[n_state:])
         return kernel, [("body", body_s)]
+    if node.op_type == "SequenceMap":
+        # A body input left untyped takes the element type of the sequence
+        # (or the type of the tensor) the node gives it.
+        body_s = session_of("body", [_element_type(types.get(name)) for name in node.input])
+        if body_s is None:
+            return None
+        return SequenceMapKernel(label, body_s, graphs["body"], outer, len(node.input)), [("body", body_s)]
     n_carried = len(node.input) - 2
     body_s = session_of("body", [None, None] + [types.get(name) for name in node.input[2:]])
     if body_s is None:
