@@ -431,3 +431,11 @@ def test_sequence_map_inputs_of_different_lengths_name_the_node():
     with pytest.raises(olc_core.OlcError, match=r"node 'map' \(SequenceMap\): sequence input 1 has 1 elements, "
                                                 r"input 0 has 2"):
         s.run(None, {"a": [x, x], "b": [x], "w": np.zeros(1, np.float32)})
+
+
+def test_a_sequence_map_body_with_the_wrong_number_of_inputs_is_refused_at_construction():
+    body = helper.make_graph([n("Identity", ["a_e"], ["o"])], "body", [vi("a_e")], [vi("o")])
+    m = model([n("SequenceMap", ["a", "w"], ["out"], name="map", body=body)], [seq_vi("a"), vi("w")], [seq_vi("out")])
+    with pytest.raises(olc_core.InvalidModelError, match=r"node 'map' \(SequenceMap\): the body takes 1 inputs, "
+                                                         r"the node gives 2"):
+        olc_core.Session(m)
