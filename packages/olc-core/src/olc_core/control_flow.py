@@ -470,12 +470,12 @@ class ScanKernel:
         if length > 0:
             return list(states) + [out for out, _, _, _ in stacked]
         results = list(states)
-        for k, (dtype, shape) in enumerate(self._empty):
-            if dtype is None or shape is None:
+        for k, (elem, dims) in enumerate(self._empty):
+            if elem is None or dims is None:
                 raise _fail(f"{self._label}: the scan inputs have length 0 and the shape of scan output {k} is "
                             "not known, so its empty value cannot be built")
-            axis = self._axis(self._out_axes[k], len(shape) + 1, f"scan_output_axes[{k}]", f"scan output {k}")
-            results.append(np.zeros(shape[:axis] + (0,) + shape[axis:], dtype))
+            axis = self._axis(self._out_axes[k], len(dims) + 1, f"scan_output_axes[{k}]", f"scan output {k}")
+            results.append(np.zeros(dims[:axis] + (0,) + dims[axis:], elem))
         return results
 
 

@@ -17,7 +17,7 @@ that do not add up.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NoReturn
 
 import numpy as np
@@ -255,7 +255,7 @@ def identity(info: Any) -> Kernel:
 
 
 def _reg(op: str, factory: Any, inputs: tuple[str | None, ...], outputs: tuple[str | None, ...],
-         types: dict[str, tuple[str, ...]], description: str, since: int = 11, priority: int = 0,
+         types: Mapping[str, tuple[str, ...]], description: str, since: int = 11, priority: int = 0,
          name: str = "") -> KernelRegistration:
     return KernelRegistration(
         domain="ai.onnx", op_type=op, kernel_name=f"olc_core::{name or op}", types=types, inputs=inputs,
