@@ -286,7 +286,9 @@ def test_core_alone_lists_only_its_own_kernels_and_still_runs_the_demo():
     regs = json.loads(p.stdout)
     assert {r["family"] for r in regs} == {"olc-core"}
     assert {r["op_type"] for r in regs} == {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout",
-                                            "Shape", "Size"}
+                                            "Shape", "Size", "SequenceEmpty", "SequenceConstruct", "SequenceInsert",
+                                            "SequenceAt", "SequenceErase", "SequenceLength", "ConcatFromSequence",
+                                            "SplitToSequence"}
     p = run_cli("run", "--compare", "none", "--repeat", "1", env=env)
     assert p.returncode == 0, p.stderr
     assert "0 of 14 nodes on native kernels, 14 on the onnx.reference fallback" in p.stdout

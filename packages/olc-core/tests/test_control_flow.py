@@ -129,3 +129,68 @@ def test_an_error_inside_the_body_names_the_loop_and_the_iteration():
     with pytest.raises(olc_core.OlcError, match=r"^node 'loop' \(Loop\), body \(iteration 0\): node 'Reshape_1' "
                                                 r"\(Reshape\): cannot reshape \[3\]"):
         s.run(None, {"M": np.array(2, np.int64), "v0": np.ones(3, np.float32), "s": np.array([4], np.int64)})
+
+
+def rank_model(declared, then_out=(2, 3), else_out=(6,), elem=F):
+    """then: x as it is ([2, 3]); else: x reshaped by the outer 'shape'."""
+    then_g = helper.make_graph([n("Identity", ["x"], ["t"])], "then", [], [vi("t", F, list(then_out))])
+    else_g = helper.make_graph([n("Reshape", ["x", "shape"], ["e"])], "else", [], [vi("e", F, list(else_out))])
+    return model([n("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+                 [vi("c", B, []), vi("x", F, [2, 3])], [vi("y", elem, declared)],
+                 [numpy_helper.from_array(np.array(else_out, np.int64), "shape")])
+
+
+def test_if_branches_of_different_ranks_run_when_the_declared_output_allows_it():
+    s = olc_core.Session(rank_model(None), strict=True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(True), "x": x})[0], x)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(False), "x": x})[0], x.reshape(6))
+
+
+def test_if_branches_of_different_sizes_run_under_a_symbolic_dimension():
+    s = olc_core.Session(rank_model(["n", "m"], then_out=(2, 3), else_out=(3, 2)), strict=True)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(False), "x": x})[0], x.reshape(3, 2))
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(True), "x": x})[0], x)
+
+
+@pytest.mark.parametrize("declared,elem,match", [
+    ([2, 3], F, r"else_branch output 0 \('e'\) is float\[6\], not the float\[2, 3\] the node declares"),
+    ([4, 3], F, r"then_branch output 0 \('t'\) is float\[2, 3\], not the float\[4, 3\] the node declares"),
+    (None, TensorProto.DOUBLE, r"then_branch output 0 \('t'\) is float\[2, 3\], not the double the node declares"),
+])
+def test_a_branch_contradicting_the_declared_if_output_is_refused_at_construction(declared, elem, match):
+    with pytest.raises(olc_core.InvalidModelError, match=r"node 'branch' \(If\): " + match):
+        olc_core.Session(rank_model(declared, elem=elem))
+
+
+def test_a_branch_value_contradicting_the_declared_if_output_names_the_branch_at_run_time():
+    # The branch reshapes by a feed: its shape is known only when it runs.
+    then_g = helper.make_graph([n("Reshape", ["x", "s"], ["t"])], "then", [], [vi("t")])
+    else_g = helper.make_graph([n("Identity", ["x"], ["e"])], "else", [], [vi("e")])
+    m = model([n("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+              [vi("c", B, []), vi("x", F, [6]), vi("s", I64, ["k"])], [vi("y", F, [6])])
+    s = olc_core.Session(m, strict=True)
+    feeds = {"c": np.array(True), "x": np.arange(6, dtype=np.float32), "s": np.array([2, 3], np.int64)}
+    with pytest.raises(olc_core.OlcError, match=r"node 'branch' \(If\): then_branch output 0 is shape \[2, 3\], "
+                                                r"not the float\[6\] the node declares"):
+        s.run(None, feeds)
+    feeds["s"] = np.array([6], np.int64)
+    np.testing.assert_array_equal(s.run(None, feeds)[0], feeds["x"])
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_malformed_subgraphs_are_refused_at_construction_naming_the_node(strict):
+    # A branch output no node produces, and a branch node reading a name defined nowhere.
+    then_g = helper.make_graph([n("Identity", ["x"], ["t"])], "then", [], [vi("missing")])
+    else_g = helper.make_graph([n("Identity", ["x"], ["e"])], "else", [], [vi("e")])
+    m = model([n("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+              [vi("c", B, []), vi("x", F, [2])], [vi("y")])
+    with pytest.raises(olc_core.OlcError, match=r"node 'branch' \(If\): subgraph reads 'missing'"):
+        olc_core.Session(m, strict=strict)
+    else_g = helper.make_graph([n("Add", ["x", "nowhere"], ["e"])], "else", [], [vi("e")])
+    then_g = helper.make_graph([n("Identity", ["x"], ["t"])], "then", [], [vi("t")])
+    m = model([n("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+              [vi("c", B, []), vi("x", F, [2])], [vi("y")])
+    with pytest.raises(olc_core.OlcError, match=r"node 'branch' \(If\): subgraph reads 'nowhere'"):
+        olc_core.Session(m, strict=strict)

@@ -6,6 +6,7 @@ any family's (the plugin manager always loads this module, also with
   change only a tensor's shape: their output is a zero-copy view of the
   input (``view_output`` in ``olc/kernel_abi.h``).
 - Shape and Size read only a shape.
+- The sequence operators (``sequences.py``) are Python kernels over lists.
 
 They live in olc-core rather than a family because every real graph has
 them between the nodes a family runs (the glue that computes and applies
@@ -17,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import _native
+from . import _native, sequences
 from .hookspecs import hookimpl
 from .registration import MAX_OPSET, KernelRegistration
 
@@ -69,6 +70,7 @@ def registrations() -> list[KernelRegistration]:
              view + "; the mask all true", supports=_dropout_supports),
         _reg("Shape", 1, ("T",), ("I",), {"T": ANY_TENSOR, "I": INT64}, "the input's shape (start/end from opset 15)"),
         _reg("Size", 1, ("T",), ("I",), {"T": ANY_TENSOR, "I": INT64}, "the input's element count"),
+        *sequences.registrations(),
     ]
 
 

@@ -738,7 +738,7 @@ class Session:
                         f"{label}: input '{name}' is produced by no earlier node, initializer or graph input"
                     )
             if prepared is None:  # a fused node has no subgraph and its domain needs no import
-                control_flow.check_signature(node, label)
+                control_flow.check_signature(node, label, opsets.get("ai.onnx"))
                 outer = _subgraph_outer_names(node)
                 for name in outer:
                     if name not in available:
