@@ -304,7 +304,7 @@ def test_wrong_abi_version_is_refused(scale_plugin):
 
 
 def test_fallback_error_names_node():
-    # Reshape to an impossible shape fails inside the fallback at run time.
+    # Reshape to an impossible shape: a clear error naming the node at run time.
     shape = helper.make_tensor("shape", TensorProto.INT64, [1], [7])
     model = make_model([helper.make_node("Reshape", ["x", "shape"], ["y"], name="r")],
                        [tensor("x", shape=[4])], [tensor("y", shape=None)], initializers=[shape])
