@@ -1179,7 +1179,9 @@ void bind_runtime(py::module_& m) {
                                                    {OLC_DTYPE_FLOAT8E4M3FN, "float8_e4m3fn"},
                                                    {OLC_DTYPE_FLOAT8E4M3FNUZ, "float8_e4m3fnuz"},
                                                    {OLC_DTYPE_FLOAT8E5M2, "float8_e5m2"},
-                                                   {OLC_DTYPE_FLOAT8E5M2FNUZ, "float8_e5m2fnuz"}};
+                                                   {OLC_DTYPE_FLOAT8E5M2FNUZ, "float8_e5m2fnuz"},
+                                                   {OLC_DTYPE_UINT4, "uint4"},
+                                                   {OLC_DTYPE_INT4, "int4"}};
   for (auto& [code, name] : extra) {
     py::object dt = np.attr("dtype")(ml.attr(name));
     g_dtypes->numpy[code] = dt;

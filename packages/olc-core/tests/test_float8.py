@@ -38,9 +38,9 @@ def model_of(nodes, elem, opset=21, extra_opsets=()):
 
 
 def test_codes_are_appended_and_bfloat16_unchanged():
-    assert [_native._dtype_info(c) for c in (16, 17, 18, 19, 20, 21)] == [
+    assert [_native._dtype_info(c) for c in (16, 17, 18, 19, 20, 21, 22, 23)] == [
         ("bfloat16", 2), ("float8e4m3fn", 1), ("float8e4m3fnuz", 1), ("float8e5m2", 1), ("float8e5m2fnuz", 1),
-        ("undefined", 0)]
+        ("uint4", 1), ("int4", 1), ("undefined", 0)]
     assert _native._dtype_info(1) == ("float32", 4)
     assert _native._dtype_info(14) == ("undefined", 0)  # complex: never native
 

@@ -29,7 +29,7 @@ FAMILY = "olc-core"
 ANY_TENSOR = (
     "float32", "float64", "float16", "bfloat16",
     "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool",
-    "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+    "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "uint4", "int4",
 )
 INT64 = ("int64",)
 FLOATS = ("float32", "float64", "float16", "bfloat16")

@@ -17,6 +17,7 @@ TENSOR_TYPES = (
     "uint8", "uint16", "uint32", "uint64",
     "bool", "string",
     "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz",
+    "uint4", "int4",
 )
 
 

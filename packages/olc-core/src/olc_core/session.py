@@ -52,6 +52,8 @@ TYPE_NAMES: dict[int, str] = {
     onnx.TensorProto.FLOAT8E4M3FNUZ: "float8e4m3fnuz",
     onnx.TensorProto.FLOAT8E5M2: "float8e5m2",
     onnx.TensorProto.FLOAT8E5M2FNUZ: "float8e5m2fnuz",
+    onnx.TensorProto.UINT4: "uint4",
+    onnx.TensorProto.INT4: "int4",
 }
 
 TYPE_CODES: dict[str, int] = {v: k for k, v in TYPE_NAMES.items()}

@@ -56,7 +56,13 @@ enum olc_dtype {
   OLC_DTYPE_FLOAT8E4M3FN = 17,
   OLC_DTYPE_FLOAT8E4M3FNUZ = 18,
   OLC_DTYPE_FLOAT8E5M2 = 19,
-  OLC_DTYPE_FLOAT8E5M2FNUZ = 20
+  OLC_DTYPE_FLOAT8E5M2FNUZ = 20,
+  /* 4-bit integers (opset 21+), unpacked: one element per byte, the value
+   * in the low 4 bits (two's complement for INT4) and the high 4 bits zero,
+   * as numpy holds ml_dtypes' uint4/int4. A kernel writing them must keep
+   * the high bits zero; ONNX's packed pairs exist only in serialized tensors. */
+  OLC_DTYPE_UINT4 = 21,
+  OLC_DTYPE_INT4 = 22
 };
 
 /* SIMD levels, ordered: a kernel may use every level <= simd_level(). */
@@ -101,7 +107,9 @@ static inline size_t olc_dtype_size(int32_t dtype) {
     case OLC_DTYPE_FLOAT8E4M3FN:
     case OLC_DTYPE_FLOAT8E4M3FNUZ:
     case OLC_DTYPE_FLOAT8E5M2:
-    case OLC_DTYPE_FLOAT8E5M2FNUZ: return 1;
+    case OLC_DTYPE_FLOAT8E5M2FNUZ:
+    case OLC_DTYPE_UINT4:
+    case OLC_DTYPE_INT4: return 1;
     case OLC_DTYPE_INT16:
     case OLC_DTYPE_UINT16:
     case OLC_DTYPE_FLOAT16:
@@ -137,6 +145,8 @@ static inline const char* olc_dtype_name(int32_t dtype) {
     case OLC_DTYPE_FLOAT8E4M3FNUZ: return "float8e4m3fnuz";
     case OLC_DTYPE_FLOAT8E5M2: return "float8e5m2";
     case OLC_DTYPE_FLOAT8E5M2FNUZ: return "float8e5m2fnuz";
+    case OLC_DTYPE_UINT4: return "uint4";
+    case OLC_DTYPE_INT4: return "int4";
     default: return "undefined";
   }
 }
