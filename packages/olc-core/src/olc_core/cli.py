@@ -1,7 +1,7 @@
 """The ``olc`` command line: run a model, list kernels, describe the machine.
 
     olc run [MODEL] [--threads N] [--compare onnxruntime|none] [--repeat K]
-            [--strict] [--no-fusion] [--dim NAME=VALUE ...] [--seed S]
+            [--strict] [--no-fusion] [--naive [FAMILY ...]] [--dim NAME=VALUE ...] [--seed S]
             [--feeds FILE.npz] [--save-feeds FILE.npz] [--vocab N]
             [--float-range LO HI] [--rtol R] [--atol A] [--json PATH] [--debug]
     olc kernels [--family F] [--op OP] [--json]
@@ -879,7 +879,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _progress(f"preparing an olc session for {described}")
     session = olc_core.Session(model, threads=args.threads, strict=args.strict, record_usage=True,
-                               fusion=args.fusion, profile=args.profile)
+                               fusion=args.fusion, profile=args.profile,
+                               naive=(args.naive or True) if args.naive is not None else False)
     threads = int(session.threads)
     output_names = [o.name for o in model.graph.output]
 
@@ -1348,6 +1349,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--strict", action="store_true", help="refuse fallbacks (error when a node has no native kernel)")
     r.add_argument("--no-fusion", dest="fusion", action="store_false",
                    help="run every node on its own kernel (no fusion graph passes)")
+    r.add_argument("--naive", nargs="*", metavar="FAMILY", default=None,
+                   help="run ops on the families' naive (reference) kernels where they have one: every "
+                        "family's, or only the families named")
     r.add_argument("--dim", action="append", default=[], metavar="NAME=VALUE",
                    help=f"size of a symbolic dimension of the inputs (default {DEFAULT_SYMBOLIC_DIM}; the demo's "
                         f"batch is 64); a name no input uses is an error; repeatable")

@@ -10,6 +10,11 @@ from typing import Any
 DEFAULT_DOMAIN = "ai.onnx"
 MAX_OPSET = 2**31 - 1
 
+# A family may register two implementations of an op: the production kernel
+# ("optimized", the default) and a plainly written reference ("naive"), which
+# a session uses only when asked (``Session(..., naive=...)``).
+IMPLEMENTATIONS = ("optimized", "naive")
+
 # Element type names used in registrations (ONNX TensorProto names, lower case).
 TENSOR_TYPES = (
     "float32", "float64", "float16", "bfloat16",
@@ -46,6 +51,11 @@ class KernelRegistration:
     Among registrations covering the same node, the highest ``priority``
     wins; two covering registrations with equal priority are a conflict
     and are reported when the dispatch table is built.
+
+    ``implementation`` is ``"optimized"`` (the default) or ``"naive"``: a
+    naive registration is a plainly written reference of an op the family
+    also registers optimized; sessions take it only for the families named
+    in ``Session(..., naive=...)`` (and then before the optimized one).
     """
 
     domain: str
@@ -62,6 +72,7 @@ class KernelRegistration:
     family: str = ""
     description: str = ""
     supports: Callable[[Any], str | None] | None = field(default=None, compare=False)
+    implementation: str = "optimized"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain", normalize_domain(self.domain))
@@ -80,6 +91,9 @@ class KernelRegistration:
             raise ValueError(f"kernel_name must be library-qualified (lib::Name), got {self.kernel_name!r}")
         if self.since_version > self.until_version:
             raise ValueError(f"{self.kernel_name}: since_version > until_version")
+        if self.implementation not in IMPLEMENTATIONS:
+            raise ValueError(f"{self.kernel_name}: implementation must be one of {IMPLEMENTATIONS}, "
+                             f"got {self.implementation!r}")
 
     def covers_opset(self, opset: int) -> bool:
         return self.since_version <= opset <= self.until_version

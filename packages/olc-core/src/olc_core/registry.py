@@ -159,13 +159,23 @@ class DispatchTable:
         return self._by_key.get((normalize_domain(domain), op_type, device), ())
 
     def select(
-        self, domain: str, op_type: str, opset: int, input_types: tuple[str | None, ...], device: str = "cpu"
+        self, domain: str, op_type: str, opset: int, input_types: tuple[str | None, ...], device: str = "cpu",
+        naive: bool | frozenset[str] = False,
     ) -> Selection:
+        """The first registration covering the node. ``naive``: True, or the
+        families whose naive registrations come first (otherwise naive ones
+        are never taken)."""
         candidates = self.candidates(domain, op_type, device)
         if not candidates:
             return Selection(None, f"no kernel is registered for {normalize_domain(domain)}::{op_type}")
+
+        def wanted(r: KernelRegistration) -> bool:
+            return naive is True or (bool(naive) and r.family in cast(frozenset, naive))
+
+        naive_first = [r for r in candidates if r.implementation == "naive" and wanted(r)]
+        ordered = naive_first + [r for r in candidates if r.implementation != "naive"]
         reasons = []
-        for r in candidates:
+        for r in ordered:
             if not r.covers_opset(opset):
                 until = "" if r.until_version >= 2**31 - 1 else str(r.until_version)
                 reasons.append(f"{r.kernel_name} covers opset {r.since_version}-{until}, the model uses {opset}")
@@ -193,7 +203,7 @@ def _types_overlap(a: KernelRegistration, b: KernelRegistration) -> bool:
 def _check_conflicts(regs: list[KernelRegistration]) -> None:
     for i, a in enumerate(regs):
         for b in regs[i + 1 :]:
-            if a.priority != b.priority:
+            if a.priority != b.priority or a.implementation != b.implementation:
                 continue
             if a.until_version < b.since_version or b.until_version < a.since_version:
                 continue

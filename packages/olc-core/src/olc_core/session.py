@@ -7,7 +7,7 @@ import logging
 import os
 import threading
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -610,7 +610,11 @@ class Session:
     shows in :meth:`kernel_plan` as one entry whose ``fused_nodes`` lists
     the original nodes. ``profile=True`` records the wall time of every
     step of every run (:meth:`profile_records`, :meth:`write_profile`);
-    off, it costs one branch per step.
+    off, it costs one branch per step. ``naive=True`` runs every op a family
+    also registers as a plainly written reference kernel on that naive
+    kernel (``naive="olc-x"`` or a list of family names: those families
+    only), to check the optimized kernels against it on a real model;
+    :meth:`kernel_plan` names the kernels chosen.
     """
 
     def __init__(
@@ -622,8 +626,10 @@ class Session:
         participant_limit: int | None = None,
         fusion: bool = True,
         profile: bool = False,
+        naive: bool | str | Iterable[str] = False,
     ):
         proto = load_model(model)
+        self._naive = _naive_option(naive)
         if threads is None:
             threads = default_thread_count()
         if not isinstance(threads, int) or threads < 1:
@@ -799,7 +805,7 @@ class Session:
             if domain == "ai.onnx" and node.op_type in control_flow.CONTROL_FLOW_OPS:
                 built = control_flow.build(
                     Session, model, node, label, outer, self._types,
-                    {"threads": self._threads, "strict": self._strict, "fusion": self._fusion},
+                    {"threads": self._threads, "strict": self._strict, "fusion": self._fusion, "naive": self._naive},
                 )
                 if built is not None:
                     fn, subs = built
@@ -1104,12 +1110,11 @@ class Session:
             return None
         return reg, kernel
 
-    @staticmethod
     def _choose(
-        table: Any, node: onnx.NodeProto, domain: str, opset: int, input_types: tuple[str | None, ...]
+        self, table: Any, node: onnx.NodeProto, domain: str, opset: int, input_types: tuple[str | None, ...]
     ) -> tuple[KernelRegistration | None, str]:
         """The registration that runs this node, or None, and why."""
-        selection = table.select(domain, node.op_type, opset, input_types)
+        selection = table.select(domain, node.op_type, opset, input_types, naive=self._naive)
         reg = selection.registration
         if reg is None:
             return None, selection.reason
@@ -1323,8 +1328,29 @@ class Session:
     def fusion(self) -> bool:
         return self._fusion
 
+    @property
+    def naive(self) -> bool | frozenset[str]:
+        """True, False, or the families whose naive kernels this session takes."""
+        return self._naive
+
 
 _CAPSULE_TYPE = type(_native._C_API)
+
+
+def _naive_option(naive: bool | str | Iterable[str]) -> bool | frozenset[str]:
+    """Session's ``naive`` argument: True/False, or the family names it lists
+    (each one an installed family)."""
+    if isinstance(naive, bool):
+        return naive
+    names = frozenset([naive] if isinstance(naive, str) else naive)
+    from .registry import registered_kernels
+
+    known = {r.family for r in registered_kernels()}
+    unknown = sorted(names - known)
+    if unknown:
+        raise ValueError(f"naive: no installed family is named {', '.join(map(repr, unknown))} "
+                         f"(installed: {', '.join(sorted(f for f in known if f))})")
+    return names
 
 
 def np_dtype_of(type_name: str) -> np.dtype:
