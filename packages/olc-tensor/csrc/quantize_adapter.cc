@@ -11,6 +11,10 @@
 // are widened to float32 once per run (scales rounded to the division
 // precision), then the flat range of x is split across the executor.
 //
+// uint4 / int4 (21+): one element per byte (quantize_kernels.h), on the same
+// SIMD loops as the 8-bit types; blocked int4 / uint4 weights feeding MatMul
+// dequantize row by row (axis 0) or block by block (the last axis).
+//
 // Division precision of QuantizeLinear: the `precision` attribute (23+)
 // when set, else the scale's type (the schema's rule; before 23 the scale
 // is float32 or x's own type). x is rounded to it, then the quotient.
@@ -30,8 +34,10 @@ namespace {
 
 bool is_float3(int32_t t) { return t == OLC_DTYPE_FLOAT || t == OLC_DTYPE_FLOAT16 || t == OLC_DTYPE_BFLOAT16; }
 
+bool is_4bit(int32_t t) { return t == OLC_DTYPE_UINT4 || t == OLC_DTYPE_INT4; }
+
 bool is_quant_int(int32_t t) {
-  return t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8 || t == OLC_DTYPE_UINT16 || t == OLC_DTYPE_INT16;
+  return t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8 || t == OLC_DTYPE_UINT16 || t == OLC_DTYPE_INT16 || is_4bit(t);
 }
 
 // The float32 value of element i of a scale or zero-point tensor.
@@ -46,6 +52,8 @@ float value_at(const olc_tensor& t, int64_t i) {
     case OLC_DTYPE_UINT16: return static_cast<const uint16_t*>(p)[i];
     case OLC_DTYPE_INT16: return static_cast<const int16_t*>(p)[i];
     case OLC_DTYPE_INT32: return static_cast<float>(static_cast<const int32_t*>(p)[i]);
+    case OLC_DTYPE_UINT4: return static_cast<float>(nibble_value(UInt4{}, static_cast<const uint8_t*>(p)[i]));
+    case OLC_DTYPE_INT4: return static_cast<float>(nibble_value(Int4{}, static_cast<const uint8_t*>(p)[i]));
     case OLC_DTYPE_FLOAT8E4M3FN: return f8_table<OLC_DTYPE_FLOAT8E4M3FN>()[static_cast<const uint8_t*>(p)[i]];
     case OLC_DTYPE_FLOAT8E4M3FNUZ: return f8_table<OLC_DTYPE_FLOAT8E4M3FNUZ>()[static_cast<const uint8_t*>(p)[i]];
     case OLC_DTYPE_FLOAT8E5M2: return f8_table<OLC_DTYPE_FLOAT8E5M2>()[static_cast<const uint8_t*>(p)[i]];
@@ -219,7 +227,15 @@ int64_t block_of(const olc_tuning_param* p) { return std::max<int64_t>(64, g_api
 Loops quant_loops(int32_t xt, int32_t pt, int32_t yt, bool saturate) {
   Loops k;
   if (xt == OLC_DTYPE_FLOAT && pt == OLC_DTYPE_FLOAT && is_quant_int(yt)) {
-    const int which = yt == OLC_DTYPE_UINT8 ? kQU8 : yt == OLC_DTYPE_INT8 ? kQI8 : yt == OLC_DTYPE_UINT16 ? kQU16 : kQI16;
+    int which = kQI16;
+    switch (yt) {
+      case OLC_DTYPE_UINT8: which = kQU8; break;
+      case OLC_DTYPE_INT8: which = kQI8; break;
+      case OLC_DTYPE_UINT16: which = kQU16; break;
+      case OLC_DTYPE_UINT4: which = kQU4; break;
+      case OLC_DTYPE_INT4: which = kQI4; break;
+      default: break;
+    }
     const int32_t level = g_api->simd_level();
     if (level >= OLC_SIMD_AVX512) return {avx512::quant_uniform(which), avx512::quant_vector(which), "avx512"};
     if (level >= OLC_SIMD_AVX2) return {avx2::quant_uniform(which), avx2::quant_vector(which), "avx2"};
@@ -270,7 +286,7 @@ class Quantize final : public Kernel {
 bool quant_output_ok(int32_t t, int64_t opset) {
   if (t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8) return true;
   if (is_f8(t)) return opset >= 19;
-  if (t == OLC_DTYPE_UINT16 || t == OLC_DTYPE_INT16) return opset >= 21;
+  if (t == OLC_DTYPE_UINT16 || t == OLC_DTYPE_INT16 || is_4bit(t)) return opset >= 21;
   return false;
 }
 
@@ -358,6 +374,8 @@ Loops dequant_loops(int32_t xt, int32_t yt) {
     case OLC_DTYPE_UINT16: which = kDU16; break;
     case OLC_DTYPE_INT16: which = kDI16; break;
     case OLC_DTYPE_INT32: which = kDI32; break;
+    case OLC_DTYPE_UINT4: which = kDU4; break;
+    case OLC_DTYPE_INT4: which = kDI4; break;
     default: break;
   }
   if (which >= 0 && yt == OLC_DTYPE_FLOAT) {
@@ -418,7 +436,7 @@ class Dequantize final : public Kernel {
 bool dequant_input_ok(int32_t t, int64_t opset) {
   if (t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8 || t == OLC_DTYPE_INT32) return true;
   if (is_f8(t)) return opset >= 19;
-  if (t == OLC_DTYPE_UINT16 || t == OLC_DTYPE_INT16) return opset >= 21;
+  if (t == OLC_DTYPE_UINT16 || t == OLC_DTYPE_INT16 || is_4bit(t)) return opset >= 21;
   return false;
 }
 

@@ -1,4 +1,4 @@
-// AVX-512 (F/BW/VL/DQ) float32 <-> 8/16-bit quantize and dequantize, and
+// AVX-512 (F/BW/VL/DQ) float32 <-> 4/8/16-bit quantize and dequantize, and
 // the min/max pass of DynamicQuantizeLinear. Masked tails: no load or store
 // leaves the arrays. Same bits as quantize_scalar.cc.
 #include <immintrin.h>
@@ -20,6 +20,30 @@ struct Lim {
   static constexpr float lo = static_cast<float>(std::numeric_limits<Y>::min());
   static constexpr float hi = static_cast<float>(std::numeric_limits<Y>::max());
 };
+template <>
+struct Lim<UInt4> {
+  static constexpr float lo = UInt4::lo, hi = UInt4::hi;
+};
+template <>
+struct Lim<Int4> {
+  static constexpr float lo = Int4::lo, hi = Int4::hi;
+};
+
+// The stored element of Y: a byte for the 4-bit tags.
+template <class Y>
+struct Elem {
+  using type = Y;
+};
+template <>
+struct Elem<UInt4> {
+  using type = uint8_t;
+};
+template <>
+struct Elem<Int4> {
+  using type = uint8_t;
+};
+template <class Y>
+constexpr bool kNibble = std::is_same<Y, UInt4>::value || std::is_same<Y, Int4>::value;
 
 // q -> clamped integer lanes. vmaxps returns its second operand when the
 // first is NaN, so NaN lanes become qmin.
@@ -29,7 +53,9 @@ inline __m512i quant16(__m512 q, __m512 zp) {
   __m512 v = _mm512_add_ps(r, zp);
   v = _mm512_max_ps(v, _mm512_set1_ps(Lim<Y>::lo));
   v = _mm512_min_ps(v, _mm512_set1_ps(Lim<Y>::hi));
-  return _mm512_cvtps_epi32(v);  // exact: v is an in-range integer
+  const __m512i r32 = _mm512_cvtps_epi32(v);  // exact: v is an in-range integer
+  if constexpr (kNibble<Y>) return _mm512_and_si512(r32, _mm512_set1_epi32(0xF));  // the nibble
+  return r32;
 }
 
 // Stores 16 in-range int32 lanes as Y (a truncating narrow), under mask m.
@@ -47,7 +73,8 @@ inline void store16(Y* y, __m512i v) {
 template <class Y>
 void quant_u(const void* xv, int64_t n, float s, float zp, void* yv) {
   const float* x = static_cast<const float*>(xv);
-  Y* y = static_cast<Y*>(yv);
+  using E = typename Elem<Y>::type;
+  E* y = static_cast<E*>(yv);
   const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(zp);
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
@@ -71,7 +98,8 @@ void quant_u(const void* xv, int64_t n, float s, float zp, void* yv) {
 template <class Y>
 void quant_v(const void* xv, int64_t n, const float* s, const float* zp, void* yv) {
   const float* x = static_cast<const float*>(xv);
-  Y* y = static_cast<Y*>(yv);
+  using E = typename Elem<Y>::type;
+  E* y = static_cast<E*>(yv);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 q = _mm512_div_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(s + i));
@@ -85,18 +113,27 @@ void quant_v(const void* xv, int64_t n, const float* s, const float* zp, void* y
   }
 }
 
-// 16 elements of X widened to float32 (exact for 8/16-bit, rounded int32).
+// 4-bit: the nibble of each byte lane, sign-extended for int4.
 template <class X>
-inline __m512 load16(const X* x, __mmask16 m) {
-  if constexpr (std::is_same<X, uint8_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x)));
+inline __m512 nibbles(__m512i b) {
+  if constexpr (std::is_same<X, Int4>::value) return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(b, 28), 28));
+  else return _mm512_cvtepi32_ps(_mm512_and_si512(b, _mm512_set1_epi32(0xF)));
+}
+
+// 16 elements of X widened to float32 (exact for 4/8/16-bit, rounded int32).
+template <class X>
+inline __m512 load16(const typename Elem<X>::type* x, __mmask16 m) {
+  if constexpr (kNibble<X>) return nibbles<X>(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x)));
+  else if constexpr (std::is_same<X, uint8_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m, x)));
   else if constexpr (std::is_same<X, int8_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, x)));
   else if constexpr (std::is_same<X, uint16_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, x)));
   else if constexpr (std::is_same<X, int16_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(m, x)));
   else return _mm512_cvtepi32_ps(_mm512_maskz_loadu_epi32(m, x));
 }
 template <class X>
-inline __m512 load16(const X* x) {
-  if constexpr (std::is_same<X, uint8_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
+inline __m512 load16(const typename Elem<X>::type* x) {
+  if constexpr (kNibble<X>) return nibbles<X>(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
+  else if constexpr (std::is_same<X, uint8_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
   else if constexpr (std::is_same<X, int8_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x))));
   else if constexpr (std::is_same<X, uint16_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))));
   else if constexpr (std::is_same<X, int16_t>::value) return _mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x))));
@@ -105,32 +142,34 @@ inline __m512 load16(const X* x) {
 
 template <class X>
 void dequant_u(const void* xv, int64_t n, float s, float zp, void* yv) {
-  const X* x = static_cast<const X*>(xv);
+  using E = typename Elem<X>::type;
+  const E* x = static_cast<const E*>(xv);
   float* y = static_cast<float*>(yv);
   const __m512 vs = _mm512_set1_ps(s), vz = _mm512_set1_ps(zp);
   int64_t i = 0;
   for (; i + 64 <= n; i += 64) {
-    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(load16(x + i), vz), vs));
-    _mm512_storeu_ps(y + i + 16, _mm512_mul_ps(_mm512_sub_ps(load16(x + i + 16), vz), vs));
-    _mm512_storeu_ps(y + i + 32, _mm512_mul_ps(_mm512_sub_ps(load16(x + i + 32), vz), vs));
-    _mm512_storeu_ps(y + i + 48, _mm512_mul_ps(_mm512_sub_ps(load16(x + i + 48), vz), vs));
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(load16<X>(x + i), vz), vs));
+    _mm512_storeu_ps(y + i + 16, _mm512_mul_ps(_mm512_sub_ps(load16<X>(x + i + 16), vz), vs));
+    _mm512_storeu_ps(y + i + 32, _mm512_mul_ps(_mm512_sub_ps(load16<X>(x + i + 32), vz), vs));
+    _mm512_storeu_ps(y + i + 48, _mm512_mul_ps(_mm512_sub_ps(load16<X>(x + i + 48), vz), vs));
   }
   for (; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_sub_ps(load16(x + i, m), vz), vs));
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_sub_ps(load16<X>(x + i, m), vz), vs));
   }
 }
 
 template <class X>
 void dequant_v(const void* xv, int64_t n, const float* s, const float* zp, void* yv) {
-  const X* x = static_cast<const X*>(xv);
+  using E = typename Elem<X>::type;
+  const E* x = static_cast<const E*>(xv);
   float* y = static_cast<float*>(yv);
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(load16(x + i), _mm512_loadu_ps(zp + i)), _mm512_loadu_ps(s + i)));
+    _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(load16<X>(x + i), _mm512_loadu_ps(zp + i)), _mm512_loadu_ps(s + i)));
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
-    const __m512 d = _mm512_sub_ps(load16(x + i, m), _mm512_maskz_loadu_ps(m, zp + i));
+    const __m512 d = _mm512_sub_ps(load16<X>(x + i, m), _mm512_maskz_loadu_ps(m, zp + i));
     _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(d, _mm512_maskz_loadu_ps(m, s + i)));
   }
 }
@@ -143,6 +182,8 @@ QuantUniformFn quant_uniform(int which) {
     case kQI8: return &quant_u<int8_t>;
     case kQU16: return &quant_u<uint16_t>;
     case kQI16: return &quant_u<int16_t>;
+    case kQU4: return &quant_u<UInt4>;
+    case kQI4: return &quant_u<Int4>;
     default: return nullptr;
   }
 }
@@ -153,6 +194,8 @@ QuantVectorFn quant_vector(int which) {
     case kQI8: return &quant_v<int8_t>;
     case kQU16: return &quant_v<uint16_t>;
     case kQI16: return &quant_v<int16_t>;
+    case kQU4: return &quant_v<UInt4>;
+    case kQI4: return &quant_v<Int4>;
     default: return nullptr;
   }
 }
@@ -164,6 +207,8 @@ DequantUniformFn dequant_uniform(int which) {
     case kDU16: return &dequant_u<uint16_t>;
     case kDI16: return &dequant_u<int16_t>;
     case kDI32: return &dequant_u<int32_t>;
+    case kDU4: return &dequant_u<UInt4>;
+    case kDI4: return &dequant_u<Int4>;
     default: return nullptr;
   }
 }
@@ -175,6 +220,8 @@ DequantVectorFn dequant_vector(int which) {
     case kDU16: return &dequant_v<uint16_t>;
     case kDI16: return &dequant_v<int16_t>;
     case kDI32: return &dequant_v<int32_t>;
+    case kDU4: return &dequant_v<UInt4>;
+    case kDI4: return &dequant_v<Int4>;
     default: return nullptr;
   }
 }

@@ -11,7 +11,12 @@
 //   y = clamp(v, qmin, qmax)       (NaN -> qmin, +-inf saturate)
 // nearbyint(q) is an integer; adding |zp| <= 65535 is exact wherever the
 // sum is in range, so the float32 sum clamps exactly as the integer would.
-// Dequantize: y = (float32(x) - zp) * s, exact subtraction for 8/16-bit x.
+// Dequantize: y = (float32(x) - zp) * s, exact subtraction for 4/8/16-bit x.
+//
+// uint4 / int4 are held one element per byte, the value in the low nibble
+// (two's complement for int4) and the high nibble zero: kernels store
+// v & 0xF and read the nibble back (sign-extended for int4), ignoring the
+// high nibble.
 #ifndef OLC_TENSOR_QUANTIZE_KERNELS_H_
 #define OLC_TENSOR_QUANTIZE_KERNELS_H_
 
@@ -28,10 +33,21 @@ using QuantVectorFn = void (*)(const void* x, int64_t n, const float* s, const f
 using DequantUniformFn = QuantUniformFn;
 using DequantVectorFn = QuantVectorFn;
 
+// Element tags of the 4-bit types (storage: one uint8_t per element).
+struct UInt4 {
+  static constexpr int lo = 0, hi = 15;
+};
+struct Int4 {
+  static constexpr int lo = -8, hi = 7;
+};
+// The value of one stored 4-bit element.
+inline int nibble_value(UInt4, uint8_t b) { return b & 0xF; }
+inline int nibble_value(Int4, uint8_t b) { return ((b & 0xF) ^ 8) - 8; }
+
 // The integer output types with a SIMD quantize kernel, in this order.
-enum QuantInt { kQU8 = 0, kQI8 = 1, kQU16 = 2, kQI16 = 3, kQIntCount = 4 };
+enum QuantInt { kQU8 = 0, kQI8 = 1, kQU16 = 2, kQI16 = 3, kQU4 = 4, kQI4 = 5, kQIntCount = 6 };
 // Dequantize inputs with a SIMD kernel.
-enum DequantInt { kDU8 = 0, kDI8 = 1, kDU16 = 2, kDI16 = 3, kDI32 = 4, kDIntCount = 5 };
+enum DequantInt { kDU8 = 0, kDI8 = 1, kDU16 = 2, kDI16 = 3, kDI32 = 4, kDU4 = 5, kDI4 = 6, kDIntCount = 7 };
 
 #define OLC_TENSOR_DECLARE_QUANT                                                 \
   QuantUniformFn quant_uniform(int which);                                       \
@@ -45,7 +61,7 @@ namespace scalar {
 OLC_TENSOR_DECLARE_QUANT
 // Every other combination, portable: x float32/float16/bfloat16/int32,
 // division precision p (float32/float16/bfloat16: x and the quotient are
-// rounded to it), y int8/uint8/int16/uint16 or a float8 type (saturate
+// rounded to it), y int8/uint8/int16/uint16/int4/uint4 or a float8 type (saturate
 // applies to float8 only). nullptr when the combination is not handled.
 QuantUniformFn quant_any_uniform(int32_t x_type, int32_t p_type, int32_t y_type, bool saturate);
 QuantVectorFn quant_any_vector(int32_t x_type, int32_t p_type, int32_t y_type, bool saturate);

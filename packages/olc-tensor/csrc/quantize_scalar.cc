@@ -1,5 +1,5 @@
 // Portable quantize / dequantize loops: the scalar level of the fast
-// float32 <-> 8/16-bit kernels (the reference the SIMD levels match bit for
+// float32 <-> 4/8/16-bit kernels (the reference the SIMD levels match bit for
 // bit) and every other type combination (float16/bfloat16/int32 inputs,
 // float16/bfloat16 division precision, float8 outputs, float16/bfloat16
 // dequantize outputs).
@@ -40,6 +40,21 @@ template <int32_t Code>
 struct Storage<F8<Code>> {
   using type = uint8_t;
 };
+template <>
+struct Storage<UInt4> {
+  using type = uint8_t;
+};
+template <>
+struct Storage<Int4> {
+  using type = uint8_t;
+};
+
+template <class T>
+struct IsNibble : std::false_type {};
+template <>
+struct IsNibble<UInt4> : std::true_type {};
+template <>
+struct IsNibble<Int4> : std::true_type {};
 
 template <class T>
 struct IsF8 : std::false_type {};
@@ -54,6 +69,7 @@ inline float to_f32(typename Storage<T>::type v) {
   if constexpr (std::is_same<T, F16>::value) return olc_tn::f16_to_f32(v);
   else if constexpr (std::is_same<T, BF16>::value) return olc_tn::bf16_to_f32(v);
   else if constexpr (IsF8<T>::value) return f8_table<IsF8<T>::code>()[v];
+  else if constexpr (IsNibble<T>::value) return static_cast<float>(nibble_value(T{}, v));
   else return static_cast<float>(v);
 }
 
@@ -68,13 +84,25 @@ inline float round_to(float v) {
 // The integer rule of quantize_kernels.h. Every comparison is false for
 // NaN, which therefore ends at qmin; no conversion sees an out-of-range value.
 template <class Y>
-inline Y quant_int(float q, float zp) {
+inline Y quant_int_std(float q, float zp) {
   constexpr float lo = static_cast<float>(std::numeric_limits<Y>::min());
   constexpr float hi = static_cast<float>(std::numeric_limits<Y>::max());
   const float v = std::nearbyint(q) + zp;
   if (!(v > lo)) return std::numeric_limits<Y>::min();
   if (v > hi) return std::numeric_limits<Y>::max();
   return static_cast<Y>(static_cast<int32_t>(v));
+}
+
+// 4-bit outputs: the same rule against [-8, 7] / [0, 15], stored v & 0xF.
+template <class Y>
+inline typename Storage<Y>::type quant_int(float q, float zp) {
+  if constexpr (IsNibble<Y>::value) {
+    const float v = std::nearbyint(q) + zp;
+    const int r = !(v > static_cast<float>(Y::lo)) ? Y::lo : v > static_cast<float>(Y::hi) ? Y::hi : static_cast<int>(v);
+    return static_cast<uint8_t>(r & 0xF);
+  } else {
+    return quant_int_std<Y>(q, zp);
+  }
 }
 
 template <class Y, bool Saturate>
@@ -146,6 +174,8 @@ auto pick_y(int32_t y, bool sat) {
     case OLC_DTYPE_INT8: return get(int8_t{});
     case OLC_DTYPE_UINT16: return get(uint16_t{});
     case OLC_DTYPE_INT16: return get(int16_t{});
+    case OLC_DTYPE_UINT4: return get(UInt4{});
+    case OLC_DTYPE_INT4: return get(Int4{});
     case OLC_DTYPE_FLOAT8E4M3FN: return get(F8<OLC_DTYPE_FLOAT8E4M3FN>{});
     case OLC_DTYPE_FLOAT8E4M3FNUZ: return get(F8<OLC_DTYPE_FLOAT8E4M3FNUZ>{});
     case OLC_DTYPE_FLOAT8E5M2: return get(F8<OLC_DTYPE_FLOAT8E5M2>{});
@@ -197,6 +227,8 @@ auto dq_pick_x(int32_t x, int32_t y) {
     case OLC_DTYPE_UINT16: return dq_pick_y<uint16_t, Vec>(y);
     case OLC_DTYPE_INT16: return dq_pick_y<int16_t, Vec>(y);
     case OLC_DTYPE_INT32: return dq_pick_y<int32_t, Vec>(y);
+    case OLC_DTYPE_UINT4: return dq_pick_y<UInt4, Vec>(y);
+    case OLC_DTYPE_INT4: return dq_pick_y<Int4, Vec>(y);
     case OLC_DTYPE_FLOAT8E4M3FN: return dq_pick_y<F8<OLC_DTYPE_FLOAT8E4M3FN>, Vec>(y);
     case OLC_DTYPE_FLOAT8E4M3FNUZ: return dq_pick_y<F8<OLC_DTYPE_FLOAT8E4M3FNUZ>, Vec>(y);
     case OLC_DTYPE_FLOAT8E5M2: return dq_pick_y<F8<OLC_DTYPE_FLOAT8E5M2>, Vec>(y);
@@ -213,6 +245,8 @@ QuantUniformFn quant_uniform(int which) {
     case kQI8: return &quant_u<float, float, int8_t, true>;
     case kQU16: return &quant_u<float, float, uint16_t, true>;
     case kQI16: return &quant_u<float, float, int16_t, true>;
+    case kQU4: return &quant_u<float, float, UInt4, true>;
+    case kQI4: return &quant_u<float, float, Int4, true>;
     default: return nullptr;
   }
 }
@@ -223,6 +257,8 @@ QuantVectorFn quant_vector(int which) {
     case kQI8: return &quant_v<float, float, int8_t, true>;
     case kQU16: return &quant_v<float, float, uint16_t, true>;
     case kQI16: return &quant_v<float, float, int16_t, true>;
+    case kQU4: return &quant_v<float, float, UInt4, true>;
+    case kQI4: return &quant_v<float, float, Int4, true>;
     default: return nullptr;
   }
 }
@@ -234,6 +270,8 @@ DequantUniformFn dequant_uniform(int which) {
     case kDU16: return &dequant_u<uint16_t, float>;
     case kDI16: return &dequant_u<int16_t, float>;
     case kDI32: return &dequant_u<int32_t, float>;
+    case kDU4: return &dequant_u<UInt4, float>;
+    case kDI4: return &dequant_u<Int4, float>;
     default: return nullptr;
   }
 }
@@ -245,6 +283,8 @@ DequantVectorFn dequant_vector(int which) {
     case kDU16: return &dequant_v<uint16_t, float>;
     case kDI16: return &dequant_v<int16_t, float>;
     case kDI32: return &dequant_v<int32_t, float>;
+    case kDU4: return &dequant_v<UInt4, float>;
+    case kDI4: return &dequant_v<Int4, float>;
     default: return nullptr;
   }
 }

@@ -569,8 +569,8 @@ def test_error_zero_point_dtype_differs_from_x():
 
 
 def test_unsupported_output_falls_back():
-    """int4 has no native element type: the registration declines it."""
-    m = model("QuantizeLinear", [("x", "float32"), ("s", "float32")], 21, {"output_dtype": TensorProto.INT4})
+    """int2 has no native element type: the registration declines it."""
+    m = model("QuantizeLinear", [("x", "float32"), ("s", "float32")], 25, {"output_dtype": TensorProto.INT2})
     sess = olc_core.Session(m, strict=False, record_usage=True)
     plan = sess.kernel_plan()
     assert plan[0].kernel.startswith("onnx.reference"), plan

@@ -93,12 +93,14 @@ INT64 = ("int64",)
 RESTATED_DOMAIN = "olc.tensor"
 
 
-# QuantizeLinear / DequantizeLinear: the quantized types (int4/uint4,
-# int2/uint2, float4e2m1 and float8e8m0 scales join the schemas at 21-25,
-# but the kernel ABI has no such element types: those nodes fall back).
+# QuantizeLinear / DequantizeLinear: the quantized types. int4/uint4 join
+# the schemas at 21 (one element per byte, as olc-core holds them); int2/uint2,
+# float4e2m1 and float8e8m0 scales (23-25) have no element type in the kernel
+# ABI: those nodes fall back.
 QFLOAT = ("float32", "float16", "bfloat16")
 Q8 = ("int8", "uint8")
 Q16 = ("int16", "uint16")
+Q4 = ("int4", "uint4")
 F32 = ("float32",)
 
 
@@ -111,20 +113,21 @@ def _quantize_rows() -> tuple[TensorOp, ...]:
         TensorOp(q, (Segment(10, 18, ("float32", "int32")),), ("T1", "Ts", "T2"),
                  (("Ts", F32), ("T2", Q8)), "SIMD float32 -> int8/uint8, per tensor / per axis", outputs=("T2",)),
         # 19: x and y_scale share T1 (float32/16, bfloat16), float8 outputs;
-        # 21: + int16/uint16, block_size.
+        # 21: + int16/uint16, int4/uint4, block_size.
         TensorOp(q, (Segment(19, 20, QFLOAT),), ("T1", "T1", "T2"), (("T2", Q8 + FLOAT8),), outputs=("T2",)),
-        TensorOp(q, (Segment(21, 22, QFLOAT),), ("T1", "T1", "T2"), (("T2", Q8 + Q16 + FLOAT8),), outputs=("T2",)),
+        TensorOp(q, (Segment(21, 22, QFLOAT),), ("T1", "T1", "T2"), (("T2", Q8 + Q16 + Q4 + FLOAT8),),
+                 outputs=("T2",)),
         # 23+: y_scale has a constraint of its own; output_dtype, precision.
         TensorOp(q, (Segment(23, MAX_OPSET, QFLOAT + ("int32",)),), ("T1", "T2", "T3"),
-                 (("T2", QFLOAT), ("T3", Q8 + Q16 + FLOAT8)), outputs=("T3",)),
+                 (("T2", QFLOAT), ("T3", Q8 + Q16 + Q4 + FLOAT8)), outputs=("T3",)),
         TensorOp(dq, (Segment(10, 18, Q8 + ("int32",)),), ("T", "Ts", "T"), (("Ts", F32),),
-                 "SIMD int8/uint8/int16/uint16/int32 -> float32", outputs=("Ts",)),
+                 "SIMD int4/uint4/int8/uint8/int16/uint16/int32 -> float32", outputs=("Ts",)),
         TensorOp(dq, (Segment(19, 20, Q8 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"), (("T2", QFLOAT),),
                  outputs=("T2",)),
-        TensorOp(dq, (Segment(21, 22, Q8 + Q16 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"), (("T2", QFLOAT),),
+        TensorOp(dq, (Segment(21, 22, Q8 + Q16 + Q4 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"), (("T2", QFLOAT),),
                  outputs=("T2",)),
         # 23+: the output type comes from output_dtype (default: the scale's).
-        TensorOp(dq, (Segment(23, MAX_OPSET, Q8 + Q16 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"),
+        TensorOp(dq, (Segment(23, MAX_OPSET, Q8 + Q16 + Q4 + ("int32",) + FLOAT8),), ("T1", "T2", "T1"),
                  (("T2", QFLOAT), ("T3", QFLOAT)), outputs=("T3",)),
         TensorOp("DynamicQuantizeLinear", (Segment(11, MAX_OPSET, F32),), ("T1",), (("T2", ("uint8",)), ("Ts", F32)),
                  "one SIMD min/max pass, then the float32 -> uint8 kernel", outputs=("T2", "Ts", "T2")),
@@ -212,6 +215,8 @@ CODE_TO_TYPE = {
     9: "bool", 10: "float16", 11: "float64", 12: "uint32", 13: "uint64", 16: "bfloat16",
     17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
 }
+# The quantized element types QuantizeLinear's output_dtype may name too.
+QUANT_CODE_TO_TYPE = {**CODE_TO_TYPE, 21: "uint4", 22: "int4"}
 
 
 def kernel_name(op: str) -> str:

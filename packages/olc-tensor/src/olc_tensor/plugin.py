@@ -86,9 +86,9 @@ def _eye_like_supports(types: tuple[str, ...]) -> Callable[[Any], str | None]:
 def _quantize_supports(op: str, since: int) -> Callable[[Any], str | None]:
     """QuantizeLinear / DequantizeLinear: an `output_dtype` (21+) or
     `precision` (23+) attribute must name a type the kernel produces or
-    computes in; int4/uint4, int2/uint2 and float4 have no native element type."""
+    computes in; int2/uint2 and float4 have no native element type."""
     if op == "QuantizeLinear":
-        allowed_out = set(manifest.Q8 + manifest.FLOAT8 + (manifest.Q16 if since >= 21 else ()))
+        allowed_out = set(manifest.Q8 + manifest.FLOAT8 + (manifest.Q16 + manifest.Q4 if since >= 21 else ()))
     else:
         allowed_out = set(manifest.QFLOAT)
 
@@ -100,7 +100,7 @@ def _quantize_supports(op: str, since: int) -> Callable[[Any], str | None]:
                 return f"attribute {a.name!r} is not an int"
             if a.i == 0:
                 continue
-            t = manifest.CODE_TO_TYPE.get(int(a.i))
+            t = manifest.QUANT_CODE_TO_TYPE.get(int(a.i))
             allowed = allowed_out if a.name == "output_dtype" else set(manifest.QFLOAT)
             if t not in allowed:
                 return f"{a.name} = {a.i} is not a type the kernel handles natively"
