@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 import onnx
 import pytest
-from onnx import TensorProto
 from onnx.backend.test import BackendTest
 from onnx.backend.test.loader import load_model_tests
 
 import olc_core
 from olc_core.backend import OlcBackend
+from olc_core.session import TYPE_NAMES
 
 # Node cases onnx 1.23's own reference evaluator fails on this machine
 # (1,860 of 1,884 pass). Nothing else may be listed here: an olc failure
@@ -96,17 +96,8 @@ _RUN_CASE = {
 
 # ---- which cases an olc kernel covers ---------------------------------------
 
-_TYPE_NAMES = {
-    TensorProto.FLOAT: "float32", TensorProto.DOUBLE: "float64",
-    TensorProto.FLOAT16: "float16", TensorProto.BFLOAT16: "bfloat16",
-    TensorProto.INT8: "int8", TensorProto.INT16: "int16",
-    TensorProto.INT32: "int32", TensorProto.INT64: "int64",
-    TensorProto.UINT8: "uint8", TensorProto.UINT16: "uint16",
-    TensorProto.UINT32: "uint32", TensorProto.UINT64: "uint64",
-    TensorProto.BOOL: "bool", TensorProto.STRING: "string",
-    TensorProto.FLOAT8E4M3FN: "float8e4m3fn", TensorProto.FLOAT8E4M3FNUZ: "float8e4m3fnuz",
-    TensorProto.FLOAT8E5M2: "float8e5m2", TensorProto.FLOAT8E5M2FNUZ: "float8e5m2fnuz",
-}
+# The runtime's own table of element type names (what registrations use).
+_TYPE_NAMES = TYPE_NAMES
 
 
 def _value_types(model: onnx.ModelProto) -> dict[str, str | None]:
