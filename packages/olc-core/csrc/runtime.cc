@@ -263,10 +263,13 @@ namespace {
 
 class Plan {
  public:
-  Plan(int32_t n_values, int threads, int participant_limit, bool record_usage)
+  // `executor`: a thread pool to share (a session and its subgraphs' plans
+  // run on one pool); null: the plan makes its own.
+  Plan(int32_t n_values, int threads, int participant_limit, bool record_usage,
+       std::shared_ptr<Executor> executor = nullptr)
       : n_values_(n_values),
         record_usage_(record_usage),
-        executor_(std::make_unique<Executor>(threads, participant_limit)) {}
+        executor_(executor ? std::move(executor) : std::make_shared<Executor>(threads, participant_limit)) {}
 
   ~Plan() {
     // Steps hold Python objects: make sure they die with the GIL held (the
@@ -382,6 +385,7 @@ class Plan {
 
   int threads() const { return executor_->threads(); }
   Executor& executor() { return *executor_; }
+  std::shared_ptr<Executor> shared_executor() const { return executor_; }
 
  private:
   // Stores a new signature's frontier values (GIL held), evicting the
@@ -412,7 +416,7 @@ class Plan {
 
   int32_t n_values_;
   bool record_usage_;
-  std::unique_ptr<Executor> executor_;
+  std::shared_ptr<Executor> executor_;
   std::vector<ConstantSpec> constants_;
   std::vector<InputSpec> inputs_;
   std::vector<int32_t> output_slots_;
@@ -1208,9 +1212,14 @@ void bind_runtime(py::module_& m) {
     return std::string(vt->name ? vt->name : "");
   });
 
+  py::class_<Executor, std::shared_ptr<Executor>>(m, "Executor")
+      .def(py::init<int, int>(), py::arg("threads"), py::arg("participant_limit"))
+      .def_property_readonly("threads", &Executor::threads);
+
   py::class_<Plan>(m, "Plan")
-      .def(py::init<int32_t, int, int, bool>(), py::arg("n_values"), py::arg("threads"),
-           py::arg("participant_limit"), py::arg("record_usage"))
+      .def(py::init<int32_t, int, int, bool, std::shared_ptr<Executor>>(), py::arg("n_values"), py::arg("threads"),
+           py::arg("participant_limit"), py::arg("record_usage"), py::arg("executor") = nullptr)
+      .def_property_readonly("executor", &Plan::shared_executor)
       .def("add_constant", &Plan::add_constant)
       .def("add_input", &Plan::add_input)
       .def("add_output", &Plan::add_output)

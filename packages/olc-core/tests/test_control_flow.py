@@ -194,3 +194,34 @@ def test_malformed_subgraphs_are_refused_at_construction_naming_the_node(strict)
               [vi("c", B, []), vi("x", F, [2])], [vi("y")])
     with pytest.raises(olc_core.OlcError, match=r"node 'branch' \(If\): subgraph reads 'nowhere'"):
         olc_core.Session(m, strict=strict)
+
+
+def _native_threads() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_subgraphs_share_the_sessions_thread_pool():
+    # 12 If nodes (24 subgraph sessions) on a 4-thread session: one pool of
+    # 3 workers serves them all, not 3 more per subgraph.
+    ifs, prev = [], "x"
+    for i in range(12):
+        then_g = helper.make_graph([helper.make_node("Neg", [prev], [f"t{i}"])], f"then{i}", [],
+                                   [helper.make_tensor_value_info(f"t{i}", TensorProto.FLOAT, [4])])
+        else_g = helper.make_graph([helper.make_node("Abs", [prev], [f"e{i}"])], f"else{i}", [],
+                                   [helper.make_tensor_value_info(f"e{i}", TensorProto.FLOAT, [4])])
+        ifs.append(helper.make_node("If", ["c"], [f"y{i}"], name=f"if{i}", then_branch=then_g, else_branch=else_g))
+        prev = f"y{i}"
+    graph = helper.make_graph(ifs, "many_ifs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]),
+                                                helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [4])])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    before = _native_threads()
+    s = olc_core.Session(m, threads=4)
+    assert _native_threads() - before <= 3
+    x = np.array([-1, 2, -3, 4], np.float32)
+    np.testing.assert_array_equal(s.run(None, {"x": x, "c": np.array(True)})[0], x)  # Neg applied 12 times
+    np.testing.assert_array_equal(s.run(None, {"x": x, "c": np.array(False)})[0], np.abs(x))
+    assert _native_threads() - before <= 3

@@ -627,7 +627,10 @@ class Session:
         fusion: bool = True,
         profile: bool = False,
         naive: bool | str | Iterable[str] = False,
+        _executor: Any = None,
     ):
+        # _executor (internal): the thread pool of the session whose If, Loop
+        # or Scan this session runs a subgraph of; one pool serves them all.
         proto = load_model(model)
         self._naive = _naive_option(naive)
         if threads is None:
@@ -635,7 +638,8 @@ class Session:
         if not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive integer, got {threads!r}")
         self._strict = bool(strict)
-        self._threads = threads
+        self._executor = _executor if _executor is not None else _native.Executor(threads, participant_limit or 0)
+        self._threads = int(self._executor.threads)
         self._fusion = bool(fusion)
         # onnx.checker is not used: it refuses models onnxruntime runs (an output
         # without a shape, say). The structural checks that matter for running
@@ -805,7 +809,8 @@ class Session:
             if domain == "ai.onnx" and node.op_type in control_flow.CONTROL_FLOW_OPS:
                 built = control_flow.build(
                     Session, model, node, label, outer, self._types,
-                    {"threads": self._threads, "strict": self._strict, "fusion": self._fusion, "naive": self._naive},
+                    {"threads": self._threads, "strict": self._strict, "fusion": self._fusion, "naive": self._naive,
+                     "_executor": self._executor},
                 )
                 if built is not None:
                     fn, subs = built
@@ -892,7 +897,7 @@ class Session:
             if s not in keep and s not in const_slots:
                 release[i].append(s)
 
-        plan = _native.Plan(len(slots), threads, participant_limit, bool(record_usage))
+        plan = _native.Plan(len(slots), threads, participant_limit, bool(record_usage), executor=self._executor)
         for s, value in constants:
             if isinstance(value, np.ndarray):
                 value.flags.writeable = False  # a Python kernel must not change them either
