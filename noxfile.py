@@ -6,6 +6,7 @@
     nox -s bench -- --enforce
     nox -s lint
     nox -s sanitize       core + elementwise built with ASan/UBSan, their tests under it
+    nox -s fuzz           a seeded run of tools/fuzz_models.py on every family (-- --long: a long run)
 
 Wheels are built into ``wheelhouse/``: olc-core first (``pip wheel --no-deps``),
 then every family and the example plugin, which build-require olc-core and
@@ -327,6 +328,15 @@ def sanitize(session: nox.Session) -> None:
             failed.append(path)
     if failed:
         session.error(f"failed under the sanitizers: {', '.join(failed)}")
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """tools/fuzz_models.py over every family: mutated models in a worker process, crashes and hangs
+    saved under build/fuzz-out/. Arguments pass through (-- --long; -- --seed 7 --count 20000)."""
+    _install(session, [CORE, *_families()], test_extras=False)
+    args = session.posargs or ["--seed", "1", "--count", "3000"]
+    session.run("python", str(ROOT / "tools" / "fuzz_models.py"), "--out", str(ROOT / "build" / "fuzz-out"), *args)
 
 
 @nox.session
