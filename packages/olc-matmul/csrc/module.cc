@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "adapter_util.h"
+#include "conv_adapter.h"
 #include "einsum_adapter.h"
 #include "float_adapter.h"
 #include "int_adapter.h"
@@ -27,7 +28,7 @@ double fma_peak_gflops(int64_t iters);
 }  // namespace olc_mm
 
 PYBIND11_MODULE(_ext, m) {
-  m.doc() = "olc matmul kernels (Gemm, MatMul, Einsum, ...): vtables for olc-core";
+  m.doc() = "olc matmul kernels (Gemm, MatMul, Einsum, Conv, ...): vtables for olc-core";
   try {
     py::module_::import("olc_core._native");
   } catch (py::error_already_set& e) {
@@ -45,6 +46,7 @@ PYBIND11_MODULE(_ext, m) {
   olc_mm::set_int_api(api);
   olc_mm::set_nbits_api(api);
   olc_mm::set_einsum_api(api);
+  olc_mm::set_conv_api(api);
 
   m.def(
       "vtable",
@@ -56,6 +58,7 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "QLinearMatMul") vt = olc_mm::qlinear_matmul_vtable();
         else if (op == "MatMulNBits") vt = olc_mm::matmul_nbits_vtable();
         else if (op == "Einsum") vt = olc_mm::einsum_vtable();
+        else if (op == "Conv") vt = olc_mm::conv_vtable();
         if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
       },

@@ -20,6 +20,7 @@ F3 = ("float32", "float64", "float16")
 F4 = F3 + ("bfloat16",)
 I8 = ("uint8", "int8")
 # Einsum: every numeric type of its schema (integers wrap).
+CONV_T = ("float32", "float16")
 EINSUM_T = F3 + ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 
 
@@ -72,6 +73,10 @@ OPS: tuple[OpSpec, ...] = (
     # of inputs past the first are checked equal in create().
     OpSpec("Einsum", "", (Segment(12, 27, EINSUM_T), Segment(28, MAX_OPSET, EINSUM_T + ("bfloat16",))), "T",
            ("T",), ("T",)),
+    # Conv 1, 11 (the same attributes), 22: bfloat16 added. float64 is left
+    # to the fallback. X, W and the optional B share T.
+    OpSpec("Conv", "", (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),
+           "T", ("T", "T", "T"), ("T",)),
 )
 
 BY_NAME = {s.op: s for s in OPS}

@@ -9,6 +9,7 @@ from . import manifest
 FAMILY = "olc-matmul"
 DESCRIPTIONS = {
     "Einsum": "Einsum: pairwise contractions on the batched GEMM, strided permutes and reductions",
+    "Conv": "Conv: pointwise GEMM, implicit GEMM over im2col tiles on the packed microkernels, direct depthwise",
 }
 
 

@@ -1,0 +1,761 @@
+// Conv (ai.onnx 1, 11, 22) as seen by olc-core: attribute and shape
+// validation, the constant weights packed once, and the three algorithms:
+//   pointwise  1x1, stride 1, no padding: Y[g] = W[g] X[g], the GEMM reading
+//              the NCHW input in place as its B operand (no copy);
+//   implicit   every other grouped convolution: im2col tiles of at most
+//              KC x NC values (a bounded working set per thread, never the
+//              im2col matrix of the whole input) fed to the packed float32
+//              microkernel, the output written in place;
+//   depthwise  one input channel per group: a direct vectorised loop
+//              (conv_kernels.inc), not a GEMM of width one.
+// The weights are the GEMM's row operand (output channels are the rows of
+// an NCHW output), so a constant W is packed into the microkernel's MR-row
+// strips at create(). Compiled without ISA flags.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "adapter_util.h"
+#include "conv_adapter.h"
+#include "conv_kernels.h"
+#include "gemm_driver.h"
+
+namespace olc_mm {
+
+namespace {
+
+const olc_core_api* g_api = nullptr;
+
+enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+
+// Per-thread scratch, 64-byte aligned, grown on demand and kept.
+struct Scratch {
+  void* p = nullptr;
+  size_t cap = 0;
+  ~Scratch() { std::free(p); }
+  float* get(size_t n) {
+    const size_t bytes = n * sizeof(float);
+    if (bytes > cap) {
+      std::free(p);
+      cap = (bytes + 4095) & ~size_t(4095);
+      p = std::aligned_alloc(64, cap);
+      if (!p) cap = 0;
+    }
+    return static_cast<float*>(p);
+  }
+};
+thread_local Scratch t_tile, t_ctile, t_xplane, t_yplane;
+
+inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
+
+// Element i of a float32/float16/bfloat16 buffer as float32.
+inline float elem(int32_t dt, const void* p, int64_t i) {
+  if (dt == OLC_DTYPE_FLOAT) return static_cast<const float*>(p)[i];
+  return load_f(static_cast<const uint16_t*>(p), i, dt == OLC_DTYPE_FLOAT16);
+}
+inline void put(int32_t dt, void* p, int64_t i, float v) {
+  if (dt == OLC_DTYPE_FLOAT) static_cast<float*>(p)[i] = v;
+  else if (dt == OLC_DTYPE_FLOAT16) static_cast<uint16_t*>(p)[i] = f32_to_f16(v);
+  else static_cast<uint16_t*>(p)[i] = f32_to_bf16(v);
+}
+// n values from a strided source (stride in elements) into float32.
+void convert_run(int32_t dt, const void* src, int64_t stride, int64_t n, float* dst) {
+  if (dt == OLC_DTYPE_FLOAT) {
+    const float* s = static_cast<const float*>(src);
+    if (stride == 1) std::memcpy(dst, s, sizeof(float) * n);
+    else
+      for (int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];
+    return;
+  }
+  const uint16_t* s = static_cast<const uint16_t*>(src);
+  if (dt == OLC_DTYPE_FLOAT16)
+    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i * stride]);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i * stride]);
+}
+
+// ------------------------------------------------------------ geometry
+
+// Every convolution as 3-D: a 1-D or 2-D one has leading spatial
+// dimensions of size 1 (kernel 1, stride 1, dilation 1, no padding).
+struct Geom {
+  int nsp;
+  int64_t N, C, Cout, G, Cg, Mg;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+  int64_t in_sp, out_sp, ksz, Kg;
+  bool pointwise, depthwise;
+};
+
+struct ConvState {
+  int32_t dtype;
+  AutoPad autopad = AutoPad::kNotSet;
+  int64_t group = 1;
+  std::vector<int64_t> kshape, strides, dil, pads;  // empty: not set
+  KernelSet ks;
+  const ConvKernels* ck;
+  const olc_tuning_param* t_kc = nullptr;
+  const olc_tuning_param* t_nc = nullptr;
+  const olc_tuning_param* t_par = nullptr;
+  // Constant weights: MR-row strips (GEMM) or float32 taps (depthwise),
+  // chosen from W's shape (the input's channel count is checked per run).
+  std::shared_ptr<PackedB> wpack;
+  bool wpack_dw = false;
+  const void* wdata = nullptr;
+  std::vector<int64_t> wshape;
+  std::string detail_gemm, detail_pw, detail_dw;
+};
+
+std::string fmt_ints(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(static_cast<long long>(v[i]));
+  }
+  return s + "]";
+}
+
+// Resolves the geometry of one run; on failure writes the reason.
+bool resolve(const ConvState* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g,
+             char* err, size_t esize) {
+  if (x.ndim < 3 || x.ndim > 5) {
+    std::snprintf(err, esize, "input X must have rank 3, 4 or 5 (1-D to 3-D), got %s", shape_str(x).c_str());
+    return false;
+  }
+  if (w.ndim != x.ndim) {
+    std::snprintf(err, esize, "weight W %s must have the rank of X %s", shape_str(w).c_str(), shape_str(x).c_str());
+    return false;
+  }
+  const int nsp = x.ndim - 2;
+  g->nsp = nsp;
+  auto bad_len = [&](const char* name, size_t got, size_t want) {
+    std::snprintf(err, esize, "attribute '%s' has %zu values, %zu expected for a %d-D convolution", name, got, want,
+                  nsp);
+    return false;
+  };
+  if (!st->kshape.empty() && st->kshape.size() != size_t(nsp)) return bad_len("kernel_shape", st->kshape.size(), nsp);
+  if (!st->strides.empty() && st->strides.size() != size_t(nsp)) return bad_len("strides", st->strides.size(), nsp);
+  if (!st->dil.empty() && st->dil.size() != size_t(nsp)) return bad_len("dilations", st->dil.size(), nsp);
+  if (!st->pads.empty() && st->pads.size() != size_t(2 * nsp)) return bad_len("pads", st->pads.size(), 2 * nsp);
+  g->N = x.shape[0];
+  g->C = x.shape[1];
+  g->Cout = w.shape[0];
+  g->G = st->group;
+  if (g->C % g->G != 0) {
+    std::snprintf(err, esize, "input channels %lld are not divisible by group %lld", (long long)g->C,
+                  (long long)g->G);
+    return false;
+  }
+  if (g->Cout % g->G != 0) {
+    std::snprintf(err, esize, "output channels %lld (W %s) are not divisible by group %lld", (long long)g->Cout,
+                  shape_str(w).c_str(), (long long)g->G);
+    return false;
+  }
+  g->Cg = g->C / g->G;
+  g->Mg = g->Cout / g->G;
+  if (w.shape[1] != g->Cg) {
+    std::snprintf(err, esize,
+                  "weight W %s expects %lld input channels per group, X %s has %lld (%lld channels, group %lld)",
+                  shape_str(w).c_str(), (long long)w.shape[1], shape_str(x).c_str(), (long long)g->Cg,
+                  (long long)g->C, (long long)g->G);
+    return false;
+  }
+  if (b) {
+    if (b->ndim != 1 || b->shape[0] != g->Cout) {
+      std::snprintf(err, esize, "bias B %s must be 1-D with %lld values (the output channels)",
+                    shape_str(*b).c_str(), (long long)g->Cout);
+      return false;
+    }
+  }
+  const int off = 3 - nsp;
+  for (int i = 0; i < 3; ++i) {
+    g->in[i] = 1;
+    g->k[i] = 1;
+    g->s[i] = 1;
+    g->d[i] = 1;
+    g->pb[i] = g->pe[i] = 0;
+    g->out[i] = 1;
+  }
+  g->in_sp = g->out_sp = g->ksz = 1;
+  for (int i = 0; i < nsp; ++i) {
+    const int j = off + i;
+    const int64_t in = x.shape[2 + i];
+    const int64_t k = w.shape[2 + i];
+    if (!st->kshape.empty() && st->kshape[i] != k) {
+      std::snprintf(err, esize, "attribute kernel_shape %s differs from the spatial shape of W %s",
+                    fmt_ints(st->kshape).c_str(), shape_str(w).c_str());
+      return false;
+    }
+    const int64_t s = st->strides.empty() ? 1 : st->strides[i];
+    const int64_t d = st->dil.empty() ? 1 : st->dil[i];
+    const int64_t ext = (k - 1) * d + 1;  // the dilated kernel's extent
+    int64_t pb = 0, pe = 0, out = 0;
+    switch (st->autopad) {
+      case AutoPad::kNotSet:
+        if (!st->pads.empty()) {
+          pb = st->pads[i];
+          pe = st->pads[nsp + i];
+        }
+        if (in + pb + pe < ext) {
+          std::snprintf(err, esize,
+                        "kernel extent %lld (kernel %lld, dilation %lld) is larger than the padded input %lld "
+                        "along spatial axis %d",
+                        (long long)ext, (long long)k, (long long)d, (long long)(in + pb + pe), i);
+          return false;
+        }
+        out = (in + pb + pe - ext) / s + 1;
+        break;
+      case AutoPad::kValid:
+        if (in < ext) {
+          std::snprintf(err, esize,
+                        "kernel extent %lld (kernel %lld, dilation %lld) is larger than the input %lld along "
+                        "spatial axis %d (auto_pad VALID)",
+                        (long long)ext, (long long)k, (long long)d, (long long)in, i);
+          return false;
+        }
+        out = (in - ext) / s + 1;
+        break;
+      case AutoPad::kSameUpper:
+      case AutoPad::kSameLower: {
+        out = (in + s - 1) / s;
+        const int64_t total = std::max<int64_t>(0, (out - 1) * s + ext - in);
+        pb = st->autopad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
+        pe = total - pb;
+        break;
+      }
+    }
+    g->in[j] = in;
+    g->k[j] = k;
+    g->s[j] = s;
+    g->d[j] = d;
+    g->pb[j] = pb;
+    g->pe[j] = pe;
+    g->out[j] = out;
+    g->in_sp *= in;
+    g->out_sp *= out;
+    g->ksz *= k;
+  }
+  g->Kg = g->Cg * g->ksz;
+  g->pointwise = true;
+  for (int i = 0; i < 3; ++i)
+    g->pointwise = g->pointwise && g->k[i] == 1 && g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
+  g->depthwise = g->Cg == 1 && g->G > 1 && !g->pointwise;
+  return true;
+}
+
+// ------------------------------------------------------------ weights
+
+// W [G * Mg, Kg] into float32 strips: per group, ceil(Mg / MR) strips of
+// Kg x MR (k-major, MR rows per k), rows past Mg zero.
+void pack_strips(int32_t dt, const void* W, int64_t G, int64_t Mg, int64_t Kg, int MR, float* dst) {
+  const int64_t ns = (Mg + MR - 1) / MR;
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t s = 0; s < ns; ++s) {
+      float* o = dst + (g * ns + s) * Kg * MR;
+      for (int i = 0; i < MR; ++i) {
+        const int64_t m = s * MR + i;
+        if (m >= Mg) {
+          for (int64_t k = 0; k < Kg; ++k) o[k * MR + i] = 0.0f;
+          continue;
+        }
+        const int64_t row = (g * Mg + m) * Kg;
+        for (int64_t k = 0; k < Kg; ++k) o[k * MR + i] = elem(dt, W, row + k);
+      }
+    }
+}
+
+size_t strips_floats(int64_t G, int64_t Mg, int64_t Kg, int MR) {
+  return static_cast<size_t>(G * ((Mg + MR - 1) / MR) * Kg * MR);
+}
+
+// ------------------------------------------------------------ implicit GEMM
+
+struct GemmJob {
+  const Geom* g;
+  int32_t dt;
+  const IsaKernels* isa;
+  const float* wp;  // strips
+  const void* x;
+  void* y;
+  const float* bias;  // float32, Cout values, or NULL
+  int64_t KC, NC;
+  int64_t tn, tm, mstep;
+  std::atomic<bool>* failed;
+};
+
+// Rows [k0, k0 + kc) x output columns [s0, s0 + nc) of group g's im2col
+// matrix (row k = (ci, kd, kh, kw), column = output position), row-major
+// with row stride ldt; columns past nc zero.
+void im2col_tile(const Geom& g, int32_t dt, const void* xg, int64_t k0, int64_t kc, int64_t s0, int64_t nc,
+                 int64_t ldt, float* tile) {
+  const size_t es = dt == OLC_DTYPE_FLOAT ? 4 : 2;
+  const int64_t OH = g.out[1], OW = g.out[2];
+  const int64_t IH = g.in[1], IW = g.in[2], ID = g.in[0];
+  const int64_t KH = g.k[1], KW = g.k[2];
+  for (int64_t r = 0; r < kc; ++r) {
+    const int64_t k = k0 + r;
+    const int64_t ci = k / g.ksz;
+    const int64_t kr = k % g.ksz;
+    const int64_t kd = kr / (KH * KW), kh = (kr / KW) % KH, kw = kr % KW;
+    const char* xc = static_cast<const char*>(xg) + static_cast<size_t>(ci * g.in_sp) * es;
+    float* row = tile + r * ldt;
+    int64_t od = s0 / (OH * OW), oh = (s0 / OW) % OH, ow = s0 % OW;
+    int64_t c = 0;
+    while (c < nc) {
+      const int64_t run = std::min(nc - c, OW - ow);
+      const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+      const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+      float* o = row + c;
+      if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+        std::memset(o, 0, sizeof(float) * run);
+      } else {
+        const int64_t sw = g.s[2];
+        const int64_t iw0 = ow * sw - g.pb[2] + kw * g.d[2];
+        // Positions t in [0, run) with 0 <= iw0 + t * sw < IW.
+        int64_t tlo = iw0 < 0 ? (-iw0 + sw - 1) / sw : 0;
+        int64_t thi = iw0 > IW - 1 ? 0 : (IW - 1 - iw0) / sw + 1;
+        tlo = std::min(tlo, run);
+        thi = std::max(tlo, std::min(thi, run));
+        if (tlo) std::memset(o, 0, sizeof(float) * tlo);
+        if (thi > tlo)
+          convert_run(dt, xc + static_cast<size_t>((id * IH + ih) * IW + iw0 + tlo * sw) * es, sw, thi - tlo,
+                      o + tlo);
+        if (run > thi) std::memset(o + thi, 0, sizeof(float) * (run - thi));
+      }
+      c += run;
+      ow = 0;
+      if (++oh == OH) {
+        oh = 0;
+        ++od;
+      }
+    }
+    if (ldt > nc) std::memset(row + nc, 0, sizeof(float) * (ldt - nc));
+  }
+}
+
+void gemm_range(void* user, int64_t begin, int64_t end) {
+  const GemmJob& job = *static_cast<const GemmJob*>(user);
+  const Geom& g = *job.g;
+  const IsaKernels* isa = job.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const bool f32 = job.dt == OLC_DTYPE_FLOAT;
+  const size_t es = f32 ? 4 : 2;
+  const bool direct_b = g.pointwise && f32;
+  const int64_t nstrips = (g.Mg + MR - 1) / MR;
+  // Split K evenly into blocks of at most KC.
+  const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
+  const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t ti = t % job.tn;
+    const int64_t mi = (t / job.tn) % job.tm;
+    const int64_t gi = (t / (job.tn * job.tm)) % g.G;
+    const int64_t n = t / (job.tn * job.tm * g.G);
+    const int64_t s0 = ti * job.NC, nc = std::min(job.NC, g.out_sp - s0);
+    const int64_t m0 = mi * job.mstep, m1 = std::min(g.Mg, m0 + job.mstep);
+    if (m0 >= m1 || nc <= 0) continue;
+    const int64_t ncpad = (nc + NR - 1) / NR * NR;
+    const char* xg = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
+    const int64_t co0 = gi * g.Mg;
+    float* C;
+    int64_t ldc;
+    if (f32) {
+      C = static_cast<float*>(job.y) + (n * g.Cout + co0 + m0) * g.out_sp + s0;
+      ldc = g.out_sp;
+    } else {
+      C = t_ctile.get(static_cast<size_t>((m1 - m0) * ncpad));
+      ldc = ncpad;
+    }
+    float* tile = t_tile.get(static_cast<size_t>((direct_b ? NR : ncpad) * kstep));
+    if (!C || !tile) {
+      job.failed->store(true);
+      return;
+    }
+    Epi<float> ep{};
+    ep.alpha = 1.0f;
+    ep.beta = 1.0f;
+    ep.bias_rs = 1;
+    ep.bias_cs = 0;
+    for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
+      const int64_t kc = std::min(kstep, g.Kg - k0);
+      const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
+      const float* B;
+      int64_t ldb;
+      if (direct_b) {
+        // X[g] itself: rows of in_sp values; the column tail panel (the
+        // kernel reads NR columns) is copied, zero padded.
+        B = reinterpret_cast<const float*>(xg) + k0 * g.in_sp + s0;
+        ldb = g.in_sp;
+        const int64_t tail = nc % NR;
+        if (tail) {
+          for (int64_t r = 0; r < kc; ++r) {
+            const float* src = B + r * ldb + (nc - tail);
+            float* o = tile + r * NR;
+            std::memcpy(o, src, sizeof(float) * tail);
+            std::memset(o + tail, 0, sizeof(float) * (NR - tail));
+          }
+        }
+      } else {
+        im2col_tile(g, job.dt, xg, k0, kc, s0, nc, ncpad, tile);
+        B = tile;
+        ldb = ncpad;
+      }
+      for (int64_t j = 0; j * NR < nc; ++j) {
+        const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+        const float* bp;
+        int64_t ldbp = ldb;
+        if (direct_b && nr < NR) {
+          bp = tile;
+          ldbp = NR;
+        } else {
+          bp = B + j * NR;
+        }
+        for (int64_t m = m0; m < m1; m += MR) {
+          const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+          const float* ap = job.wp + ((gi * nstrips + m / MR) * g.Kg + k0) * MR;
+          ep.bias = job.bias ? job.bias + co0 + m : nullptr;
+          isa->uk_f32(kc, ap, bp, ldbp, C + (m - m0) * ldc + j * NR, ldc, mr, nr, flags, &ep);
+        }
+      }
+    }
+    if (!f32) {
+      for (int64_t i = 0; i < m1 - m0; ++i) {
+        const int64_t o = (n * g.Cout + co0 + m0 + i) * g.out_sp + s0;
+        for (int64_t c = 0; c < nc; ++c) put(job.dt, job.y, o + c, C[i * ldc + c]);
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------ depthwise
+
+struct DwJob {
+  const Geom* g;
+  int32_t dt;
+  const ConvKernels* ck;
+  const float* taps;  // [Cout, ksz] float32
+  const void* x;
+  void* y;
+  const float* bias;
+  int64_t rchunks, rstep;
+  std::atomic<bool>* failed;
+};
+
+void dw_range(void* user, int64_t begin, int64_t end) {
+  const DwJob& job = *static_cast<const DwJob*>(user);
+  const Geom& g = *job.g;
+  const bool f32 = job.dt == OLC_DTYPE_FLOAT;
+  const size_t es = f32 ? 4 : 2;
+  const int64_t rows = g.out[0] * g.out[1];
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t rc = t % job.rchunks;
+    const int64_t plane = t / job.rchunks;  // n * Cout + co
+    const int64_t co = plane % g.Cout, n = plane / g.Cout;
+    const int64_t ci = co / g.Mg;  // Cg == 1: group co / Mg reads channel ci
+    const int64_t r0 = rc * job.rstep, r1 = std::min(rows, r0 + job.rstep);
+    if (r0 >= r1) continue;
+    DwPlane p;
+    const void* xsrc = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + ci) * g.in_sp) * es;
+    float* yplane;
+    if (f32) {
+      p.x = static_cast<const float*>(xsrc);
+      yplane = static_cast<float*>(job.y) + plane * g.out_sp;
+    } else {
+      float* xb = t_xplane.get(static_cast<size_t>(g.in_sp));
+      float* yb = t_yplane.get(static_cast<size_t>((r1 - r0) * g.out[2]));
+      if (!xb || !yb) {
+        job.failed->store(true);
+        return;
+      }
+      convert_run(job.dt, xsrc, 1, g.in_sp, xb);
+      p.x = xb;
+      yplane = yb - r0 * g.out[2];
+    }
+    p.w = job.taps + co * g.ksz;
+    p.bias = job.bias ? job.bias[co] : 0.0f;
+    p.y = yplane;
+    for (int i = 0; i < 3; ++i) {
+      p.in[i] = g.in[i];
+      p.out[i] = g.out[i];
+      p.k[i] = g.k[i];
+      p.s[i] = g.s[i];
+      p.d[i] = g.d[i];
+      p.pb[i] = g.pb[i];
+    }
+    p.r0 = r0;
+    p.r1 = r1;
+    job.ck->depthwise(&p);
+    if (!f32) {
+      const int64_t o = plane * g.out_sp + r0 * g.out[2];
+      const float* src = yplane + r0 * g.out[2];
+      for (int64_t i = 0; i < (r1 - r0) * g.out[2]; ++i) put(job.dt, job.y, o + i, src[i]);
+    }
+  }
+}
+
+// ------------------------------------------------------------ create / run
+
+bool get_ints(const olc_attribute* a, std::vector<int64_t>* out) {
+  if (a->type != OLC_ATTR_INTS) return false;
+  out->assign(a->ints, a->ints + a->count);
+  return true;
+}
+
+void* conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  AttrReader ar{node, error, esize};
+  if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})) return nullptr;
+  auto st = std::make_unique<ConvState>();
+  st->group = ar.get_int("group", 1);
+  if (!ar.ok) return nullptr;
+  if (st->group < 1) return fail_create(error, esize, "attribute group must be >= 1, got %lld", (long long)st->group);
+  if (const olc_attribute* a = ar.find("auto_pad")) {
+    if (a->type != OLC_ATTR_STRING || !a->s) return fail_create(error, esize, "attribute 'auto_pad' must be a string");
+    const std::string v = a->s;
+    if (v == "NOTSET") st->autopad = AutoPad::kNotSet;
+    else if (v == "SAME_UPPER") st->autopad = AutoPad::kSameUpper;
+    else if (v == "SAME_LOWER") st->autopad = AutoPad::kSameLower;
+    else if (v == "VALID") st->autopad = AutoPad::kValid;
+    else
+      return fail_create(error, esize, "attribute auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '%s'",
+                         v.c_str());
+  }
+  struct IntsAttr {
+    const char* name;
+    std::vector<int64_t>* v;
+    int64_t min;
+    const char* what;
+  } lists[] = {{"kernel_shape", &st->kshape, 1, "positive"},
+               {"strides", &st->strides, 1, "positive"},
+               {"dilations", &st->dil, 1, "positive"},
+               {"pads", &st->pads, 0, "non-negative"}};
+  for (auto& l : lists) {
+    const olc_attribute* a = ar.find(l.name);
+    if (!a) continue;
+    if (!get_ints(a, l.v)) return fail_create(error, esize, "attribute '%s' must be a list of ints", l.name);
+    for (int64_t x : *l.v)
+      if (x < l.min)
+        return fail_create(error, esize, "attribute %s must be %s, got %s", l.name, l.what, fmt_ints(*l.v).c_str());
+  }
+  // The spatial rank, where something tells it already.
+  int nsp = -1;
+  if (node->input_ranks && node->input_ranks[0] >= 0) nsp = node->input_ranks[0] - 2;
+  else if (node->n_inputs > 1 && node->input_ranks && node->input_ranks[1] >= 0) nsp = node->input_ranks[1] - 2;
+  else if (!st->kshape.empty()) nsp = static_cast<int>(st->kshape.size());
+  if (nsp != -1 && (nsp < 1 || nsp > 3))
+    return fail_create(error, esize, "Conv supports 1-D, 2-D and 3-D inputs (rank 3 to 5), got rank %d", nsp + 2);
+  {
+    const size_t want = nsp > 0 ? size_t(nsp) : (!st->strides.empty() ? st->strides.size() : st->dil.size());
+    auto bad = [&](const char* name, size_t got, size_t w) {
+      return fail_create(error, esize, "attribute '%s' has %zu values, %zu expected%s", name, got, w,
+                         nsp > 0 ? " for this input rank" : " (the other attributes' length)");
+    };
+    if (want) {
+      if (!st->kshape.empty() && st->kshape.size() != want) return bad("kernel_shape", st->kshape.size(), want);
+      if (!st->strides.empty() && st->strides.size() != want) return bad("strides", st->strides.size(), want);
+      if (!st->dil.empty() && st->dil.size() != want) return bad("dilations", st->dil.size(), want);
+      if (!st->pads.empty() && st->pads.size() != 2 * want) return bad("pads", st->pads.size(), 2 * want);
+    } else if (st->pads.size() % 2) {
+      return fail_create(error, esize, "attribute 'pads' must have an even number of values, got %zu",
+                         st->pads.size());
+    }
+  }
+  if (node->n_inputs < 2 || node->n_inputs > 3)
+    return fail_create(error, esize, "Conv takes 2 or 3 inputs, got %d", node->n_inputs);
+  if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs);
+  const int32_t dt = node->input_dtypes[0];
+  if (dt != OLC_DTYPE_FLOAT && dt != OLC_DTYPE_FLOAT16 && dt != OLC_DTYPE_BFLOAT16)
+    return fail_create(error, esize, "unsupported input type %s (float32, float16, bfloat16)", olc_dtype_name(dt));
+  for (int32_t i = 1; i < node->n_inputs; ++i) {
+    const int32_t t = node->input_dtypes[i];
+    if (t != OLC_DTYPE_UNDEFINED && t != dt)
+      return fail_create(error, esize, "input %d has type %s, input 0 has %s", i, olc_dtype_name(t),
+                         olc_dtype_name(dt));
+  }
+  st->dtype = dt;
+  st->ks = select_kernels(api);
+  const int32_t level = api->simd_level();
+  st->ck = level >= OLC_SIMD_AVX512 ? avx512::conv_kernels()
+           : level >= OLC_SIMD_AVX2 ? avx2::conv_kernels()
+                                    : scalar::conv_kernels();
+  const char* lib = "olc_matmul";
+  st->t_kc = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "kc", 256);
+  st->t_nc = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "nc", 256);
+  st->t_par = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "parallel_min_macs", 1 << 16);
+
+  // Constant W: packed once, in the layout its shape calls for.
+  std::string pack_note;
+  const olc_tensor* cw = node->input_constants ? &node->input_constants[1] : nullptr;
+  if (cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5) {
+    const int64_t n = olc_element_count(cw);
+    const int64_t cout = cw->shape[0], cg = cw->shape[1];
+    // The run takes the depthwise loop for one input channel per group,
+    // unless the convolution is pointwise (1x1, stride 1, no padding).
+    bool pointwise = true;
+    for (int32_t i = 2; i < cw->ndim; ++i) pointwise = pointwise && cw->shape[i] == 1;
+    for (int64_t v : st->strides) pointwise = pointwise && v == 1;
+    for (int64_t v : st->pads) pointwise = pointwise && v == 0;
+    if (n > 0 && cout % st->group == 0) {
+      st->wpack_dw = cg == 1 && st->group > 1 && !pointwise;
+      const int MR = st->ks.isa->mr_f32;
+      const int64_t Mg = cout / st->group, Kg = n / cout;
+      const size_t nfl = st->wpack_dw ? static_cast<size_t>(n) : strips_floats(st->group, Mg, Kg, MR);
+      st->wpack = make_packed(PackLayout::kF32, nfl * sizeof(float));
+      if (st->wpack) {
+        float* dst = static_cast<float*>(st->wpack->data);
+        if (st->wpack_dw) convert_run(dt, cw->data, 1, n, dst);
+        else pack_strips(dt, cw->data, st->group, Mg, Kg, MR, dst);
+        st->wdata = cw->data;
+        st->wshape.assign(cw->shape, cw->shape + cw->ndim);
+        if (OLC_API_HAS(api, report_prepacked))
+          api->report_prepacked(node, st->wpack.get(), static_cast<int64_t>(st->wpack->bytes));
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB", st->wpack->bytes / 1024.0);
+        pack_note = buf;
+      }
+    }
+  }
+  const std::string isa = st->ks.isa_name;
+  st->detail_gemm = isa + " implicit-gemm" + pack_note;
+  st->detail_pw = isa + " pointwise-gemm" + pack_note;
+  st->detail_dw = std::string(st->ck->name) + " depthwise" + pack_note;
+  return st.release();
+}
+
+void conv_destroy(void* state) { delete static_cast<ConvState*>(state); }
+
+bool check_input(olc_context* ctx, const ConvState* st, const olc_tensor& t, int idx) {
+  if (t.dtype != st->dtype) {
+    fail_run(ctx, "input %d has type %s, the kernel was created for %s", idx, olc_dtype_name(t.dtype),
+             olc_dtype_name(st->dtype));
+    return false;
+  }
+  const int64_t n = olc_element_count(&t);
+  if (n < 0) {
+    fail_run(ctx, "input %d has a negative dimension or too many elements", idx);
+    return false;
+  }
+  if (n > 0 && !t.data) {
+    fail_run(ctx, "input %d has no data", idx);
+    return false;
+  }
+  return true;
+}
+
+int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
+                 int32_t n_outputs) {
+  const ConvState* st = static_cast<const ConvState*>(state);
+  if (n_inputs < 2 || n_outputs != 1) return fail_run(ctx, "expects 2 or 3 inputs and 1 output");
+  const olc_tensor& x = inputs[0];
+  const olc_tensor& w = inputs[1];
+  const olc_tensor* b = (n_inputs >= 3 && inputs[2].dtype != OLC_DTYPE_UNDEFINED) ? &inputs[2] : nullptr;
+  if (!check_input(ctx, st, x, 0) || !check_input(ctx, st, w, 1) || (b && !check_input(ctx, st, *b, 2)))
+    return OLC_ERROR;
+  Geom g;
+  char err[400];
+  if (!resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
+  std::vector<int64_t> oshape(x.ndim);
+  oshape[0] = g.N;
+  oshape[1] = g.Cout;
+  for (int i = 0; i < g.nsp; ++i) oshape[2 + i] = g.out[3 - g.nsp + i];
+  void* y = g_api->allocate_output(ctx, 0, st->dtype, x.ndim, oshape.data());
+  const int64_t total = g.N * g.Cout * g.out_sp;
+  if (!y && total > 0) return OLC_ERROR;
+  if (total == 0) return OLC_OK;
+  std::vector<float> biasv;
+  const float* bias = nullptr;
+  if (b) {
+    if (st->dtype == OLC_DTYPE_FLOAT) {
+      bias = static_cast<const float*>(b->data);
+    } else {
+      biasv.resize(static_cast<size_t>(g.Cout));
+      convert_run(st->dtype, b->data, 1, g.Cout, biasv.data());
+      bias = biasv.data();
+    }
+  }
+  const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
+                      std::equal(st->wshape.begin(), st->wshape.end(), w.shape) && st->wpack_dw == g.depthwise;
+  const int64_t macs = total * g.Kg;
+  const int64_t threads =
+      macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
+  std::atomic<bool> failed{false};
+  if (g.Kg == 0) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t co = 0; co < g.Cout; ++co)
+        for (int64_t i = 0; i < g.out_sp; ++i) put(st->dtype, y, (n * g.Cout + co) * g.out_sp + i, bias ? bias[co] : 0.0f);
+    g_api->record_usage_detail(ctx, st->detail_gemm.c_str());
+    return OLC_OK;
+  }
+  if (g.depthwise) {
+    std::vector<float> tapsv;
+    const float* taps;
+    if (packed) {
+      taps = static_cast<const float*>(st->wpack->data);
+    } else {
+      tapsv.resize(static_cast<size_t>(g.Cout * g.ksz));
+      convert_run(st->dtype, w.data, 1, g.Cout * g.ksz, tapsv.data());
+      taps = tapsv.data();
+    }
+    DwJob job{&g, st->dtype, st->ck, taps, x.data, y, bias, 1, 0, &failed};
+    const int64_t rows = g.out[0] * g.out[1];
+    const int64_t planes = g.N * g.Cout;
+    if (threads > 1 && planes < 4 * threads) job.rchunks = std::min<int64_t>(rows, (4 * threads + planes - 1) / planes);
+    job.rstep = (rows + job.rchunks - 1) / job.rchunks;
+    job.rchunks = (rows + job.rstep - 1) / job.rstep;
+    const int64_t tasks = planes * job.rchunks;
+    if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &dw_range, &job);
+    else dw_range(&job, 0, tasks);
+    if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
+    g_api->record_usage_detail(ctx, st->detail_dw.c_str());
+    return OLC_OK;
+  }
+  const IsaKernels* isa = st->ks.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  std::unique_ptr<float[]> wrun;
+  const float* wp;
+  if (packed) {
+    wp = static_cast<const float*>(st->wpack->data);
+  } else {
+    wrun.reset(new float[strips_floats(g.G, g.Mg, g.Kg, MR)]);
+    pack_strips(st->dtype, w.data, g.G, g.Mg, g.Kg, MR, wrun.get());
+    wp = wrun.get();
+  }
+  GemmJob job{};
+  job.g = &g;
+  job.dt = st->dtype;
+  job.isa = isa;
+  job.wp = wp;
+  job.x = x.data;
+  job.y = y;
+  job.bias = bias;
+  job.KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
+  job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
+  job.failed = &failed;
+  // Output tiles per image and group; with too few tasks for the threads,
+  // the output channels are split too (each share builds its own tiles).
+  job.tn = (g.out_sp + job.NC - 1) / job.NC;
+  const int64_t base = g.N * g.G * job.tn;
+  const int64_t mblocks = (g.Mg + MR - 1) / MR;
+  job.tm = 1;
+  if (threads > 1 && base < 2 * threads) job.tm = std::min<int64_t>(mblocks, (2 * threads + base - 1) / base);
+  job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
+  job.tm = (g.Mg + job.mstep - 1) / job.mstep;
+  const int64_t tasks = base * job.tm;
+  if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemm_range, &job);
+  else gemm_range(&job, 0, tasks);
+  if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
+  g_api->record_usage_detail(ctx, (g.pointwise ? st->detail_pw : st->detail_gemm).c_str());
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kConv = {OLC_ABI_VERSION, 0, "olc_matmul::Conv", guarded_create<conv_create>,
+                                 guarded_run<conv_run>, conv_destroy};
+
+}  // namespace
+
+void set_conv_api(const olc_core_api* api) { g_api = api; }
+const olc_kernel_vtable* conv_vtable() { return &kConv; }
+
+}  // namespace olc_mm

@@ -1,0 +1,14 @@
+// Conv vtable: attributes validated and constant weights packed at
+// create(), the geometry resolved and one of the three algorithms (pointwise
+// GEMM, implicit GEMM over im2col tiles, direct depthwise) run per call.
+#ifndef OLC_MATMUL_CONV_ADAPTER_H_
+#define OLC_MATMUL_CONV_ADAPTER_H_
+
+#include "olc/kernel_abi.h"
+
+namespace olc_mm {
+void set_conv_api(const olc_core_api* api);
+const olc_kernel_vtable* conv_vtable();
+}  // namespace olc_mm
+
+#endif  // OLC_MATMUL_CONV_ADAPTER_H_

@@ -1,0 +1,16 @@
+// The avx2 depthwise Conv loop (see conv_kernels.inc). Compiled with this
+// level's flags only; entered after the runtime check for the level.
+#include <algorithm>
+#include <cstdint>
+
+#include "conv_kernels.h"
+
+namespace olc_mm {
+namespace avx2 {
+
+#define OLC_CONV_VB 32
+#define OLC_CONV_ISA_NAME "avx2"
+#include "conv_kernels.inc"
+
+}  // namespace avx2
+}  // namespace olc_mm

@@ -1,0 +1,16 @@
+// The avx512 depthwise Conv loop (see conv_kernels.inc). Compiled with this
+// level's flags only; entered after the runtime check for the level.
+#include <algorithm>
+#include <cstdint>
+
+#include "conv_kernels.h"
+
+namespace olc_mm {
+namespace avx512 {
+
+#define OLC_CONV_VB 64
+#define OLC_CONV_ISA_NAME "avx512"
+#include "conv_kernels.inc"
+
+}  // namespace avx512
+}  // namespace olc_mm

@@ -1,0 +1,36 @@
+// Direct Conv loops that the GEMM does not serve (depthwise), one table per
+// ISA level. Plain structs and function pointers only: the per-ISA files
+// compile the same loops (conv_kernels.inc) with their own flags.
+#ifndef OLC_MATMUL_CONV_KERNELS_H_
+#define OLC_MATMUL_CONV_KERNELS_H_
+
+#include <cstdint>
+
+namespace olc_mm {
+
+// One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows
+// of y[OD, OH, OW] from x[ID, IH, IW] and the taps w[KD, KH, KW]:
+//   y[o] = bias + sum over taps of w[t] * x[o * s - pb + t * d]
+// (positions outside x count as zero). Every spatial triple is 3-D: a 1-D
+// or 2-D convolution has leading dimensions of size 1.
+struct DwPlane {
+  const float* x;
+  const float* w;
+  float bias;
+  float* y;  // the plane's output (row r at y + r * OW)
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  int64_t r0, r1;
+};
+
+struct ConvKernels {
+  const char* name;
+  void (*depthwise)(const DwPlane* p);
+};
+
+namespace scalar { const ConvKernels* conv_kernels(); }
+namespace avx2 { const ConvKernels* conv_kernels(); }
+namespace avx512 { const ConvKernels* conv_kernels(); }
+
+}  // namespace olc_mm
+
+#endif  // OLC_MATMUL_CONV_KERNELS_H_

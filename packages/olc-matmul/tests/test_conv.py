@@ -1,0 +1,323 @@
+"""Conv against independent oracles: a float64 numpy reference written
+here (an einsum per kernel offset over the explicitly padded input) for
+every case, and onnxruntime for float32 where it supports the attributes
+(it refuses dilations with SAME auto_pad). 1-D, 2-D and 3-D; groups 1, 2
+and C (depthwise, with and without a channel multiplier); strides,
+dilations, explicit pads and every auto_pad; odd sizes; batch 1 and 3;
+with and without bias; constant (prepacked) and fed weights; float32,
+float16 and bfloat16; every SIMD level, 1 and 2 threads. Every session is
+strict and its kernel usage checked, so the fallback never stands in.
+Invalid attributes and shapes raise an error naming the node."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from helpers import LEVELS, NP, check_close, model, session
+
+import olc_core
+
+KERNEL = "olc_matmul::Conv"
+
+
+# ---------------------------------------------------------------- reference
+
+def ref_pads(xs, ws, attrs):
+    """(begin, end) pads per spatial axis, from the ONNX Conv rules."""
+    nsp = len(xs) - 2
+    s = attrs.get("strides", [1] * nsp)
+    d = attrs.get("dilations", [1] * nsp)
+    ap = attrs.get("auto_pad", "NOTSET")
+    pads = attrs.get("pads", [0] * (2 * nsp))
+    out = []
+    for i in range(nsp):
+        n, k = xs[2 + i], ws[2 + i]
+        ext = (k - 1) * d[i] + 1
+        if ap in ("SAME_UPPER", "SAME_LOWER"):
+            o = -(-n // s[i])
+            total = max(0, (o - 1) * s[i] + ext - n)
+            small = total // 2
+            out.append((small, total - small) if ap == "SAME_UPPER" else (total - small, small))
+        elif ap == "VALID":
+            out.append((0, 0))
+        else:
+            out.append((pads[i], pads[nsp + i]))
+    return out
+
+
+def conv_ref(x, w, b, attrs):
+    """Y in float64 and |X| * |W| (the magnitude the rounding scales with)."""
+    x = x.astype(np.float64)
+    w = w.astype(np.float64)
+    nsp = x.ndim - 2
+    group = attrs.get("group", 1)
+    s = attrs.get("strides", [1] * nsp)
+    d = attrs.get("dilations", [1] * nsp)
+    pads = ref_pads(x.shape, w.shape, attrs)
+    xp = np.pad(x, [(0, 0), (0, 0)] + pads)
+    n, c = x.shape[:2]
+    m = w.shape[0]
+    ks = w.shape[2:]
+    outs = [(xp.shape[2 + i] - ((ks[i] - 1) * d[i] + 1)) // s[i] + 1 for i in range(nsp)]
+    cg, mg = c // group, m // group
+    y = np.zeros((n, group, mg, *outs))
+    a = np.zeros_like(y)
+    wg = w.reshape(group, mg, cg, *ks)
+    sp = "".join("xyz"[:nsp])
+    eq = f"ngc{sp},gmc->ngm{sp}"
+    for kk in itertools.product(*[range(k) for k in ks]):
+        sl = tuple(slice(kk[i] * d[i], kk[i] * d[i] + (outs[i] - 1) * s[i] + 1, s[i]) for i in range(nsp))
+        patch = xp[(slice(None), slice(None)) + sl].reshape(n, group, cg, *outs)
+        wk = wg[(slice(None), slice(None), slice(None)) + kk]
+        y += np.einsum(eq, patch, wk)
+        a += np.einsum(eq, np.abs(patch), np.abs(wk))
+    y = y.reshape(n, m, *outs)
+    a = a.reshape(n, m, *outs)
+    if b is not None:
+        bb = b.astype(np.float64).reshape((1, m) + (1,) * nsp)
+        y = y + bb
+        a = a + np.abs(bb)
+    return y, a
+
+
+def test_reference_matches_a_direct_loop():
+    """The reference itself, against a plain loop nest on a small 2-D case."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2, 4, 5, 6))
+    w = rng.standard_normal((6, 2, 3, 2))
+    b = rng.standard_normal(6)
+    attrs = {"group": 2, "strides": [2, 1], "dilations": [1, 2], "pads": [1, 0, 2, 1]}
+    y, _ = conv_ref(x, w, b, attrs)
+    (pt, pb), (pl, pr) = ref_pads(x.shape, w.shape, attrs)
+    oh = (5 + pt + pb - 3) // 2 + 1
+    ow = (6 + pl + pr - 3) // 1 + 1
+    loop = np.zeros((2, 6, oh, ow))
+    for ni, co, i, j in itertools.product(range(2), range(6), range(oh), range(ow)):
+        g = co // 3
+        acc = b[co]
+        for ci, ki, kj in itertools.product(range(2), range(3), range(2)):
+            hi, wj = i * 2 - pt + ki, j - pl + kj * 2
+            if 0 <= hi < 5 and 0 <= wj < 6:
+                acc += w[co, ci, ki, kj] * x[ni, g * 2 + ci, hi, wj]
+        loop[ni, co, i, j] = acc
+    np.testing.assert_allclose(y, loop, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------- cases
+
+# (X shape, W shape, attributes)
+CASES = [
+    # 2-D: odd sizes, 3x5 kernels, stride 2 with padding, dilation 2
+    ((1, 3, 7, 9), (4, 3, 3, 5), {}),
+    ((3, 3, 7, 9), (5, 3, 3, 5), {"pads": [1, 2, 1, 2]}),
+    ((1, 4, 7, 9), (6, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((3, 4, 9, 7), (6, 2, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 2, 0, 1]}),
+    ((1, 3, 9, 11), (4, 3, 3, 3), {"dilations": [2, 2], "pads": [2, 1, 2, 1]}),
+    ((1, 5, 9, 11), (7, 5, 3, 5), {"dilations": [2, 1], "strides": [1, 2]}),
+    ((1, 3, 7, 9), (4, 3, 3, 5), {"auto_pad": "VALID"}),
+    ((3, 3, 7, 9), (4, 3, 3, 5), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    ((1, 3, 7, 9), (4, 3, 4, 2), {"auto_pad": "SAME_LOWER", "strides": [2, 1]}),
+    ((1, 3, 7, 9), (4, 3, 3, 3), {"auto_pad": "SAME_UPPER", "dilations": [2, 2]}),
+    ((1, 3, 7, 9), (4, 3, 3, 3), {"auto_pad": "NOTSET", "pads": [0, 0, 0, 0], "kernel_shape": [3, 3]}),
+    # pointwise (1x1 stride 1: the GEMM on X in place) and strided 1x1
+    ((1, 8, 7, 9), (5, 8, 1, 1), {}),
+    ((3, 16, 5, 13), (40, 16, 1, 1), {}),
+    ((1, 8, 7, 9), (6, 4, 1, 1), {"group": 2}),
+    ((1, 8, 7, 9), (5, 8, 1, 1), {"strides": [2, 2]}),
+    # depthwise: group == C, multiplier 1 and 2, stride 2, dilation, wide rows
+    ((1, 6, 9, 7), (6, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1]}),
+    ((3, 6, 9, 7), (12, 1, 3, 5), {"group": 6, "dilations": [2, 1], "pads": [2, 2, 1, 1]}),
+    ((1, 5, 11, 9), (5, 1, 3, 3), {"group": 5, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 4, 13, 150), (4, 1, 3, 3), {"group": 4, "auto_pad": "SAME_UPPER"}),
+    ((1, 4, 9, 70), (4, 1, 5, 5), {"group": 4, "dilations": [2, 2], "pads": [4, 4, 4, 4]}),
+    ((1, 4, 9, 7), (4, 1, 3, 3), {"group": 4, "auto_pad": "VALID"}),
+    ((1, 4, 6, 5), (4, 1, 1, 1), {"group": 4, "strides": [2, 2]}),
+    # 1-D (audio-like) and 3-D
+    ((1, 3, 17), (4, 3, 3), {"strides": [2], "auto_pad": "SAME_LOWER"}),
+    ((3, 4, 40), (6, 2, 5), {"group": 2, "dilations": [2], "pads": [3, 1]}),
+    ((1, 4, 33), (4, 1, 7), {"group": 4, "pads": [3, 3]}),
+    ((1, 2, 5, 6, 7), (3, 2, 3, 2, 3), {"pads": [1, 0, 1, 1, 1, 0]}),
+    ((3, 4, 5, 7, 6), (4, 2, 3, 3, 3), {"group": 2, "strides": [2, 1, 2], "auto_pad": "SAME_UPPER"}),
+    ((1, 3, 5, 7, 6), (3, 1, 3, 3, 3), {"group": 3, "dilations": [1, 2, 1], "pads": [1, 2, 1, 1, 2, 1]}),
+    # several K blocks and channel tiles (K = 576 > kc, 40 output channels)
+    ((1, 64, 12, 13), (40, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+]
+IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
+
+
+def conv_model(t, attrs, w_const=None, bias=True, opset=None, b_const=None):
+    opset = opset or (22 if t == "bfloat16" else 11)
+    inputs = [("X", t), ("W", t)] + ([("B", t)] if bias else [])
+    inits = []
+    if w_const is not None:
+        inits.append(("W", w_const))
+    if b_const is not None:
+        inits.append(("B", b_const))
+    return model("Conv", inputs, [("Y", t)], attrs=attrs, initializers=inits, opset=opset, name="conv0")
+
+
+def make_data(rng, xs, ws, t, bias):
+    x = rng.standard_normal(xs).astype(NP[t])
+    w = rng.standard_normal(ws).astype(NP[t])
+    b = rng.standard_normal(ws[0]).astype(NP[t]) if bias else None
+    return x, w, b
+
+
+def run_olc(m, feeds, level, threads=1):
+    s = session(m, level, threads)
+    (y,) = s.run(None, feeds)
+    assert s.kernel_usage() == [KERNEL]
+    return y, s
+
+
+def k_of(ws, attrs):
+    return int(np.prod(ws[1:]))
+
+
+@pytest.mark.parametrize("const", [False, True], ids=["fed-W", "const-W"])
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "nobias"])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_float32(case, bias, const):
+    xs, ws, attrs = case
+    rng = np.random.default_rng(abs(hash((xs, ws, bias, const))) % 2**32)
+    x, w, b = make_data(rng, xs, ws, "float32", bias)
+    m = conv_model("float32", attrs, w_const=w if const else None, bias=bias)
+    feeds = {"X": x} | ({} if const else {"W": w}) | ({"B": b} if bias else {})
+    ref, absprod = conv_ref(x, w, b, attrs)
+    dilated_same = attrs.get("auto_pad", "").startswith("SAME") and any(v > 1 for v in attrs.get("dilations", []))
+    ort_y = None
+    if not dilated_same:
+        ort_y = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+        assert ort_y.shape == ref.shape
+    for level in LEVELS:
+        for threads in (1, 2):
+            y, s = run_olc(m, feeds, level, threads)
+            assert y.shape == ref.shape and y.dtype == np.float32
+            what = f"{level} t{threads}"
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", what)
+            if ort_y is not None:
+                # Both within float32 rounding of the exact result.
+                bound = 4 * (k_of(ws, attrs) + 2) * 2.0**-24 * absprod + 1e-30
+                assert (np.abs(y.astype(np.float64) - ort_y) <= 2 * bound).all(), what
+            if const and level == LEVELS[-1] and threads == 1:
+                assert "prepacked-W" in s.kernel_usage_details()[0]
+
+
+@pytest.mark.parametrize("t", ["float16", "bfloat16"])
+@pytest.mark.parametrize("case", CASES[::3] + [CASES[15], CASES[11]], ids=IDS[::3] + [IDS[15], IDS[11]])
+def test_half_types(case, t):
+    xs, ws, attrs = case
+    rng = np.random.default_rng(11)
+    for const in (False, True):
+        x, w, b = make_data(rng, xs, ws, t, True)
+        m = conv_model(t, attrs, w_const=w if const else None)
+        feeds = {"X": x, "B": b} | ({} if const else {"W": w})
+        ref, absprod = conv_ref(x, w, b, attrs)
+        for level in LEVELS:
+            y, _ = run_olc(m, feeds, level, 2)
+            assert y.dtype == NP[t] and y.shape == ref.shape
+            check_close(y, ref, absprod, k_of(ws, attrs), t, f"{t} {level} const={const}")
+
+
+@pytest.mark.parametrize("opset", [1, 11, 22])
+def test_opsets(opset):
+    xs, ws, attrs = (1, 3, 7, 9), (4, 3, 3, 5), {"strides": [2, 1], "pads": [1, 2, 1, 2]}
+    rng = np.random.default_rng(3)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, opset=opset)
+    y, _ = run_olc(m, {"X": x, "W": w, "B": b}, LEVELS[-1])
+    ref, absprod = conv_ref(x, w, b, attrs)
+    check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"opset {opset}")
+
+
+def test_constant_bias_and_repeated_runs():
+    """Constant W and B; the packed weights serve every run and new inputs."""
+    xs, ws, attrs = (3, 8, 11, 10), (16, 4, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}
+    rng = np.random.default_rng(5)
+    _, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w, b_const=b)
+    s = session(m, LEVELS[-1], 2)
+    for _ in range(3):
+        x = rng.standard_normal(xs).astype(np.float32)
+        (y,) = s.run(None, {"X": x})
+        ref, absprod = conv_ref(x, w, b, attrs)
+        check_close(y, ref, absprod, k_of(ws, attrs), "float32")
+    assert s.kernel_usage() == [KERNEL]
+    assert "prepacked-W" in s.kernel_usage_details()[0]
+
+
+def test_large_input_uses_tiles():
+    """A 3x3 convolution whose im2col matrix would be 9 times the input:
+    right result on the tiled path, on more than one tile per image."""
+    xs, ws, attrs = (1, 16, 64, 72), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}
+    rng = np.random.default_rng(9)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    y, s = run_olc(m, {"X": x, "B": b}, LEVELS[-1], 2)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    check_close(y, ref, absprod, k_of(ws, attrs), "float32")
+    assert "implicit-gemm" in s.kernel_usage_details()[0]
+
+
+@pytest.mark.parametrize("case,path", [(CASES[0], "implicit-gemm"), (CASES[11], "pointwise-gemm"),
+                                       (CASES[15], "depthwise")])
+def test_algorithm_recorded(case, path):
+    xs, ws, attrs = case
+    rng = np.random.default_rng(1)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs)
+    _, s = run_olc(m, {"X": x, "W": w, "B": b}, LEVELS[-1])
+    assert path in s.kernel_usage_details()[0]
+
+
+# ---------------------------------------------------------------- errors
+
+def expect_error(m, feeds, pattern):
+    with pytest.raises(olc_core.OlcError, match=pattern) as ei:
+        s = olc_core.Session(m, strict=True)
+        s.run(None, feeds)
+    assert "conv0" in str(ei.value)
+
+
+@pytest.mark.parametrize("xs,ws,attrs,pattern", [
+    ((1, 5, 7, 7), (4, 5, 3, 3), {"group": 2}, "not divisible by group"),
+    ((1, 4, 7, 7), (3, 2, 3, 3), {"group": 2}, "output channels .* not divisible by group"),
+    ((1, 4, 7, 7), (4, 3, 3, 3), {}, "input channels per group"),
+    ((1, 4, 7, 7), (4, 2, 3, 3), {"group": 1}, "input channels per group"),
+    ((1, 3, 4, 4), (2, 3, 5, 3), {}, "larger than the padded input"),
+    ((1, 3, 4, 9), (2, 3, 3, 3), {"dilations": [2, 1]}, "larger than the padded input"),
+    ((1, 3, 4, 4), (2, 3, 5, 3), {"auto_pad": "VALID"}, "larger than the input"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"pads": [1, 1, 1]}, "'pads'"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"strides": [1, 1, 1]}, "'strides' has 3 values"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"dilations": [1]}, "'dilations' has 1 values"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"strides": [0, 1]}, "strides must be positive"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"strides": [1, -2]}, "strides must be positive"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"dilations": [0, 1]}, "dilations must be positive"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"pads": [1, -1, 0, 0]}, "pads must be non-negative"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"kernel_shape": [3, 2]}, "kernel_shape"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"auto_pad": "SAME"}, "auto_pad must be"),
+    ((1, 3, 7, 7), (2, 3, 3, 3), {"group": 0}, "group must be >= 1"),
+])
+def test_errors(xs, ws, attrs, pattern):
+    rng = np.random.default_rng(0)
+    x, w, _ = make_data(rng, xs, ws, "float32", False)
+    for const in (False, True):
+        m = conv_model("float32", attrs, w_const=w if const else None, bias=False)
+        expect_error(m, {"X": x} | ({} if const else {"W": w}), pattern)
+
+
+def test_error_bias_shape():
+    rng = np.random.default_rng(0)
+    x, w, _ = make_data(rng, (1, 3, 7, 7), (2, 3, 3, 3), "float32", False)
+    m = conv_model("float32", {})
+    expect_error(m, {"X": x, "W": w, "B": np.zeros(3, np.float32)}, "bias B")
+
+
+def test_error_rank_mismatch():
+    rng = np.random.default_rng(0)
+    x, w, _ = make_data(rng, (1, 3, 7, 7), (2, 3, 3), "float32", False)
+    m = conv_model("float32", {}, bias=False)
+    expect_error(m, {"X": x, "W": w}, "rank")
