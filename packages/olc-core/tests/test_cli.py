@@ -675,3 +675,27 @@ def test_fallback_warning_is_printed_once_in_the_commands_words():
                         "Sqrt x1, Neg x1, 7 other op types (--strict refuses them; the plan says why)"]
     assert "Session(strict=True)" not in p.stderr
     assert max(len(line) for line in p.stdout.splitlines()) <= cli.TABLE_WIDTH
+
+
+def test_plan_lists_subgraph_nodes_under_their_node(tmp_path):
+    then_g = helper.make_graph([helper.make_node("Identity", ["x"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [4])])
+    else_g = helper.make_graph([helper.make_node("Flatten", ["x"], ["e"], axis=0)], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [1, 4])])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c"], ["y"], name="choose", then_branch=then_g, else_branch=else_g)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4]), helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    path, out_json = tmp_path / "if.onnx", tmp_path / "r.json"
+    onnx.save(m, str(path))
+    p = run_cli("run", str(path), "--compare", "none", "--json", str(out_json))
+    assert p.returncode == 0, p.stderr
+    plan = json.loads(out_json.read_text())["plan"]
+    assert [(r["node"], r["kernel"], r["subgraph"]) for r in plan] == [
+        ("choose", "olc_core::If", None),
+        ("choose/then_branch/Identity_0", "olc_core::Identity", "choose/then_branch"),
+        ("choose/else_branch/Flatten_0", "olc_core::Flatten", "choose/else_branch")]
+    assert "their subgraphs: 2 of 2 nodes on olc kernels, 0 on the fallback" in p.stdout
+    assert any(line.startswith("choose/else_branch/Flatten_0 ") for line in p.stdout.splitlines())

@@ -521,13 +521,21 @@ def _path(entry: Any) -> str:
     return "fallback" if entry.kernel.startswith(FALLBACK_LIBRARY + "::") else "python"
 
 
-def node_rows(expanded_plan: Sequence[Any]) -> list[dict[str, Any]]:
+def node_rows(expanded_plan: Sequence[Any], subgraph: str = "") -> list[dict[str, Any]]:
     """One row per model node from ``Session.kernel_plan(expand_fused=True)``:
-    a fused node's originals each name the fused node and kernel that ran them."""
-    return [{"node": e.node_name, "domain": e.domain, "op": e.op_type, "kernel": e.kernel, "native": bool(e.native),
-             "path": _path(e), "reason": e.reason, "fused_into": getattr(e, "fused_into", "") or None,
-             "shape_plan": getattr(e, "shape_plan", "") or None}
-            for e in expanded_plan]
+    a fused node's originals each name the fused node and kernel that ran them.
+    The nodes of an If, Loop or Scan's subgraphs follow their node, named
+    ``node/attribute/inner`` and with ``subgraph`` set to ``node/attribute``."""
+    rows: list[dict[str, Any]] = []
+    for e in expanded_plan:
+        rows.append({"node": f"{subgraph}/{e.node_name}" if subgraph else e.node_name, "domain": e.domain,
+                     "op": e.op_type, "kernel": e.kernel, "native": bool(e.native), "path": _path(e),
+                     "reason": e.reason, "fused_into": getattr(e, "fused_into", "") or None,
+                     "shape_plan": getattr(e, "shape_plan", "") or None, "subgraph": subgraph or None})
+        for attr, entries in getattr(e, "subgraphs", ()):
+            inner = f"{subgraph}/{e.node_name}" if subgraph else e.node_name
+            rows.extend(node_rows(entries, f"{inner}/{attr}"))
+    return rows
 
 
 # Longer node names lose their middle in the plan table (the JSON keeps them).
@@ -560,7 +568,18 @@ def plan_rows(rows: Sequence[Mapping[str, Any]]) -> list[list[str]]:
     return out
 
 
-def plan_summary(rows: Sequence[Mapping[str, Any]]) -> str:
+def plan_summary(all_rows: Sequence[Mapping[str, Any]]) -> str:
+    rows = [r for r in all_rows if not r.get("subgraph")]
+    inner = [r for r in all_rows if r.get("subgraph")]
+    text = _plan_summary(rows)
+    if inner:
+        n_native = sum(1 for r in inner if r["native"] or r["path"] in ("python", "constant"))
+        text += (f"; their subgraphs: {n_native} of {len(inner)} nodes on olc kernels, "
+                 f"{sum(1 for r in inner if r['path'] == 'fallback')} on the fallback")
+    return text
+
+
+def _plan_summary(rows: Sequence[Mapping[str, Any]]) -> str:
     n_native = sum(1 for r in rows if r["native"])
     n_python = sum(1 for r in rows if r["path"] == "python")
     folded = [r for r in rows if r["path"] == "constant"]
