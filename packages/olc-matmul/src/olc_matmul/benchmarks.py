@@ -5,7 +5,8 @@ constant-B cases, also listed in ``gemm``), ``matmul`` (batched, broadcast
 and vector MatMul), ``bf16``, ``integer`` (MatMulInteger), ``nbits_m1`` and
 ``nbits_m128`` (MatMulNBits 4-bit, block 32), ``einsum`` (attention,
 batched-matmul and projection contractions, transposes, reductions, outer
-product). ``benchmark_gates()`` gives
+product), ``conv`` (ResNet 3x3 and 1x1, depthwise 3x3, a 1-D audio
+conv). ``benchmark_gates()`` gives
 the acceptance gates, ``benchmark_extras(threads)`` the figures that are not
 ratios against onnxruntime (FMA peak, GFLOP/s at 1024 cubed).
 """
@@ -67,6 +68,30 @@ def _einsum(name, equation, *shapes, group="einsum"):
     }
 
 
+def _conv(name, xs, ws, attrs, *, bias=True, group="conv"):
+    n, _, *sp = xs
+    m = ws[0]
+    k = int(np.prod(ws[1:]))
+    strides = attrs.get("strides", [1] * len(sp))
+    out = [-(-d // s) for d, s in zip(sp, strides)]  # the cases use SAME-sized outputs
+    inputs = [_inp(xs), _inp(ws, constant=True)] + ([_inp((m,), constant=True)] if bias else [])
+    return {
+        "op": "Conv", "domain": "", "opset": 11, "attributes": attrs, "inputs": inputs, "outputs": [F32],
+        "expected_kernel": "olc_matmul::Conv", "name": f"Conv {name} {list(xs)}*{list(ws)}",
+        "size": n * m * int(np.prod(out)) * k, "rtol": 1e-4, "atol": 1e-3 * max(1.0, k ** 0.5 / 8), "group": group,
+    }
+
+
+def conv_cases() -> list[dict[str, Any]]:
+    """Conv in the forms vision and audio models use, constant weights and bias."""
+    return [
+        _conv("resnet 3x3 64->64", (1, 64, 56, 56), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+        _conv("resnet 1x1 256->64", (1, 256, 56, 56), (64, 256, 1, 1), {}),
+        _conv("depthwise 3x3", (1, 32, 112, 112), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+        _conv("audio 1-D k3", (1, 80, 3000), (384, 80, 3), {"pads": [1, 1]}),
+    ]
+
+
 def einsum_cases() -> list[dict[str, Any]]:
     """Einsum in the forms models use (the last shape of each is the output's)."""
     return [
@@ -122,6 +147,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
                 cases.append(_nbits(M, N, K))
     cases += [_mmi(n) for n in (128, 512, 1024)]
     cases += einsum_cases()
+    cases += conv_cases()
     return cases
 
 
