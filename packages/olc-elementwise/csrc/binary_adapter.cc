@@ -248,6 +248,66 @@ bool is_signed_int(int32_t t) {
   return t == OLC_DTYPE_INT8 || t == OLC_DTYPE_INT16 || t == OLC_DTYPE_INT32 || t == OLC_DTYPE_INT64;
 }
 
+// ---- float32 Pow with one exponent for every element
+
+// Element i of a numeric tensor as double (NaN for a type without one here).
+double value_at(const olc_tensor& t, int64_t i) {
+  switch (t.dtype) {
+    case OLC_DTYPE_FLOAT: return static_cast<const float*>(t.data)[i];
+    case OLC_DTYPE_DOUBLE: return static_cast<const double*>(t.data)[i];
+    case OLC_DTYPE_INT8: return static_cast<const int8_t*>(t.data)[i];
+    case OLC_DTYPE_INT16: return static_cast<const int16_t*>(t.data)[i];
+    case OLC_DTYPE_INT32: return static_cast<const int32_t*>(t.data)[i];
+    case OLC_DTYPE_INT64: return static_cast<double>(static_cast<const int64_t*>(t.data)[i]);
+    case OLC_DTYPE_UINT8: return static_cast<const uint8_t*>(t.data)[i];
+    case OLC_DTYPE_UINT16: return static_cast<const uint16_t*>(t.data)[i];
+    case OLC_DTYPE_UINT32: return static_cast<const uint32_t*>(t.data)[i];
+    case OLC_DTYPE_UINT64: return static_cast<double>(static_cast<const uint64_t*>(t.data)[i]);
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+PowConst pow_const_of(double v) {
+  if (v == 0.0) return PowConst::Zero;  // -0 too: x^-0 = 1
+  if (v == 1.0) return PowConst::One;
+  if (v == 2.0) return PowConst::Two;
+  if (v == 3.0) return PowConst::Three;
+  if (v == 0.5) return PowConst::Half;
+  if (v == -1.0) return PowConst::MinusOne;
+  if (v == -0.5) return PowConst::MinusHalf;
+  return PowConst::None;
+}
+
+// The PowConst of an exponent tensor whose elements all hold one of the
+// values above (an int64 exponent beyond 2^53 never compares equal to one).
+PowConst pow_const_of(const olc_tensor& t) {
+  const int64_t n = olc_element_count(&t);
+  if (!t.data || n <= 0) return PowConst::None;
+  const double v0 = value_at(t, 0);
+  for (int64_t i = 1; i < n; ++i)
+    if (!(value_at(t, i) == v0)) return PowConst::None;
+  return pow_const_of(v0);
+}
+
+// Usage details: "<isa>,pow:<path>".
+const char* pow_detail(const char* isa, PowConst c) {
+  static const char* const kNames[3][static_cast<int>(PowConst::kCount)] = {
+      {"scalar,pow:general", "scalar,pow:one", "scalar,pow:identity", "scalar,pow:square", "scalar,pow:cube",
+       "scalar,pow:sqrt", "scalar,pow:reciprocal", "scalar,pow:rsqrt"},
+      {"avx2,pow:general", "avx2,pow:one", "avx2,pow:identity", "avx2,pow:square", "avx2,pow:cube",
+       "avx2,pow:sqrt", "avx2,pow:reciprocal", "avx2,pow:rsqrt"},
+      {"avx512,pow:general", "avx512,pow:one", "avx512,pow:identity", "avx512,pow:square", "avx512,pow:cube",
+       "avx512,pow:sqrt", "avx512,pow:reciprocal", "avx512,pow:rsqrt"}};
+  const int lv = !std::strcmp(isa, "avx512") ? 2 : !std::strcmp(isa, "avx2") ? 1 : 0;
+  return kNames[lv][static_cast<int>(c)];
+}
+
+bool select_pow_const_at(const char* isa, PowConst c, BinaryFns* out) {
+  if (!std::strcmp(isa, "avx512")) return nary_avx512::select_pow_const(c, out);
+  if (!std::strcmp(isa, "avx2")) return nary_avx2::select_pow_const(c, out);
+  return nary_scalar::select_pow_const(c, out);
+}
+
 // The immutable per-node kernel state.
 struct BinaryKernelDescriptor {
   BinOp op;
@@ -262,6 +322,13 @@ struct BinaryKernelDescriptor {
   bool check_divisor;  // integer Div / Mod: zero divisors rejected
   bool check_overflow; // signed integer Div: INT_MIN / -1 rejected
   bool unidirectional; // PRelu: the output must have X's shape
+  // float32 Pow: a constant exponent's exact path (fns already bound to it),
+  // or, when the exponent is not a constant, the exact paths a one-element
+  // exponent may take at run time (pow_runtime).
+  bool pow_f32 = false;
+  PowConst pow_const = PowConst::None;
+  bool pow_runtime = false;
+  BinaryFns pow_fns[static_cast<int>(PowConst::kCount)];
   Tuning tuning;
   StreamPolicy stream;
   mutable PlanCache plans;
@@ -335,6 +402,19 @@ void* binary_create(const olc_core_api* capi, const olc_node_info* node, char* e
   st->check_divisor = (spec->op == BinOp::Div || spec->op == BinOp::Mod) && is_int(tb);
   st->check_overflow = spec->op == BinOp::Div && is_signed_int(ta);
   st->unidirectional = spec->op == BinOp::PRelu;
+  if (spec->op == BinOp::Pow && ta == OLC_DTYPE_FLOAT) {
+    st->pow_f32 = true;
+    const olc_tensor* c = node->input_constants ? &node->input_constants[1] : nullptr;
+    if (c && c->data) {
+      st->pow_const = pow_const_of(*c);
+      if (st->pow_const != PowConst::None && !select_pow_const_at(isa, st->pow_const, &st->fns))
+        st->pow_const = PowConst::None;
+    } else {
+      st->pow_runtime = true;
+      for (int k = 1; k < static_cast<int>(PowConst::kCount); ++k)
+        st->pow_runtime &= select_pow_const_at(isa, static_cast<PowConst>(k), &st->pow_fns[k]);
+    }
+  }
   const bool costly = spec->op == BinOp::Pow || spec->op == BinOp::Mod || (spec->op == BinOp::Div && is_int(ta));
   st->tuning.declare(spec->name, isa, ta, costly);
   // Non-temporal stores for outputs far larger than the caches (the level's
@@ -456,18 +536,28 @@ int32_t binary_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
     return OLC_OK;
   }
   const int64_t sa = p.inner_stride[0], sb = p.inner_stride[1];
+  const BinaryFns* fns = &st->fns;
+  const char* detail = st->isa;
+  if (st->pow_f32) {
+    PowConst pc = st->pow_const;
+    if (st->pow_runtime && olc_element_count(&inputs[1]) == 1) {
+      pc = pow_const_of(value_at(inputs[1], 0));
+      if (pc != PowConst::None) fns = &st->pow_fns[static_cast<int>(pc)];
+    }
+    detail = pow_detail(st->isa, pc);
+  }
   BinRun r{st, &p, static_cast<const char*>(inputs[0].data), static_cast<const char*>(inputs[1].data),
-           static_cast<char*>(y), st->fns.vv, false};
-  BinaryFn stream_fn = st->fns.vv_stream;
-  if (sa == 0 && sb != 0) { r.fn = st->fns.sv; stream_fn = st->fns.sv_stream; }
-  else if (sb == 0 && sa != 0) { r.fn = st->fns.vs; stream_fn = st->fns.vs_stream; }
+           static_cast<char*>(y), fns->vv, false};
+  BinaryFn stream_fn = fns->vv_stream;
+  if (sa == 0 && sb != 0) { r.fn = fns->sv; stream_fn = fns->sv_stream; }
+  else if (sb == 0 && sa != 0) { r.fn = fns->vs; stream_fn = fns->vs_stream; }
   const int64_t bpe = static_cast<int64_t>(st->a_size + st->b_size + st->y_size);
   const SplitParams sp = st->tuning.params(p.family, bpe);
   if (stream_fn && run_streams(ctx, st->stream, p, sp, 2, inputs, static_cast<int64_t>(st->y_size))) {
     r.fn = stream_fn;
     r.stream = true;
   }
-  g_api->record_usage_detail(ctx, r.stream ? st->streaming.detail : st->isa);
+  g_api->record_usage_detail(ctx, r.stream ? st->streaming.detail : detail);
   run_split(ctx, p, sp, &binary_range, &r);
   return OLC_OK;
 }

@@ -49,6 +49,12 @@ struct BinaryFns {
   BinaryFn vv_stream = nullptr, sv_stream = nullptr, vs_stream = nullptr;
 };
 
+// float32 Pow with an exponent that is the same for every element (a
+// constant of the model, or a one-element feed) and one of these values:
+// an exact function of the base (pow_f32.inc), chosen at create() for a
+// constant and per run for a one-element feed.
+enum class PowConst : int { None, Zero, One, Two, Three, Half, MinusOne, MinusHalf, kCount };
+
 enum class VarOp : int { Sum, Mean, Min, Max };
 
 // y[k] = op over j of in[j][k * inc[j]] for k in [0, n); inc[j] is 0 or 1.
@@ -77,6 +83,7 @@ using SwiGluFn = void (*)(const void* a, const void* b, void* y, int64_t n, doub
 #define OLC_EW_DECLARE_NARY_SELECT(isa)                                                          \
   namespace isa {                                                                                \
   bool select_binary(BinOp op, BinaryVariant v, int32_t a_dtype, int32_t b_dtype, BinaryFns* out); \
+  bool select_pow_const(PowConst c, BinaryFns* out);                                             \
   VariadicFn select_variadic(VarOp op, int32_t dtype);                                           \
   VariadicFn select_variadic_stream(VarOp op, int32_t dtype);                                    \
   WhereFn select_where(int32_t elem_size);                                                        \
