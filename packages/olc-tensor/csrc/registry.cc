@@ -131,7 +131,7 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"Pad", nullptr},       {"CumSum", nullptr},    {"GatherND", nullptr},
                     {"ScatterElements", nullptr}, {"OneHot", nullptr}, {"ConstantOfShape", nullptr},
                     {"EyeLike", nullptr},   {"Trilu", nullptr},     {"DepthToSpace", nullptr},
-                    {"SpaceToDepth", nullptr}};
+                    {"SpaceToDepth", nullptr}, {"Pool", nullptr},     {"Resize", nullptr}};
 void declare_parallel_params() {
   for (ParParam& p : g_par)
     p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
@@ -293,6 +293,12 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"QuantizeLinear", &make_quantize_linear},
       {"DequantizeLinear", &make_dequantize_linear},
       {"DynamicQuantizeLinear", &make_dynamic_quantize_linear},
+      {"MaxPool", &make_max_pool},
+      {"AveragePool", &make_average_pool},
+      {"LpPool", &make_lp_pool},
+      {"GlobalMaxPool", &make_global_max_pool},
+      {"GlobalAveragePool", &make_global_average_pool},
+      {"GlobalLpPool", &make_global_lp_pool},
   };
 }
 

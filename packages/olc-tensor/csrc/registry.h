@@ -48,6 +48,12 @@ Kernel* make_space_to_depth(const olc_node_info* node, std::string* error);
 Kernel* make_quantize_linear(const olc_node_info* node, std::string* error);
 Kernel* make_dequantize_linear(const olc_node_info* node, std::string* error);
 Kernel* make_dynamic_quantize_linear(const olc_node_info* node, std::string* error);
+Kernel* make_max_pool(const olc_node_info* node, std::string* error);
+Kernel* make_average_pool(const olc_node_info* node, std::string* error);
+Kernel* make_lp_pool(const olc_node_info* node, std::string* error);
+Kernel* make_global_max_pool(const olc_node_info* node, std::string* error);
+Kernel* make_global_average_pool(const olc_node_info* node, std::string* error);
+Kernel* make_global_lp_pool(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

@@ -134,6 +134,24 @@ def _quantize_rows() -> tuple[TensorOp, ...]:
     )
 
 
+POOL_FLOAT = ("float32", "float64", "float16")
+
+
+def _pool_rows() -> tuple[TensorOp, ...]:
+    """Pooling: float32/64/16 (+ bfloat16 22+); MaxPool + int8/uint8 from 12
+    and its Indices output (int64) from 8."""
+    bf = ("bfloat16",)
+    plain = _split(1, {1: POOL_FLOAT, 22: POOL_FLOAT + bf})
+    rows = [TensorOp("MaxPool", _split(1, {1: POOL_FLOAT, 12: POOL_FLOAT + BYTE, 22: POOL_FLOAT + BYTE + bf}),
+                     ("T",), (("I", INT64),), "rows reduced into a padded buffer, then a SIMD sliding window",
+                     outputs=("T", "I"))]
+    for op in ("AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool"):
+        rows.append(TensorOp(op, plain, ("T",), outputs=("T",)))
+    return tuple(rows)
+
+
+POOL_OPS = ("MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool")
+
 QUANTIZE_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 
 
@@ -202,7 +220,7 @@ OPS: tuple[TensorOp, ...] = (
     # mode (DCR/CRD): DepthToSpace from 11, SpaceToDepth from 28.
     TensorOp("DepthToSpace", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
     TensorOp("SpaceToDepth", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
-) + _quantize_rows()
+) + _quantize_rows() + _pool_rows()
 
 BY_NAME: dict[str, list[TensorOp]] = {}
 for _o in OPS:

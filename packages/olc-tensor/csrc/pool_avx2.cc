@@ -1,0 +1,103 @@
+// AVX2 float32 pooling rows (see pool_kernels.h). Tails run through
+// masked loads and stores: nothing is read or written past n.
+#include <immintrin.h>
+
+#include <cmath>
+
+#include "pool_kernels.h"
+
+namespace olc_tn {
+namespace avx2 {
+namespace {
+
+inline float fmax1(float a, float b) { return std::isnan(b) ? a : (std::isnan(a) || b > a) ? b : a; }
+
+// fmax(a, b): max_ps returns its second operand when either is NaN, so a
+// NaN b is replaced by a.
+inline __m256 vfmax(__m256 a, __m256 b) {
+  return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
+}
+
+inline __m256i tail_mask(int64_t r) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+void rows_max(float* acc, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, vfmax(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
+  for (; i < n; ++i) acc[i] = fmax1(acc[i], x[i]);
+}
+void rows_add(float* acc, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
+  for (; i < n; ++i) acc[i] += x[i];
+}
+void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 m = _mm256_loadu_ps(x + i);
+    for (int64_t j = 1; j < k; ++j) m = vfmax(m, _mm256_loadu_ps(x + i + j * d));
+    _mm256_storeu_ps(t + i, m);
+  }
+  if (i < n) {
+    const __m256i mk = tail_mask(n - i);
+    __m256 m = _mm256_maskload_ps(x + i, mk);
+    for (int64_t j = 1; j < k; ++j) m = vfmax(m, _mm256_maskload_ps(x + i + j * d, mk));
+    _mm256_maskstore_ps(t + i, mk, m);
+  }
+}
+void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 s = _mm256_loadu_ps(x + i);
+    for (int64_t j = 1; j < k; ++j) s = _mm256_add_ps(s, _mm256_loadu_ps(x + i + j * d));
+    _mm256_storeu_ps(t + i, s);
+  }
+  if (i < n) {
+    const __m256i mk = tail_mask(n - i);
+    __m256 s = _mm256_maskload_ps(x + i, mk);
+    for (int64_t j = 1; j < k; ++j) s = _mm256_add_ps(s, _mm256_maskload_ps(x + i + j * d, mk));
+    _mm256_maskstore_ps(t + i, mk, s);
+  }
+}
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+float sum(const float* x, int64_t n) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
+  }
+  for (; i + 8 <= n; i += 8) a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
+  if (i < n) a1 = _mm256_add_ps(a1, _mm256_maskload_ps(x + i, tail_mask(n - i)));
+  return hsum(_mm256_add_ps(a0, a1));
+}
+float max(const float* x, int64_t n) {
+  if (n < 8) {
+    float m = x[0];
+    for (int64_t i = 1; i < n; ++i) m = fmax1(m, x[i]);
+    return m;
+  }
+  __m256 m = _mm256_loadu_ps(x);
+  int64_t i = 8;
+  for (; i + 8 <= n; i += 8) m = vfmax(m, _mm256_loadu_ps(x + i));
+  // The last 8 elements overlap the ones already seen: max is idempotent.
+  if (i < n) m = vfmax(m, _mm256_loadu_ps(x + n - 8));
+  alignas(32) float t[8];
+  _mm256_store_ps(t, m);
+  float r = t[0];
+  for (int j = 1; j < 8; ++j) r = fmax1(r, t[j]);
+  return r;
+}
+
+}  // namespace
+
+PoolRowsF32 pool_rows_f32() { return {rows_max, rows_add, window_max, window_add, sum, max, "avx2"}; }
+
+}  // namespace avx2
+}  // namespace olc_tn

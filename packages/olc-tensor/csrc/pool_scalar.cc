@@ -1,0 +1,55 @@
+// Portable float32 pooling rows (see pool_kernels.h).
+#include <cmath>
+
+#include "pool_kernels.h"
+
+namespace olc_tn {
+namespace scalar {
+namespace {
+
+inline float fmax1(float a, float b) { return std::isnan(b) ? a : (std::isnan(a) || b > a) ? b : a; }
+
+void rows_max(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = fmax1(acc[i], x[i]);
+}
+void rows_add(float* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+}
+void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+  for (int64_t i = 0; i < n; ++i) {
+    float m = x[i];
+    for (int64_t j = 1; j < k; ++j) m = fmax1(m, x[i + j * d]);
+    t[i] = m;
+  }
+}
+void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+  for (int64_t i = 0; i < n; ++i) {
+    float s = x[i];
+    for (int64_t j = 1; j < k; ++j) s += x[i + j * d];
+    t[i] = s;
+  }
+}
+float sum(const float* x, int64_t n) {
+  float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    s0 += x[i];
+    s1 += x[i + 1];
+    s2 += x[i + 2];
+    s3 += x[i + 3];
+  }
+  for (; i < n; ++i) s0 += x[i];
+  return (s0 + s1) + (s2 + s3);
+}
+float max(const float* x, int64_t n) {
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = fmax1(m, x[i]);
+  return m;
+}
+
+}  // namespace
+
+PoolRowsF32 pool_rows_f32() { return {rows_max, rows_add, window_max, window_add, sum, max, "scalar"}; }
+
+}  // namespace scalar
+}  // namespace olc_tn
