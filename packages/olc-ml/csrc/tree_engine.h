@@ -1,0 +1,105 @@
+// The tree ensemble engine: a forest compiled once from the node/leaf tables
+// of a TreeEnsembleRegressor / TreeEnsembleClassifier into one flat node
+// array, then evaluated for blocks of rows.
+//
+// Layout. Trees are renumbered breadth-first and stored one after the other,
+// so the top levels of every tree share a few cache lines. A node is
+// {word, child[2], value}: `word` holds the feature index (bits 0-27), the
+// comparison (bits 28-30) and "missing goes to the true branch" (bit 31);
+// child[0] is the true branch, child[1] the false one. A leaf points to
+// itself on both sides and compares feature 0, so a walk that reaches it
+// early just stays there: the first `fixed_depth` levels of a tree are walked
+// without any test for leaves (no branch, only a selected index), for a block
+// of rows at once so their loads overlap; rows that are still inside a node
+// after that continue with a leaf test per level. A leaf keeps its first
+// weight in `value` (the single-target case) and its weight range in
+// leaf_first / leaf_count (several targets or classes).
+#ifndef OLC_ML_TREE_ENGINE_H_
+#define OLC_ML_TREE_ENGINE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace olc_ml {
+
+enum Mode : uint32_t { kLeq = 0, kLt = 1, kGte = 2, kGt = 3, kEq = 4, kNeq = 5, kLeaf = 6, kMixed = 7 };
+enum Aggregate { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
+enum PostTransform { kNone = 0, kSoftmax = 1, kLogistic = 2, kSoftmaxZero = 3, kProbit = 4 };
+
+constexpr uint32_t kFeatureMask = (1u << 28) - 1;
+constexpr uint32_t kMissingTrue = 1u << 31;
+
+template <typename T>
+struct Node {
+  uint32_t word;
+  int32_t child[2];
+  T value;
+};
+
+// What the adapter parsed from the node's attributes (already checked for
+// consistent lengths); thresholds and weights in double.
+struct EnsembleSpec {
+  std::vector<int64_t> treeids, nodeids, featureids, truenodeids, falsenodeids, missing_true;
+  std::vector<uint32_t> modes;  // Mode per node
+  std::vector<double> values;
+  std::vector<int64_t> w_treeids, w_nodeids, w_ids;
+  std::vector<double> w_values;
+  std::vector<double> base_values;
+  int64_t n_targets = 1;
+  Aggregate aggregate = kSum;
+  PostTransform post = kNone;
+  bool classifier = false;
+  std::vector<int64_t> class_labels;
+};
+
+template <typename T>
+struct Forest {
+  std::vector<Node<T>> nodes;
+  std::vector<int32_t> roots;
+  std::vector<int32_t> depth;        // per tree: levels below the root
+  std::vector<int32_t> fixed_depth;  // per tree: levels walked without a leaf test
+  std::vector<int32_t> leaf_first, leaf_count;  // per node
+  std::vector<int32_t> w_target;
+  std::vector<T> w_value;
+  std::vector<T> base_values;
+  int64_t n_targets = 1;
+  int64_t n_trees = 0;
+  int64_t max_feature = -1;  // highest feature a branch reads
+  uint32_t mode = kLeq;      // the comparison of every branch, or kMixed
+  bool missing = false;      // some branch sends NaN to its true side
+  Aggregate aggregate = kSum;
+  PostTransform post = kNone;
+  // classifier
+  bool classifier = false;
+  bool binary_case = false;
+  bool weights_all_positive = true;
+  std::vector<int64_t> class_labels;
+  int64_t sum_depth = 0;
+};
+
+// Compiles spec into forest; returns "" or the reason the tables are invalid.
+// branch_free_levels: how many top levels of each tree are walked without
+// leaf tests.
+template <typename T>
+std::string compile_forest(const EnsembleSpec& spec, int branch_free_levels, Forest<T>* forest);
+
+// Per-row scores of rows [r0, r1) over trees [t0, t1): acc holds
+// (r1 - r0) * n_targets scores, has the matching "has a score" flags; both
+// start cleared by the caller. x: the rows, n_features values each.
+template <typename T>
+void accumulate(const Forest<T>& f, const T* x, int64_t n_features, int64_t r0, int64_t r1, int64_t t0,
+                int64_t t1, T* acc, uint8_t* has);
+
+// Merges partial scores b into a (the aggregate's merge rule), n scores.
+template <typename T>
+void merge_scores(const Forest<T>& f, T* a, uint8_t* ha, const T* b, const uint8_t* hb, int64_t n);
+
+// Final values of one row: z receives the output scores (n_targets or
+// n_classes floats), label the class label (classifier only).
+template <typename T>
+void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* label);
+
+}  // namespace olc_ml
+
+#endif  // OLC_ML_TREE_ENGINE_H_
