@@ -245,3 +245,24 @@ def test_cli_run_no_fusion_plan(register, tmp_path, capsys):
     assert main(["run", str(path), "--compare", "none", "--threads", "1", "--no-fusion"]) == 0
     unfused = capsys.readouterr().out
     assert "by scale-chain" not in unfused and "s1" in unfused
+
+
+def _restate_opaque(ctx):
+    # test.olc::Opaque (no schema, no kernel: inference types nothing after it)
+    # restated as the Scale kernel it stands for.
+    return [Rewrite(helper.make_node("Scale", list(n.input), list(n.output), domain="test.olc", factor=4.0),
+                    (ctx.node_names[i],))
+            for i, n in enumerate(ctx.graph.node) if n.op_type == "Opaque"]
+
+
+def test_a_rewritten_node_whose_outputs_inference_left_untyped_takes_its_registrations_types(register):
+    register(PassPlugin(run=_restate_opaque, name="restate-opaque"))
+    nodes = [helper.make_node("Opaque", ["x"], ["z"], domain="test.olc", name="opaque"),
+             helper.make_node("Scale", ["z"], ["y"], domain="test.olc", name="after", factor=0.5)]
+    graph = helper.make_graph(nodes, "g", [tensor("x")], [tensor("y")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("test.olc", 1)])
+    s = olc_core.Session(m, strict=True, record_usage=True)
+    assert [(e.kernel, e.graph_pass) for e in s.kernel_plan()] == [
+        ("olc_core_test::Scale", "restate-opaque"), ("olc_core_test::Scale", "")]
+    (y,) = s.run(None, {"x": X})
+    np.testing.assert_array_equal(y, X * np.float32(2.0))

@@ -1104,14 +1104,28 @@ class Session:
         """The registration and created native kernel of a replacement node, or None."""
         domain = normalize_domain(node.domain)
         input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else "" for n in node.input)
-        if any(_tensor_elem(self._types.get(n)) == 0 for n in node.output if n):
-            return None
         reg, _ = self._choose(table, node, domain, 1, input_types)
         if reg is None or not isinstance(reg.factory, _CAPSULE_TYPE):
             return None
+        # Outputs inference left untyped (ops it types only in part, such as
+        # a tree classifier's scores) take the registration's types, as for
+        # a plain node; still unknown: the original nodes run instead.
+        typed: dict[str, onnx.TypeProto] = {}
+        for out, t in zip(node.output, reg.output_types(input_types)):
+            if out and t is not None and _tensor_elem(self._types.get(out)) == 0:
+                typed[out] = helper.make_tensor_type_proto(TYPE_CODES[t], None)
+        if any(_tensor_elem(typed.get(n) or self._types.get(n)) == 0 for n in node.output if n):
+            return None
+        saved = {n: self._types.get(n) for n in typed}
+        self._types.update(typed)
         try:
             kernel = _native.create_kernel(reg.factory, self._native_node_info(node, name, domain, 1))
         except Exception:  # noqa: BLE001 - the kernel refused: run the original nodes
+            for n, tp in saved.items():
+                if tp is None:
+                    self._types.pop(n, None)
+                else:
+                    self._types[n] = tp
             return None
         return reg, kernel
 
