@@ -2,10 +2,12 @@
 
     nox -s tests          everything CI runs, in one venv (each wheel built once)
     nox -s demo           olc run on the built-in demo model, compared with onnxruntime
-    nox -s core | elementwise | matmul | normalization | tensor | example_plugin | conformance
+    nox -s core | elementwise | matmul | normalization | tensor | contrib_microsoft | ml | example_plugin
+    nox -s conformance
     nox -s bench -- --enforce
     nox -s lint
     nox -s sanitize       core + elementwise built with ASan/UBSan, their tests under it
+                          (-- all: every family; -- olc-matmul ...: the families named)
     nox -s fuzz           a seeded run of tools/fuzz_models.py on every family (-- --long: a long run)
 
 Wheels are built into ``wheelhouse/``: olc-core first (``pip wheel --no-deps``),
@@ -225,6 +227,18 @@ def tensor(session: nox.Session) -> None:
 
 
 @nox.session
+def contrib_microsoft(session: nox.Session) -> None:
+    """olc-core + olc-contrib-microsoft and its tests."""
+    _family_session(session, "olc-contrib-microsoft")
+
+
+@nox.session
+def ml(session: nox.Session) -> None:
+    """olc-core + olc-ml and its tests."""
+    _family_session(session, "olc-ml")
+
+
+@nox.session
 def example_plugin(session: nox.Session) -> None:
     """The third-party plugin example, built against the olc-core wheel."""
     _install(session, [CORE, "olc-example-plugin"], *TEST_DEPS)
@@ -290,6 +304,12 @@ def _sanitizer_runtime(session: nox.Session) -> str:
     return " ".join(libs)
 
 
+def _extension_module(dist: str) -> str:
+    """The compiled module of a distribution: olc_core._native, olc_<family>._ext."""
+    package = dist.replace("-", "_")
+    return f"{package}._native" if dist == CORE else f"{package}._ext"
+
+
 def _check_instrumented(session: nox.Session, module: str, env: dict[str, str]) -> None:
     """Fails when the sanitize option did not reach CMake (an uninstrumented build proves nothing)."""
     code = (
@@ -301,10 +321,29 @@ def _check_instrumented(session: nox.Session, module: str, env: dict[str, str]) 
     session.run("python", "-c", code, env=env)
 
 
+# What `nox -s sanitize` covers by default (CI): the runtime and the family
+# with the most SIMD code. `nox -s sanitize -- all` (every family) or
+# `-- olc-matmul olc-tensor` picks others.
+SANITIZE_DEFAULT = [CORE, "olc-elementwise"]
+
+
+def _sanitize_targets(session: nox.Session) -> list[str]:
+    if not session.posargs:
+        return SANITIZE_DEFAULT
+    if session.posargs == ["all"]:
+        return [CORE, *_families()]
+    unknown = [d for d in session.posargs if d not in _families()]
+    if unknown:
+        session.error(f"not a family of this tree: {', '.join(unknown)} (families: {', '.join(_families())})")
+    return [CORE, *[d for d in session.posargs if d != CORE]]
+
+
 @nox.session
 def sanitize(session: nox.Session) -> None:
-    """Core and elementwise built with -DOLC_SANITIZE=ON (ASan + UBSan), their tests under it."""
-    _install(session, [CORE, "olc-elementwise"], *TEST_DEPS, sanitize=True)
+    """olc-core and olc-elementwise (or the families named after --, or -- all) built with
+    -DOLC_SANITIZE=ON (ASan + UBSan), their tests under it."""
+    targets = _sanitize_targets(session)
+    _install(session, targets, *TEST_DEPS, sanitize=True)
     env = {
         "LD_PRELOAD": _sanitizer_runtime(session),
         # detect_leaks=0: Python's own allocations are never freed at exit.
@@ -317,10 +356,10 @@ def sanitize(session: nox.Session) -> None:
         # growth: ASan's quarantine keeps freed blocks), and nothing else.
         "OLC_SANITIZER": "address,undefined",
     }
-    _check_instrumented(session, "olc_core._native", env)
-    _check_instrumented(session, "olc_elementwise._ext", env)
+    for dist in targets:
+        _check_instrumented(session, _extension_module(dist), env)
     failed = []
-    for path in (_tests_of(CORE), _tests_of("olc-elementwise")):
+    for path in map(_tests_of, targets):
         try:
             # Without faulthandler, a crash is reported by ASan, with its stack.
             _pytest(session, path, "-p", "no:faulthandler", env=env)
