@@ -101,6 +101,7 @@ struct ConvState {
   const olc_tuning_param* t_kc = nullptr;
   const olc_tuning_param* t_nc = nullptr;
   const olc_tuning_param* t_par = nullptr;
+  const olc_tuning_param* t_pwd = nullptr;
   // Constant weights: MR-row strips (GEMM) or float32 taps (depthwise),
   // chosen from W's shape (the input's channel count is checked per run).
   std::shared_ptr<PackedB> wpack;
@@ -284,6 +285,7 @@ struct GemmJob {
   const float* bias;  // float32, Cout values, or NULL
   int64_t KC, NC;
   int64_t tn, tm, mstep;
+  bool direct_b;  // pointwise float32: X read in place
   std::atomic<bool>* failed;
 };
 
@@ -344,7 +346,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const bool f32 = job.dt == OLC_DTYPE_FLOAT;
   const size_t es = f32 ? 4 : 2;
-  const bool direct_b = g.pointwise && f32;
+  const bool direct_b = job.direct_b;
   const int64_t nstrips = (g.Mg + MR - 1) / MR;
   // Split K evenly into blocks of at most KC.
   const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
@@ -584,6 +586,9 @@ void* conv_create(const olc_core_api* api, const olc_node_info* node, char* erro
   st->t_kc = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "kc", 256);
   st->t_nc = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "nc", 256);
   st->t_par = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "parallel_min_macs", 1 << 16);
+  // 1: a pointwise convolution reads X in place as the GEMM's B; 0: its
+  // rows are copied into tiles like an im2col (contiguous panels).
+  st->t_pwd = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "pointwise_direct", 1);
 
   // Constant W: packed once, in the layout its shape calls for.
   std::string pack_note;
@@ -733,6 +738,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   job.failed = &failed;
+  job.direct_b = g.pointwise && st->dtype == OLC_DTYPE_FLOAT && g_api->tuning_read_int(st->t_pwd) != 0;
   // Output tiles per image and group; with too few tasks for the threads,
   // the output channels are split too (each share builds its own tiles).
   job.tn = (g.out_sp + job.NC - 1) / job.NC;

@@ -2,6 +2,7 @@
 // level's flags only; entered after the runtime check for the level.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "conv_kernels.h"
 
