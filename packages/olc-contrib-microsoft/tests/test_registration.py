@@ -48,3 +48,16 @@ def test_the_session_option_picks_the_implementation(op, t, naive):
     assert s.kernel_usage() == [want]
     assert y.shape == shapes[0] and y.dtype == arrays[0].dtype
     assert np.all(np.isfinite(y.astype(np.float64)))
+
+
+def test_benchmark_cases_name_registered_kernels():
+    from olc_contrib_microsoft import benchmarks
+
+    names = {r.kernel_name for r in olc_core.registered_kernels() if r.family == manifest.FAMILY}
+    cases = benchmarks.benchmark_cases()
+    gated = [c for c in cases if c["group"] == benchmarks.GROUP]
+    assert len(gated) == len(benchmarks.ROWS) * len(benchmarks.HIDDEN) * 3
+    for c in cases:
+        assert c["expected_kernel"] in names and c["domain"] == manifest.DOMAIN
+        assert c["inputs"][0]["shape"][-1] in (384, 768, 4096)
+    assert {g["group"] for g in benchmarks.benchmark_gates()} == {benchmarks.GROUP}
