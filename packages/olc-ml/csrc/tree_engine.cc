@@ -499,8 +499,17 @@ void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* l
   switch (extra) {
     case 0:
     case 1:
-      z[0] = static_cast<float>(T(1) - v);
-      z[1] = static_cast<float>(v);
+      // All weights positive: the score is a probability of the positive
+      // class; LOGISTIC maps it and the negative class takes the rest
+      // (onnxruntime: z1 = logistic(v), z0 = 1 - z1; other transforms
+      // leave {1 - v, v}).
+      if (f.post == kLogistic) {
+        z[1] = logistic(static_cast<float>(v));
+        z[0] = 1.0f - z[1];
+      } else {
+        z[0] = static_cast<float>(T(1) - v);
+        z[1] = static_cast<float>(v);
+      }
       break;
     case 2:
     case 3:

@@ -162,8 +162,6 @@ def test_regressor_post_transforms(post, n_targets):
 def test_classifier_post_transforms_and_binary_forms(post, classes, ids, base):
     if base == 1 and classes != 2:
         pytest.skip("a single base value is a binary form")
-    if ids == "positive-one" and post == "LOGISTIC" and base < 2:
-        pytest.xfail("single-score binary, all weights positive, LOGISTIC: onnxruntime's scores differ (open)")
     ids_fn = (lambda t, nid: range(classes)) if ids == "all" else (lambda t, nid: [0])
     attrs = _forest(["BRANCH_LEQ"], 0, "class_", classes, ids_fn)
     if ids == "positive-one":
