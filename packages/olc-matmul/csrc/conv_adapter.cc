@@ -486,6 +486,7 @@ void dw_range(void* user, int64_t begin, int64_t end) {
       p.s[i] = g.s[i];
       p.d[i] = g.d[i];
       p.pb[i] = g.pb[i];
+      p.pe[i] = g.pe[i];
     }
     p.r0 = r0;
     p.r1 = r1;

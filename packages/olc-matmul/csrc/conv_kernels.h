@@ -11,14 +11,15 @@ namespace olc_mm {
 // One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows
 // of y[OD, OH, OW] from x[ID, IH, IW] and the taps w[KD, KH, KW]:
 //   y[o] = bias + sum over taps of w[t] * x[o * s - pb + t * d]
-// (positions outside x count as zero). Every spatial triple is 3-D: a 1-D
+// (positions outside x count as zero; the output extents never reach past
+// the end pads pe). Every spatial triple is 3-D: a 1-D
 // or 2-D convolution has leading dimensions of size 1.
 struct DwPlane {
   const float* x;
   const float* w;
   float bias;
   float* y;  // the plane's output (row r at y + r * OW)
-  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];  // pads at the start and end
   int64_t r0, r1;
 };
 
