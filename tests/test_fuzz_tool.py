@@ -65,6 +65,8 @@ def test_silent_worker_is_a_hang(tmp_path):
     assert p.returncode == 1
     assert counts["hangs"] == 1 and counts["crashes"] == 0 and counts["models"] == 3
     assert (tmp_path / "out" / "hang-0-1.onnx").is_file() and (tmp_path / "out" / "hang-0-1.npz").is_file()
+    # The hung worker was stopped with SIGABRT first: faulthandler says where it was.
+    assert "in run_case" in (tmp_path / "out" / "hang-0-1.txt").read_text()
 
 
 def test_every_corpus_model_runs_unmutated(tool):

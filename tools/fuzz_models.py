@@ -910,6 +910,14 @@ class Worker:
                     stream.close()  # type: ignore[union-attr]
             self.proc = None
 
+    def dump_and_stop(self) -> None:
+        """Stops a hung worker with SIGABRT first, so faulthandler writes where every thread is."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGABRT)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        self.stop()
+
     def log_tail(self, limit: int = 6000) -> str:
         try:
             data = self.log_path.read_bytes()
@@ -1039,8 +1047,8 @@ def fuzz(args: argparse.Namespace) -> int:
             reply = worker.run(index, data, feeds)
             if isinstance(reply, tuple):
                 kind, detail = reply
+                worker.dump_and_stop()
                 log = worker.log_tail()
-                worker.stop()
                 # The same case alone in a fresh worker: does it need the earlier cases?
                 again = Worker(args, Path(tmp), tag="check")
                 again.start()
