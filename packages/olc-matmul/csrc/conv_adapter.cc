@@ -279,6 +279,7 @@ struct GemmJob {
   const Geom* g;
   int32_t dt;
   const IsaKernels* isa;
+  const ConvKernels* ck;
   const float* wp;  // strips
   const void* x;
   void* y;
@@ -288,56 +289,6 @@ struct GemmJob {
   bool direct_b;  // pointwise float32: X read in place
   std::atomic<bool>* failed;
 };
-
-// Rows [k0, k0 + kc) x output columns [s0, s0 + nc) of group g's im2col
-// matrix (row k = (ci, kd, kh, kw), column = output position), row-major
-// with row stride ldt; columns past nc zero.
-void im2col_tile(const Geom& g, int32_t dt, const void* xg, int64_t k0, int64_t kc, int64_t s0, int64_t nc,
-                 int64_t ldt, float* tile) {
-  const size_t es = dt == OLC_DTYPE_FLOAT ? 4 : 2;
-  const int64_t OH = g.out[1], OW = g.out[2];
-  const int64_t IH = g.in[1], IW = g.in[2], ID = g.in[0];
-  const int64_t KH = g.k[1], KW = g.k[2];
-  for (int64_t r = 0; r < kc; ++r) {
-    const int64_t k = k0 + r;
-    const int64_t ci = k / g.ksz;
-    const int64_t kr = k % g.ksz;
-    const int64_t kd = kr / (KH * KW), kh = (kr / KW) % KH, kw = kr % KW;
-    const char* xc = static_cast<const char*>(xg) + static_cast<size_t>(ci * g.in_sp) * es;
-    float* row = tile + r * ldt;
-    int64_t od = s0 / (OH * OW), oh = (s0 / OW) % OH, ow = s0 % OW;
-    int64_t c = 0;
-    while (c < nc) {
-      const int64_t run = std::min(nc - c, OW - ow);
-      const int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
-      const int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-      float* o = row + c;
-      if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-        std::memset(o, 0, sizeof(float) * run);
-      } else {
-        const int64_t sw = g.s[2];
-        const int64_t iw0 = ow * sw - g.pb[2] + kw * g.d[2];
-        // Positions t in [0, run) with 0 <= iw0 + t * sw < IW.
-        int64_t tlo = iw0 < 0 ? (-iw0 + sw - 1) / sw : 0;
-        int64_t thi = iw0 > IW - 1 ? 0 : (IW - 1 - iw0) / sw + 1;
-        tlo = std::min(tlo, run);
-        thi = std::max(tlo, std::min(thi, run));
-        if (tlo) std::memset(o, 0, sizeof(float) * tlo);
-        if (thi > tlo)
-          convert_run(dt, xc + static_cast<size_t>((id * IH + ih) * IW + iw0 + tlo * sw) * es, sw, thi - tlo,
-                      o + tlo);
-        if (run > thi) std::memset(o + thi, 0, sizeof(float) * (run - thi));
-      }
-      c += run;
-      ow = 0;
-      if (++oh == OH) {
-        oh = 0;
-        ++od;
-      }
-    }
-    if (ldt > nc) std::memset(row + nc, 0, sizeof(float) * (ldt - nc));
-  }
-}
 
 void gemm_range(void* user, int64_t begin, int64_t end) {
   const GemmJob& job = *static_cast<const GemmJob*>(user);
@@ -401,7 +352,24 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           }
         }
       } else {
-        im2col_tile(g, job.dt, xg, k0, kc, s0, nc, ncpad, tile);
+        Im2colTile it;
+        it.x = xg;
+        it.dtype = job.dt;
+        for (int i = 0; i < 3; ++i) {
+          it.in[i] = g.in[i];
+          it.out[i] = g.out[i];
+          it.k[i] = g.k[i];
+          it.s[i] = g.s[i];
+          it.d[i] = g.d[i];
+          it.pb[i] = g.pb[i];
+        }
+        it.k0 = k0;
+        it.kc = kc;
+        it.s0 = s0;
+        it.nc = nc;
+        it.ldt = ncpad;
+        it.tile = tile;
+        job.ck->im2col(&it);
         B = tile;
         ldb = ncpad;
       }
@@ -732,6 +700,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.g = &g;
   job.dt = st->dtype;
   job.isa = isa;
+  job.ck = st->ck;
   job.wp = wp;
   job.x = x.data;
   job.y = y;
@@ -743,6 +712,21 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // Output tiles per image and group; with too few tasks for the threads,
   // the output channels are split too (each share builds its own tiles).
   job.tn = (g.out_sp + job.NC - 1) / job.NC;
+  if (threads > 1) {
+    // Few tasks: as many tiles as make the task count a multiple of the
+    // threads (13 tiles on 2 threads leave one thread idle for a 13th),
+    // each tile narrowed to match.
+    const int64_t ng = g.N * g.G;
+    if (ng * job.tn < 8 * threads) {
+      int64_t tn = job.tn;
+      while ((ng * tn) % threads) ++tn;
+      const int64_t nc = ((g.out_sp + tn - 1) / tn + NR - 1) / NR * NR;
+      if (nc >= 2 * NR) {
+        job.NC = nc;
+        job.tn = (g.out_sp + nc - 1) / nc;
+      }
+    }
+  }
   const int64_t base = g.N * g.G * job.tn;
   const int64_t mblocks = (g.Mg + MR - 1) / MR;
   job.tm = 1;

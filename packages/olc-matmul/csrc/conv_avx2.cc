@@ -1,10 +1,11 @@
-// The avx2 depthwise Conv loop (see conv_kernels.inc). Compiled with this
+// The avx2 Conv loops (see conv_kernels.inc). Compiled with this
 // level's flags only; entered after the runtime check for the level.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "conv_kernels.h"
+#include "mm_common.h"
 
 namespace olc_mm {
 namespace avx2 {

@@ -1,5 +1,6 @@
-// Direct Conv loops that the GEMM does not serve (depthwise), one table per
-// ISA level. Plain structs and function pointers only: the per-ISA files
+// The Conv loops around the GEMM: the depthwise convolution (which the GEMM
+// does not serve) and the im2col tiles it multiplies, one table per ISA
+// level. Plain structs and function pointers only: the per-ISA files
 // compile the same loops (conv_kernels.inc) with their own flags.
 #ifndef OLC_MATMUL_CONV_KERNELS_H_
 #define OLC_MATMUL_CONV_KERNELS_H_
@@ -23,9 +24,22 @@ struct DwPlane {
   int64_t r0, r1;
 };
 
+// Rows [k0, k0 + kc) x output columns [s0, s0 + nc) of one group's im2col
+// matrix (row k = (ci, kd, kh, kw), column = output position), in float32,
+// row-major with row stride ldt; columns nc .. ldt zero. x is the group's
+// first input channel (float32, float16 or bfloat16, dtype an ONNX code).
+struct Im2colTile {
+  const void* x;
+  int32_t dtype;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  int64_t k0, kc, s0, nc, ldt;
+  float* tile;
+};
+
 struct ConvKernels {
   const char* name;
   void (*depthwise)(const DwPlane* p);
+  void (*im2col)(const Im2colTile* t);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }
