@@ -1,5 +1,6 @@
 // The olc_ml._ext module: imports olc-core's API table at init and hands out
 // one kernel vtable capsule per operator.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -38,7 +39,8 @@ PYBIND11_MODULE(_ext, m) {
   m.def(
       "check_attributes",
       [](const std::string& op_type, const py::dict& attrs) {
-        // name -> int | str | list[int] (INTS) | list[float] (FLOATS), as the ABI passes them.
+        // name -> int | str | list[int] or integer array (INTS) | list[float] or float array (FLOATS),
+        // as the ABI passes them.
         std::list<std::string> names, strings;
         std::list<std::vector<int64_t>> ints;
         std::list<std::vector<double>> floats;
@@ -58,6 +60,21 @@ PYBIND11_MODULE(_ext, m) {
           } else if (py::isinstance<py::float_>(v)) {
             a.type = OLC_ATTR_FLOAT;
             a.f = py::cast<double>(v);
+          } else if (py::isinstance<py::array>(v)) {
+            py::array arr = py::reinterpret_borrow<py::array>(v);
+            if (arr.dtype().kind() == 'f') {
+              auto f = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(arr);
+              floats.emplace_back(f.data(), f.data() + f.size());
+              a.type = OLC_ATTR_FLOATS;
+              a.count = static_cast<int64_t>(floats.back().size());
+              a.floats = floats.back().data();
+            } else {
+              auto q = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
+              ints.emplace_back(q.data(), q.data() + q.size());
+              a.type = OLC_ATTR_INTS;
+              a.count = static_cast<int64_t>(ints.back().size());
+              a.ints = ints.back().data();
+            }
           } else {
             py::list l = py::cast<py::list>(v);
             bool all_int = true;

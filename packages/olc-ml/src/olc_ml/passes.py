@@ -37,40 +37,65 @@ _STRINGS = ("post_transform", "aggregate_function")
 _IGNORED = ("nodes_hitrates", "nodes_hitrates_as_tensor")
 
 
-def restated_attributes(node: onnx.NodeProto, n_features: int | None) -> dict[str, Any]:
-    """The attributes of the restated node; raises ValueError for a value
-    the pass cannot restate (an unknown mode)."""
+_MODE_BYTES = {m.encode(): c for m, c in manifest.MODE_CODES.items()}
+
+
+def _ints_attribute(name: str, values: np.ndarray) -> onnx.AttributeProto:
+    a = onnx.AttributeProto(name=name, type=onnx.AttributeProto.INTS)
+    a.ints.extend(values.tolist())
+    return a
+
+
+def restated_node(node: onnx.NodeProto, name: str, n_features: int | None) -> tuple[onnx.NodeProto, dict[str, Any]]:
+    """The restated node and its attributes as the kernel's parser takes
+    them (numpy arrays, ints, strs); raises ValueError for a value the pass
+    cannot restate (an unknown mode or attribute).
+
+    Attributes the ABI carries are copied as they are; only the modes and
+    the float64 tensors are rewritten (whole arrays at a time: forests of
+    millions of nodes restate in well under a second)."""
     spec = manifest.BY_NAME[node.op_type]
     ints = _INTS + tuple(spec.weights + s for s in ("ids", "nodeids", "treeids"))
     values = _VALUES + (spec.weights + "weights",)
-    out: dict[str, Any] = {}
+    out = helper.make_node(node.op_type, list(node.input), list(node.output), name=name,
+                           domain=manifest.RESTATED_DOMAIN)
+    check: dict[str, Any] = {}
     for a in node.attribute:
-        name = a.name
-        if name in _IGNORED:
+        key = a.name
+        if key in _IGNORED:
             continue
-        if name in ints:
-            out[name] = [int(v) for v in a.ints]
-        elif name == "nodes_modes":
-            modes = [m.decode() if isinstance(m, bytes) else m for m in a.strings]
-            bad = [m for m in modes if m not in manifest.MODE_CODES]
-            if bad:
-                raise ValueError(f"unknown node mode {bad[0]!r} (BRANCH_LEQ, BRANCH_LT, BRANCH_GTE, BRANCH_GT, "
-                                 "BRANCH_EQ, BRANCH_NEQ or LEAF)")
-            out["nodes_mode_codes"] = [manifest.MODE_CODES[m] for m in modes]
-        elif name in values:
-            out[name] = [float(v) for v in a.floats]
-        elif name.endswith("_as_tensor") and name[: -len("_as_tensor")] in values:
+        if key in ints:
+            check[key] = np.array(a.ints, dtype=np.int64)
+            out.attribute.append(a)
+        elif key == "nodes_modes":
+            try:
+                codes = np.array([_MODE_BYTES[m] for m in a.strings], dtype=np.int64)
+            except KeyError:
+                bad = next(m for m in a.strings if m not in _MODE_BYTES)
+                raise ValueError(f"unknown node mode {bad.decode(errors='replace')!r} (BRANCH_LEQ, BRANCH_LT, "
+                                 "BRANCH_GTE, BRANCH_GT, BRANCH_EQ, BRANCH_NEQ or LEAF)") from None
+            check["nodes_mode_codes"] = codes
+            out.attribute.append(_ints_attribute("nodes_mode_codes", codes))
+        elif key in values:
+            check[key] = np.array(a.floats, dtype=np.float64)
+            out.attribute.append(a)
+        elif key.endswith("_as_tensor") and key[: -len("_as_tensor")] in values:
             arr = np.ascontiguousarray(numpy_helper.to_array(a.t), dtype=np.float64).reshape(-1)
-            out[name[: -len("_as_tensor")] + "_f64"] = [int(v) for v in arr.view(np.int64)]
-        elif name in _STRINGS:
-            out[name] = a.s.decode()
-        elif name == "n_targets":
-            out[name] = int(a.i)
+            bits = arr.view(np.int64)
+            check[key[: -len("_as_tensor")] + "_f64"] = bits
+            out.attribute.append(_ints_attribute(key[: -len("_as_tensor")] + "_f64", bits))
+        elif key in _STRINGS:
+            check[key] = a.s.decode()
+            out.attribute.append(a)
+        elif key == "n_targets":
+            check[key] = int(a.i)
+            out.attribute.append(a)
         else:
-            raise ValueError(f"attribute {name!r} is not one of {node.op_type}'s")
+            raise ValueError(f"attribute {key!r} is not one of {node.op_type}'s")
     if n_features is not None:
-        out["n_features"] = int(n_features)
-    return out
+        check["n_features"] = int(n_features)
+        out.attribute.append(helper.make_attribute("n_features", int(n_features)))
+    return out, check
 
 
 def _check(op: str, attrs: dict[str, Any]) -> str:
@@ -96,14 +121,12 @@ def restate_tree_ensembles(ctx: GraphPassContext) -> list[Rewrite]:
             if isinstance(last, int) and last >= 0:
                 n_features = last
         try:
-            attrs = restated_attributes(node, n_features)
+            restated, attrs = restated_node(node, f"{name}/olc_ml", n_features)
         except ValueError as exc:
             raise OlcError(f"{label}: {exc}") from None
         reason = _check(node.op_type, attrs)
         if reason:
             raise OlcError(f"{label}: {reason}")
-        restated = helper.make_node(node.op_type, list(node.input), list(node.output), name=f"{name}/olc_ml",
-                                    domain=manifest.RESTATED_DOMAIN, **attrs)
         out.append(Rewrite(restated, (name,)))
     return out
 
