@@ -703,11 +703,42 @@ def test_inputs_ending_at_a_guard_page(op, t):
             g.release()
 
 
+# Levels whose algorithm for an op differs from the scalar one (so not bit
+# for bit): Tanh at AVX2 is a rational form without table lookups.
+OWN_ALGORITHM = {("Tanh", "avx2")}
+# float32 Tanh at the levels that evaluate the 16-piece table.
+TANH_TABLE_ULP = 2
+
+
 @pytest.mark.parametrize("case", [c for c in cases() if c[1] in ("float32", "float16", "bfloat16")], ids=case_id)
 def test_levels_bit_identical(case):
     """One algorithm per function at every level: results agree bit for bit
     (an oracle-independent cross-check of the vector tails and conversions)."""
     op, t, attrs = case
     x = random_input(op, t, 1031, np.random.default_rng(9))
-    outs = {lv: session(op, t, attrs, lv).run(None, {"x": x})[0].tobytes() for lv in LEVELS}
+    levels = [lv for lv in LEVELS if (op, lv) not in OWN_ALGORITHM]
+    outs = {lv: session(op, t, attrs, lv).run(None, {"x": x})[0].tobytes() for lv in levels}
     assert len(set(outs.values())) == 1, {lv: hash(b) for lv, b in outs.items()}
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_tanh_by_level(level):
+    """float32 Tanh per level: the table levels within TANH_TABLE_ULP, the
+    AVX2 rational form within the manifest's bound, over a dense sweep of
+    [-10, 10], the small and subnormal range, the saturation edge and the
+    special values (odd: tanh(-x) = -tanh(x) bit for bit, -0 kept)."""
+    rng = np.random.default_rng(21)
+    x = np.concatenate([_dense(-10, 10, 400_001), rng.uniform(8, 9.5, 50_000),
+                        np.exp(rng.uniform(-104, 0, 50_000)), np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45])])
+    x = np.concatenate([x, -x]).astype(np.float32)
+    y = session("Tanh", "float32", {}, level).run(None, {"x": x})[0]
+    ref = np.tanh(x.astype(np.float64)).astype(np.float32)
+    assert (np.isnan(y) == np.isnan(ref)).all()
+    ok = ~np.isnan(ref)
+    assert (np.signbit(y[ok]) == np.signbit(ref[ok])).all()
+    bound = TANH_TABLE_ULP if ("Tanh", level) not in OWN_ALGORITHM else BY_NAME["Tanh"].tolerance["float32"][1]
+    d = ulp_distance_f32(y[ok], ref[ok])
+    assert d.max() <= bound, (level, d.max(), x[ok][d.argmax()])
+    half = x.size // 2
+    flipped = y[half:].view(np.uint32) ^ np.uint32(0x80000000)
+    assert (y[:half].view(np.uint32) == flipped)[ok[:half]].all()

@@ -58,6 +58,8 @@ ULP_BOUNDS = {
     "acosh": 3.0,
     "atanh": 3.0,
 }
+# Per build where it differs: the AVX2 tanh is the rational form (no lookups).
+ISA_ULP_BOUNDS = {"avx2": {"tanh": 6.0}}
 CORE_ULP_BOUNDS = {"gelu_erf": 6.0, "gelu_tanh": 8.0}
 # GELU: absolute error over all inputs (the large-ulp cases are tiny values).
 ABS_BOUNDS = {"gelu_erf": 6e-7, "gelu_tanh": 6e-7}
@@ -100,14 +102,15 @@ def _run(exe: pathlib.Path, *args: str, timeout: float = 600) -> dict:
 def _check_accuracy(result: dict) -> None:
     funcs = result["functions"]
     assert set(funcs) == set(ULP_BOUNDS)
+    bounds = {**ULP_BOUNDS, **ISA_ULP_BOUNDS.get(result["isa"], {})}
     problems = []
     for name, st in funcs.items():
         if st["mismatch"]:
             problems.append(f"{name}: {st['mismatch']} special-value/sign mismatches, "
                             f"e.g. f({st['x_mismatch']}) = {st['y_mismatch']}")
-        if st["max_ulp"] > ULP_BOUNDS[name]:
+        if st["max_ulp"] > bounds[name]:
             problems.append(f"{name}: {st['max_ulp']} ulp at x={st['x_max_ulp']}")
-        if st["max_ulp_core"] > CORE_ULP_BOUNDS.get(name, ULP_BOUNDS[name]):
+        if st["max_ulp_core"] > CORE_ULP_BOUNDS.get(name, bounds[name]):
             problems.append(f"{name}: {st['max_ulp_core']} ulp over |x| <= 5.5")
         if name in ABS_BOUNDS and st["max_abs"] > ABS_BOUNDS[name]:
             problems.append(f"{name}: abs error {st['max_abs']} at x={st['x_max_abs']}")

@@ -114,7 +114,10 @@ static inline __m256 olc_v256_exp(__m256 x) { return olc_vm::exp<olc_vm::OpsV256
 static inline __m256 olc_v256_expm1(__m256 x) { return olc_vm::expm1<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_log(__m256 x) { return olc_vm::log<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_log1p(__m256 x) { return olc_vm::log1p<olc_vm::OpsV256>(x); }
-static inline __m256 olc_v256_tanh(__m256 x) { return olc_vm::tanh<olc_vm::OpsV256>(x); }
+// tanh at this level is the rational form (no lookups: the 16-piece
+// table costs two vpermps and a blend per coefficient here); its scalar
+// twin is olc_s_tanh_rational. Accuracy: docs/accuracy.md.
+static inline __m256 olc_v256_tanh(__m256 x) { return olc_vm::tanh_rational<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_sigmoid(__m256 x) { return olc_vm::sigmoid<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_erf(__m256 x) { return olc_vm::erf<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_sin(__m256 x) { return olc_vm::sin<olc_vm::OpsV256>(x); }

@@ -72,6 +72,17 @@ alignas(64) constexpr float kTanhPw[8][16] = {
      -0x1.d779f2p-6f, -0x1.a6f14ap-6f, -0x1.227222p-6f, -0x1.88cfb8p-6f, -0x1.3c3c3cp-7f, 0x1.2b7102p-7f, 0x1.78c50ap-8f, -0x1.3738d6p-18f}};
 // Beyond this tanh rounds to +-1 and exp(-2|x|) stays normal.
 constexpr float kTanhClamp = 9.1f;
+// tanh without table lookups (tanh_rational, the AVX2 level): on
+// [0, 9], tanh(a) = a P(a^2) / Q(a^2) with P and Q of degree 4 (P0 = Q0 = 1,
+// so tiny a come out exactly), a weighted least-squares fit of the
+// relative error refitted after rounding each coefficient to float
+// (0.35 ulp before rounding; the float evaluation of the two polynomials
+// adds the rest, see docs/accuracy.md). From a = 9 on the result is 1.
+constexpr float kTanhRatClamp = 9.0f;
+constexpr float kTanhRP1 = 0x1.120b34p-3f, kTanhRP2 = 0x1.ca2d26p-9f, kTanhRP3 = 0x1.59c4b0p-16f,
+                kTanhRP4 = 0x1.cae068p-27f;
+constexpr float kTanhRQ1 = 0x1.de5ae4p-2f, kTanhRQ2 = 0x1.a7f840p-6f, kTanhRQ3 = 0x1.5886f6p-12f,
+                kTanhRQ4 = 0x1.a18288p-21f;
 // erf(a) on [0, 4) in 16 pieces of width 1/4: piece k = floor(4a) holds
 // erf(a) = C0 + t(C1 + t(C2 + t(C3 + t(C4 + t C5)))), t = a - k/4 (exact),
 // C0 = 0 in piece 0 (relative accuracy near 0). Coefficients are looked up
@@ -383,6 +394,26 @@ OLC_VM_INLINE typename O::V tanh(typename O::V x) {
   y = O::fma(t, y, O::lut16(kTanhPw[1], k));
   y = O::fma(t, y, O::lut16(kTanhPw[0], k));
   y = O::sel(O::ge(a, O::f(kTanhClamp)), O::f(1.0f), y);
+  return vor<O>(y, vsign<O>(x));
+}
+
+// tanh for levels where a 16-entry lookup is expensive (AVX2: two vpermps
+// and a blend for each of the eight coefficients): two degree-4
+// polynomials and one division, no lookups. NaN passes the clamp.
+template <class O>
+OLC_VM_INLINE typename O::V tanh_rational(typename O::V x) {
+  typedef typename O::V V;
+  const V a = O::min_(O::f(kTanhRatClamp), vabs<O>(x));
+  const V u = O::mul(a, a);
+  V p = O::fma(u, O::f(kTanhRP4), O::f(kTanhRP3));
+  V q = O::fma(u, O::f(kTanhRQ4), O::f(kTanhRQ3));
+  p = O::fma(u, p, O::f(kTanhRP2));
+  q = O::fma(u, q, O::f(kTanhRQ2));
+  p = O::fma(u, p, O::f(kTanhRP1));
+  q = O::fma(u, q, O::f(kTanhRQ1));
+  p = O::fma(u, p, O::f(1.0f));
+  q = O::fma(u, q, O::f(1.0f));
+  const V y = O::div(O::mul(a, p), q);
   return vor<O>(y, vsign<O>(x));
 }
 

@@ -122,7 +122,9 @@ UNARY_OPS: tuple[UnaryOp, ...] = (
             # x*alpha and +beta round separately (as the ONNX reference does); the
             # result lies in [0, 1], so the error is absolute.
             tolerance=_tol(("abs_rel", 2.0**-22, 0.0), ("abs_rel", 2.0**-51, 0.0))),
-    UnaryOp("Tanh", _split(6, {6: F3, 13: F4}), cost="costly", tolerance=_tol(("ulp", 2))),
+    # float32: 6 ulp is the AVX2 level's rational form; the 16-piece table of
+    # the scalar and AVX-512 levels keeps 2 (TANH_TABLE_ULP in test_unary.py).
+    UnaryOp("Tanh", _split(6, {6: F3, 13: F4}), cost="costly", tolerance=_tol(("ulp", 6))),
     UnaryOp("Relu", _split(6, {6: F3, 13: F4, 14: F4 + SINT}), tolerance=_CHEAP_TOL),
     # float16/bfloat16: x * alpha rounds to f32, then to the output type (one
     # output ulp; alpha is f32, so the double rounding is not innocuous).

@@ -147,9 +147,22 @@ struct Fn {
 #define FN(NAME, CORE) {#NAME, VLOOP(NAME), olc_s_##NAME, ref_##NAME, CORE, 0.0L}
 #define FN2(NAME, CORE) {#NAME, VLOOP2(NAME), olc_s_##NAME, ref_##NAME, CORE, 0.0L}
 #define FNF(NAME, CORE, FLOOR) {#NAME, VLOOP(NAME), olc_s_##NAME, ref_##NAME, CORE, FLOOR}
+#if OLC_HARNESS_ISA == 1
+// The AVX2 tanh is the rational form; its scalar twin is olc_s_tanh_rational.
+#define TANH_FN                                                                     \
+  {"tanh",                                                                          \
+   [](const float* x, float* y, size_t n) {                                         \
+     size_t i = 0;                                                                  \
+     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, olc_v256_tanh(_mm256_loadu_ps(x + i))); \
+     for (; i < n; ++i) y[i] = olc_s_tanh_rational(x[i]);                           \
+   },                                                                               \
+   olc_s_tanh_rational, ref_tanh, INFINITY, 0.0L}
+#else
+#define TANH_FN FN2(tanh, INFINITY)
+#endif
 const Fn kFns[] = {
     FN2(exp, INFINITY),     FN(expm1, INFINITY),    FN(log, INFINITY),
-    FN(log1p, INFINITY),    FN2(tanh, INFINITY),    FN2(sigmoid, INFINITY),
+    FN(log1p, INFINITY),    TANH_FN,    FN2(sigmoid, INFINITY),
     FN2(erf, INFINITY),     FN(sin, INFINITY),      FN(cos, INFINITY),
     FN(softplus, INFINITY), FNF(gelu_erf, 5.5f, 1e-11L), FN(gelu_tanh, 5.5f),
     FN(mish, INFINITY),     FN(tan, INFINITY),      FN(asin, INFINITY),
