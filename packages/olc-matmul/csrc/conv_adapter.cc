@@ -91,11 +91,16 @@ struct Geom {
   bool pointwise, depthwise;
 };
 
-struct ConvState {
+// The attributes Conv and ConvTranspose share (ConvTranspose adds two).
+struct ConvAttrs {
   int32_t dtype;
   AutoPad autopad = AutoPad::kNotSet;
   int64_t group = 1;
   std::vector<int64_t> kshape, strides, dil, pads;  // empty: not set
+  std::vector<int64_t> out_pad, out_shape;          // ConvTranspose only
+};
+
+struct ConvState : ConvAttrs {
   KernelSet ks;
   const ConvKernels* ck;
   const olc_tuning_param* t_kc = nullptr;
@@ -475,40 +480,50 @@ bool get_ints(const olc_attribute* a, std::vector<int64_t>* out) {
   return true;
 }
 
-void* conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+// Reads and checks the attributes, the input count and the types; false
+// (error written) on failure.
+bool parse_attrs(const olc_node_info* node, bool transpose, ConvAttrs* st, char* error, size_t esize) {
+  const char* op = transpose ? "ConvTranspose" : "Conv";
   AttrReader ar{node, error, esize};
-  if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})) return nullptr;
-  auto st = std::make_unique<ConvState>();
+  if (transpose) {
+    if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
+                         "strides"}))
+      return false;
+  } else if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})) {
+    return false;
+  }
   st->group = ar.get_int("group", 1);
-  if (!ar.ok) return nullptr;
-  if (st->group < 1) return fail_create(error, esize, "attribute group must be >= 1, got %lld", (long long)st->group);
+  if (!ar.ok) return false;
+  if (st->group < 1) return fail_create(error, esize, "attribute group must be >= 1, got %lld", (long long)st->group), false;
   if (const olc_attribute* a = ar.find("auto_pad")) {
-    if (a->type != OLC_ATTR_STRING || !a->s) return fail_create(error, esize, "attribute 'auto_pad' must be a string");
+    if (a->type != OLC_ATTR_STRING || !a->s)
+      return fail_create(error, esize, "attribute 'auto_pad' must be a string"), false;
     const std::string v = a->s;
     if (v == "NOTSET") st->autopad = AutoPad::kNotSet;
     else if (v == "SAME_UPPER") st->autopad = AutoPad::kSameUpper;
     else if (v == "SAME_LOWER") st->autopad = AutoPad::kSameLower;
     else if (v == "VALID") st->autopad = AutoPad::kValid;
     else
-      return fail_create(error, esize, "attribute auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '%s'",
-                         v.c_str());
+      return fail_create(error, esize,
+                         "attribute auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '%s'", v.c_str()),
+             false;
   }
   struct IntsAttr {
     const char* name;
     std::vector<int64_t>* v;
     int64_t min;
     const char* what;
-  } lists[] = {{"kernel_shape", &st->kshape, 1, "positive"},
-               {"strides", &st->strides, 1, "positive"},
-               {"dilations", &st->dil, 1, "positive"},
-               {"pads", &st->pads, 0, "non-negative"}};
+  } lists[] = {{"kernel_shape", &st->kshape, 1, "positive"},   {"strides", &st->strides, 1, "positive"},
+               {"dilations", &st->dil, 1, "positive"},         {"pads", &st->pads, 0, "non-negative"},
+               {"output_padding", &st->out_pad, 0, "non-negative"}, {"output_shape", &st->out_shape, 1, "positive"}};
   for (auto& l : lists) {
     const olc_attribute* a = ar.find(l.name);
     if (!a) continue;
-    if (!get_ints(a, l.v)) return fail_create(error, esize, "attribute '%s' must be a list of ints", l.name);
+    if (!get_ints(a, l.v)) return fail_create(error, esize, "attribute '%s' must be a list of ints", l.name), false;
     for (int64_t x : *l.v)
       if (x < l.min)
-        return fail_create(error, esize, "attribute %s must be %s, got %s", l.name, l.what, fmt_ints(*l.v).c_str());
+        return fail_create(error, esize, "attribute %s must be %s, got %s", l.name, l.what, fmt_ints(*l.v).c_str()),
+               false;
   }
   // The spatial rank, where something tells it already.
   int nsp = -1;
@@ -516,36 +531,50 @@ void* conv_create(const olc_core_api* api, const olc_node_info* node, char* erro
   else if (node->n_inputs > 1 && node->input_ranks && node->input_ranks[1] >= 0) nsp = node->input_ranks[1] - 2;
   else if (!st->kshape.empty()) nsp = static_cast<int>(st->kshape.size());
   if (nsp != -1 && (nsp < 1 || nsp > 3))
-    return fail_create(error, esize, "Conv supports 1-D, 2-D and 3-D inputs (rank 3 to 5), got rank %d", nsp + 2);
+    return fail_create(error, esize, "%s supports 1-D, 2-D and 3-D inputs (rank 3 to 5), got rank %d", op, nsp + 2),
+           false;
   {
     const size_t want = nsp > 0 ? size_t(nsp) : (!st->strides.empty() ? st->strides.size() : st->dil.size());
     auto bad = [&](const char* name, size_t got, size_t w) {
-      return fail_create(error, esize, "attribute '%s' has %zu values, %zu expected%s", name, got, w,
-                         nsp > 0 ? " for this input rank" : " (the other attributes' length)");
+      fail_create(error, esize, "attribute '%s' has %zu values, %zu expected%s", name, got, w,
+                  nsp > 0 ? " for this input rank" : " (the other attributes' length)");
+      return false;
     };
     if (want) {
       if (!st->kshape.empty() && st->kshape.size() != want) return bad("kernel_shape", st->kshape.size(), want);
       if (!st->strides.empty() && st->strides.size() != want) return bad("strides", st->strides.size(), want);
       if (!st->dil.empty() && st->dil.size() != want) return bad("dilations", st->dil.size(), want);
       if (!st->pads.empty() && st->pads.size() != 2 * want) return bad("pads", st->pads.size(), 2 * want);
+      if (!st->out_pad.empty() && st->out_pad.size() != want) return bad("output_padding", st->out_pad.size(), want);
+      if (!st->out_shape.empty() && st->out_shape.size() != want && st->out_shape.size() != want + 2)
+        return bad("output_shape", st->out_shape.size(), want);
     } else if (st->pads.size() % 2) {
-      return fail_create(error, esize, "attribute 'pads' must have an even number of values, got %zu",
-                         st->pads.size());
+      fail_create(error, esize, "attribute 'pads' must have an even number of values, got %zu", st->pads.size());
+      return false;
     }
   }
   if (node->n_inputs < 2 || node->n_inputs > 3)
-    return fail_create(error, esize, "Conv takes 2 or 3 inputs, got %d", node->n_inputs);
-  if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs);
+    return fail_create(error, esize, "%s takes 2 or 3 inputs, got %d", op, node->n_inputs), false;
+  if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs), false;
   const int32_t dt = node->input_dtypes[0];
   if (dt != OLC_DTYPE_FLOAT && dt != OLC_DTYPE_FLOAT16 && dt != OLC_DTYPE_BFLOAT16)
-    return fail_create(error, esize, "unsupported input type %s (float32, float16, bfloat16)", olc_dtype_name(dt));
+    return fail_create(error, esize, "unsupported input type %s (float32, float16, bfloat16)", olc_dtype_name(dt)),
+           false;
   for (int32_t i = 1; i < node->n_inputs; ++i) {
     const int32_t t = node->input_dtypes[i];
     if (t != OLC_DTYPE_UNDEFINED && t != dt)
       return fail_create(error, esize, "input %d has type %s, input 0 has %s", i, olc_dtype_name(t),
-                         olc_dtype_name(dt));
+                         olc_dtype_name(dt)),
+             false;
   }
   st->dtype = dt;
+  return true;
+}
+
+void* conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  auto st = std::make_unique<ConvState>();
+  if (!parse_attrs(node, false, st.get(), error, esize)) return nullptr;
+  const int32_t dt = st->dtype;
   st->ks = select_kernels(api);
   const int32_t level = api->simd_level();
   st->ck = level >= OLC_SIMD_AVX512 ? avx512::conv_kernels()
@@ -744,9 +773,434 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
 const olc_kernel_vtable kConv = {OLC_ABI_VERSION, 0, "olc_matmul::Conv", guarded_create<conv_create>,
                                  guarded_run<conv_run>, conv_destroy};
 
+// ------------------------------------------------------------ ConvTranspose
+
+// Y[n, g] = col2im(W[g]^T X[n, g]): the GEMM's rows are (output channel,
+// kernel offset) pairs, its K the group's input channels and its columns
+// input positions, read in place from X (float32) like a pointwise Conv.
+// The product of a tile of input positions is scattered-added into the
+// output. Tasks own blocks of output channels (no two tasks write the
+// same output), so they need no reduction.
+
+struct TGeom {
+  int nsp;
+  int64_t N, C, Cout, G, Cg, Mg;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
+  int64_t in_sp, out_sp, ksz;
+};
+
+// W [C, Mg, k...] per group as the A operand [Mg * ksz, Cg] in MR-row
+// strips, by blocks of mb output channels (a block's rows start a strip,
+// so a task's rows never share a strip with another task's).
+struct TLayout {
+  int64_t mb, nblk;
+  std::vector<int64_t> off;  // per block: float offset inside a group
+  int64_t group_floats;
+};
+
+TLayout t_layout(int64_t Mg, int64_t ksz, int64_t Cg, int MR) {
+  TLayout l;
+  l.mb = std::max<int64_t>(1, (8 * MR + ksz - 1) / ksz);
+  l.mb = std::min<int64_t>(l.mb, std::max<int64_t>(1, Mg));
+  l.nblk = (Mg + l.mb - 1) / l.mb;
+  int64_t o = 0;
+  for (int64_t b = 0; b < l.nblk; ++b) {
+    l.off.push_back(o);
+    const int64_t rows = (std::min(Mg, (b + 1) * l.mb) - b * l.mb) * ksz;
+    o += (rows + MR - 1) / MR * MR * Cg;
+  }
+  l.group_floats = o;
+  return l;
+}
+
+void t_pack(int32_t dt, const void* W, int64_t G, int64_t Mg, int64_t ksz, int64_t Cg, int MR, const TLayout& l,
+            float* dst) {
+  const int64_t R = Mg * ksz;  // W[g*Cg + c] holds R values: row r of A
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t b = 0; b < l.nblk; ++b) {
+      const int64_t r0 = b * l.mb * ksz, r1 = std::min(Mg, (b + 1) * l.mb) * ksz;
+      float* o = dst + g * l.group_floats + l.off[b];
+      for (int64_t s0 = r0; s0 < r1; s0 += MR, o += MR * Cg)
+        for (int i = 0; i < MR; ++i) {
+          const int64_t r = s0 + i;
+          for (int64_t c = 0; c < Cg; ++c)
+            o[c * MR + i] = r < r1 ? elem(dt, W, (g * Cg + c) * R + r) : 0.0f;
+        }
+    }
+}
+
+struct ConvTState : ConvAttrs {
+  KernelSet ks;
+  const olc_tuning_param* t_kc = nullptr;
+  const olc_tuning_param* t_nc = nullptr;
+  const olc_tuning_param* t_par = nullptr;
+  std::shared_ptr<PackedB> wpack;
+  TLayout layout;
+  const void* wdata = nullptr;
+  std::vector<int64_t> wshape;
+  std::string detail;
+};
+
+bool t_resolve(const ConvTState* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, TGeom* g,
+               char* err, size_t esize) {
+  if (x.ndim < 3 || x.ndim > 5) {
+    std::snprintf(err, esize, "input X must have rank 3, 4 or 5 (1-D to 3-D), got %s", shape_str(x).c_str());
+    return false;
+  }
+  if (w.ndim != x.ndim) {
+    std::snprintf(err, esize, "weight W %s must have the rank of X %s", shape_str(w).c_str(), shape_str(x).c_str());
+    return false;
+  }
+  const int nsp = x.ndim - 2;
+  g->nsp = nsp;
+  auto bad_len = [&](const char* name, size_t got, size_t want) {
+    std::snprintf(err, esize, "attribute '%s' has %zu values, %zu expected for a %d-D convolution", name, got, want,
+                  nsp);
+    return false;
+  };
+  if (!st->kshape.empty() && st->kshape.size() != size_t(nsp)) return bad_len("kernel_shape", st->kshape.size(), nsp);
+  if (!st->strides.empty() && st->strides.size() != size_t(nsp)) return bad_len("strides", st->strides.size(), nsp);
+  if (!st->dil.empty() && st->dil.size() != size_t(nsp)) return bad_len("dilations", st->dil.size(), nsp);
+  if (!st->pads.empty() && st->pads.size() != size_t(2 * nsp)) return bad_len("pads", st->pads.size(), 2 * nsp);
+  if (!st->out_pad.empty() && st->out_pad.size() != size_t(nsp))
+    return bad_len("output_padding", st->out_pad.size(), nsp);
+  if (!st->out_shape.empty() && st->out_shape.size() != size_t(nsp) && st->out_shape.size() != size_t(nsp + 2))
+    return bad_len("output_shape", st->out_shape.size(), nsp);
+  g->N = x.shape[0];
+  g->C = x.shape[1];
+  g->G = st->group;
+  if (g->C % g->G != 0) {
+    std::snprintf(err, esize, "input channels %lld are not divisible by group %lld", (long long)g->C,
+                  (long long)g->G);
+    return false;
+  }
+  if (w.shape[0] != g->C) {
+    std::snprintf(err, esize, "weight W %s must have %lld rows (the input channels of X %s)", shape_str(w).c_str(),
+                  (long long)g->C, shape_str(x).c_str());
+    return false;
+  }
+  g->Cg = g->C / g->G;
+  g->Mg = w.shape[1];
+  g->Cout = g->Mg * g->G;
+  if (b && (b->ndim != 1 || b->shape[0] != g->Cout)) {
+    std::snprintf(err, esize, "bias B %s must be 1-D with %lld values (the output channels)", shape_str(*b).c_str(),
+                  (long long)g->Cout);
+    return false;
+  }
+  const int off = 3 - nsp;
+  for (int i = 0; i < 3; ++i) {
+    g->in[i] = g->k[i] = g->s[i] = g->d[i] = g->out[i] = 1;
+    g->pb[i] = 0;
+  }
+  g->in_sp = g->out_sp = g->ksz = 1;
+  for (int i = 0; i < nsp; ++i) {
+    const int j = off + i;
+    const int64_t in = x.shape[2 + i], k = w.shape[2 + i];
+    if (!st->kshape.empty() && st->kshape[i] != k) {
+      std::snprintf(err, esize, "attribute kernel_shape %s differs from the spatial shape of W %s",
+                    fmt_ints(st->kshape).c_str(), shape_str(w).c_str());
+      return false;
+    }
+    const int64_t s = st->strides.empty() ? 1 : st->strides[i];
+    const int64_t d = st->dil.empty() ? 1 : st->dil[i];
+    const int64_t op = st->out_pad.empty() ? 0 : st->out_pad[i];
+    const int64_t full = s * (in - 1) + op + (k - 1) * d + 1;  // the unpadded output extent
+    int64_t pb = 0, out;
+    const bool same = st->autopad == AutoPad::kSameUpper || st->autopad == AutoPad::kSameLower;
+    if (!st->out_shape.empty() || same) {
+      // The pads follow from the output size: the odd unit at the end
+      // for SAME_UPPER, at the start otherwise (floor division, so a
+      // negative total extends the end).
+      out = !st->out_shape.empty() ? st->out_shape[st->out_shape.size() - nsp + i] : in * s;
+      const int64_t total = full - out;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      pb = st->autopad == AutoPad::kSameUpper ? half : total - half;
+    } else {
+      int64_t pe = 0;
+      if (st->autopad == AutoPad::kNotSet && !st->pads.empty()) {
+        pb = st->pads[i];
+        pe = st->pads[nsp + i];
+      }
+      out = full - pb - pe;
+    }
+    if (out <= 0) {
+      std::snprintf(err, esize, "output size %lld along spatial axis %d is not positive (pads larger than the output)",
+                    (long long)out, i);
+      return false;
+    }
+    g->in[j] = in;
+    g->k[j] = k;
+    g->s[j] = s;
+    g->d[j] = d;
+    g->pb[j] = pb;
+    g->out[j] = out;
+    g->in_sp *= in;
+    g->out_sp *= out;
+    g->ksz *= k;
+  }
+  return true;
+}
+
+struct TJob {
+  const TGeom* g;
+  int32_t dt;
+  const IsaKernels* isa;
+  const float* wp;
+  const TLayout* l;
+  const void* x;
+  void* y;
+  const float* bias;
+  int64_t KC, NC;
+  std::atomic<bool>* failed;
+};
+
+thread_local Scratch t_tcol, t_tb, t_tacc;
+
+// Adds the product tile C[r, j] (rows: (m, kd, kh, kw) of the block; columns:
+// input positions s0 + j) into the block's output planes Y[m].
+void col2im_add(const TGeom& g, const float* C, int64_t ldc, int64_t rows, int64_t s0, int64_t nc, float* Y) {
+  const int64_t IH = g.in[1], IW = g.in[2];
+  const int64_t KH = g.k[1], KW = g.k[2];
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t m = r / g.ksz, kr = r % g.ksz;
+    const int64_t kd = kr / (KH * KW), kh = (kr / KW) % KH, kw = kr % KW;
+    float* y = Y + m * g.out_sp;
+    const float* c = C + r * ldc;
+    int64_t id = s0 / (IH * IW), ih = (s0 / IW) % IH, iw = s0 % IW;
+    for (int64_t j = 0; j < nc;) {
+      const int64_t run = std::min(nc - j, IW - iw);
+      const int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
+      const int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
+      if (od >= 0 && od < g.out[0] && oh >= 0 && oh < g.out[1]) {
+        float* yr = y + (od * g.out[1] + oh) * g.out[2];
+        const int64_t sw = g.s[2];
+        const int64_t ow0 = iw * sw - g.pb[2] + kw * g.d[2];
+        // Positions q in [0, run) with 0 <= ow0 + q * sw < OW.
+        int64_t qlo = ow0 < 0 ? (-ow0 + sw - 1) / sw : 0;
+        int64_t qhi = ow0 > g.out[2] - 1 ? 0 : (g.out[2] - 1 - ow0) / sw + 1;
+        qlo = std::min(qlo, run);
+        qhi = std::max(qlo, std::min(qhi, run));
+        for (int64_t q = qlo; q < qhi; ++q) yr[ow0 + q * sw] += c[j + q];
+      }
+      j += run;
+      iw = 0;
+      if (++ih == IH) {
+        ih = 0;
+        ++id;
+      }
+    }
+  }
+}
+
+void t_range(void* user, int64_t begin, int64_t end) {
+  const TJob& job = *static_cast<const TJob*>(user);
+  const TGeom& g = *job.g;
+  const TLayout& l = *job.l;
+  const IsaKernels* isa = job.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const bool f32 = job.dt == OLC_DTYPE_FLOAT;
+  const size_t es = f32 ? 4 : 2;
+  const int64_t nkb = (g.Cg + job.KC - 1) / job.KC;
+  const int64_t kstep = (g.Cg + nkb - 1) / nkb;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t b = t % l.nblk;
+    const int64_t gi = (t / l.nblk) % g.G;
+    const int64_t n = t / (l.nblk * g.G);
+    const int64_t m0 = b * l.mb, m1 = std::min(g.Mg, m0 + l.mb);
+    const int64_t rows = (m1 - m0) * g.ksz;
+    const int64_t co0 = gi * g.Mg + m0;
+    const char* xg = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
+    const float* ablk = job.wp + gi * l.group_floats + l.off[b];
+    // Tile width: the product tile (rows x nc) stays within 256 KiB.
+    const int64_t NC = std::max<int64_t>(NR, std::min<int64_t>(job.NC, (65536 / rows) / NR * NR));
+    float* Y;
+    if (f32) {
+      Y = static_cast<float*>(job.y) + (n * g.Cout + co0) * g.out_sp;
+    } else {
+      Y = t_tacc.get(static_cast<size_t>((m1 - m0) * g.out_sp));
+    }
+    float* Ct = t_tcol.get(static_cast<size_t>(rows * ((NC + NR - 1) / NR * NR)));
+    float* Bt = t_tb.get(static_cast<size_t>(kstep * ((NC + NR - 1) / NR * NR)));
+    if (!Y || !Ct || !Bt) {
+      job.failed->store(true);
+      return;
+    }
+    for (int64_t m = 0; m < m1 - m0; ++m) {
+      const float v = job.bias ? job.bias[co0 + m] : 0.0f;
+      float* y = Y + m * g.out_sp;
+      for (int64_t i = 0; i < g.out_sp; ++i) y[i] = v;
+    }
+    Epi<float> ep{};
+    ep.alpha = 1.0f;
+    for (int64_t s0 = 0; s0 < g.in_sp; s0 += NC) {
+      const int64_t nc = std::min(NC, g.in_sp - s0);
+      const int64_t ncpad = (nc + NR - 1) / NR * NR;
+      for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
+        const int64_t kc = std::min(kstep, g.Cg - k0);
+        const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Cg ? kLast : 0);
+        // B: rows k0 .. k0 + kc of X[n, g] (input positions s0 ..): read in
+        // place (float32, full panels) or converted into a zero-padded tile.
+        const bool direct = f32;
+        if (!direct || nc % NR) {
+          const int64_t c0 = direct ? nc / NR * NR : 0;
+          const int64_t w = nc - c0;
+          for (int64_t r = 0; r < kc; ++r) {
+            float* o = Bt + r * (direct ? NR : ncpad);
+            convert_run(job.dt, xg + static_cast<size_t>((k0 + r) * g.in_sp + s0 + c0) * es, 1, w, o);
+            std::memset(o + w, 0, sizeof(float) * ((direct ? NR : ncpad) - w));
+          }
+        }
+        for (int64_t j = 0; j * NR < nc; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+          const float* bp;
+          int64_t ldbp;
+          if (direct && nr == NR) {
+            bp = reinterpret_cast<const float*>(xg) + k0 * g.in_sp + s0 + j * NR;
+            ldbp = g.in_sp;
+          } else if (direct) {
+            bp = Bt;
+            ldbp = NR;
+          } else {
+            bp = Bt + j * NR;
+            ldbp = ncpad;
+          }
+          for (int64_t r = 0; r < rows; r += MR) {
+            const int mr = static_cast<int>(std::min<int64_t>(MR, rows - r));
+            isa->uk_f32(kc, ablk + (r / MR) * MR * g.Cg + k0 * MR, bp, ldbp, Ct + r * ncpad + j * NR, ncpad, mr,
+                        nr, flags, &ep);
+          }
+        }
+      }
+      col2im_add(g, Ct, ncpad, rows, s0, nc, Y);
+    }
+    if (!f32) {
+      const int64_t o = (n * g.Cout + co0) * g.out_sp;
+      for (int64_t i = 0; i < (m1 - m0) * g.out_sp; ++i) put(job.dt, job.y, o + i, Y[i]);
+    }
+  }
+}
+
+void* convt_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  auto st = std::make_unique<ConvTState>();
+  if (!parse_attrs(node, true, st.get(), error, esize)) return nullptr;
+  const int32_t dt = st->dtype;
+  st->ks = select_kernels(api);
+  const char* lib = "olc_matmul";
+  st->t_kc = api->tuning_declare_int(lib, "ConvTranspose", st->ks.isa_name, dt, "kc", 256);
+  st->t_nc = api->tuning_declare_int(lib, "ConvTranspose", st->ks.isa_name, dt, "nc", 256);
+  st->t_par = api->tuning_declare_int(lib, "ConvTranspose", st->ks.isa_name, dt, "parallel_min_macs", 1 << 16);
+  std::string pack_note;
+  const olc_tensor* cw = node->input_constants ? &node->input_constants[1] : nullptr;
+  if (cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5 && cw->shape[0] % st->group == 0) {
+    const int64_t n = olc_element_count(cw);
+    if (n > 0) {
+      const int MR = st->ks.isa->mr_f32;
+      const int64_t Cg = cw->shape[0] / st->group, Mg = cw->shape[1], ksz = n / (cw->shape[0] * Mg);
+      st->layout = t_layout(Mg, ksz, Cg, MR);
+      st->wpack = make_packed(PackLayout::kF32, static_cast<size_t>(st->group * st->layout.group_floats) * 4);
+      if (st->wpack) {
+        t_pack(dt, cw->data, st->group, Mg, ksz, Cg, MR, st->layout, static_cast<float*>(st->wpack->data));
+        st->wdata = cw->data;
+        st->wshape.assign(cw->shape, cw->shape + cw->ndim);
+        if (OLC_API_HAS(api, report_prepacked))
+          api->report_prepacked(node, st->wpack.get(), static_cast<int64_t>(st->wpack->bytes));
+        char buf[96];
+        std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB", st->wpack->bytes / 1024.0);
+        pack_note = buf;
+      }
+    }
+  }
+  st->detail = std::string(st->ks.isa_name) + " gemm-col2im" + pack_note;
+  return st.release();
+}
+
+void convt_destroy(void* state) { delete static_cast<ConvTState*>(state); }
+
+int32_t convt_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
+                  int32_t n_outputs) {
+  const ConvTState* st = static_cast<const ConvTState*>(state);
+  if (n_inputs < 2 || n_outputs != 1) return fail_run(ctx, "expects 2 or 3 inputs and 1 output");
+  const olc_tensor& x = inputs[0];
+  const olc_tensor& w = inputs[1];
+  const olc_tensor* b = (n_inputs >= 3 && inputs[2].dtype != OLC_DTYPE_UNDEFINED) ? &inputs[2] : nullptr;
+  for (int i = 0; i < (b ? 3 : 2); ++i) {
+    const olc_tensor& t = inputs[i];
+    if (t.dtype != st->dtype)
+      return fail_run(ctx, "input %d has type %s, the kernel was created for %s", i, olc_dtype_name(t.dtype),
+                      olc_dtype_name(st->dtype));
+    const int64_t n = olc_element_count(&t);
+    if (n < 0) return fail_run(ctx, "input %d has a negative dimension or too many elements", i);
+    if (n > 0 && !t.data) return fail_run(ctx, "input %d has no data", i);
+  }
+  TGeom g;
+  char err[400];
+  if (!t_resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
+  std::vector<int64_t> oshape(x.ndim);
+  oshape[0] = g.N;
+  oshape[1] = g.Cout;
+  for (int i = 0; i < g.nsp; ++i) oshape[2 + i] = g.out[3 - g.nsp + i];
+  void* y = g_api->allocate_output(ctx, 0, st->dtype, x.ndim, oshape.data());
+  const int64_t total = g.N * g.Cout * g.out_sp;
+  if (!y && total > 0) return OLC_ERROR;
+  if (total == 0) return OLC_OK;
+  std::vector<float> biasv;
+  const float* bias = nullptr;
+  if (b) {
+    if (st->dtype == OLC_DTYPE_FLOAT) {
+      bias = static_cast<const float*>(b->data);
+    } else {
+      biasv.resize(static_cast<size_t>(g.Cout));
+      convert_run(st->dtype, b->data, 1, g.Cout, biasv.data());
+      bias = biasv.data();
+    }
+  }
+  if (g.Cg == 0 || g.in_sp == 0) {
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t co = 0; co < g.Cout; ++co)
+        for (int64_t i = 0; i < g.out_sp; ++i)
+          put(st->dtype, y, (n * g.Cout + co) * g.out_sp + i, bias ? bias[co] : 0.0f);
+    g_api->record_usage_detail(ctx, st->detail.c_str());
+    return OLC_OK;
+  }
+  const IsaKernels* isa = st->ks.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
+                      std::equal(st->wshape.begin(), st->wshape.end(), w.shape);
+  TLayout lrun;
+  const TLayout* l = &st->layout;
+  std::unique_ptr<float[]> wrun;
+  const float* wp;
+  if (packed) {
+    wp = static_cast<const float*>(st->wpack->data);
+  } else {
+    lrun = t_layout(g.Mg, g.ksz, g.Cg, MR);
+    l = &lrun;
+    wrun.reset(new float[static_cast<size_t>(g.G * lrun.group_floats)]);
+    t_pack(st->dtype, w.data, g.G, g.Mg, g.ksz, g.Cg, MR, lrun, wrun.get());
+    wp = wrun.get();
+  }
+  std::atomic<bool> failed{false};
+  TJob job{&g, st->dtype, isa, wp, l, x.data, y, bias, 0, 0, &failed};
+  job.KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
+  job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
+  const int64_t macs = g.N * g.G * g.Mg * g.ksz * g.Cg * g.in_sp;
+  const int64_t threads =
+      macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
+  const int64_t tasks = g.N * g.G * l->nblk;
+  if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &t_range, &job);
+  else t_range(&job, 0, tasks);
+  if (failed.load()) return fail_run(ctx, "out of memory for the ConvTranspose work buffers");
+  g_api->record_usage_detail(ctx, st->detail.c_str());
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kConvTranspose = {OLC_ABI_VERSION, 0, "olc_matmul::ConvTranspose",
+                                          guarded_create<convt_create>, guarded_run<convt_run>, convt_destroy};
+
 }  // namespace
 
 void set_conv_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* conv_vtable() { return &kConv; }
+const olc_kernel_vtable* conv_transpose_vtable() { return &kConvTranspose; }
 
 }  // namespace olc_mm

@@ -1,6 +1,7 @@
-// Conv vtable: attributes validated and constant weights packed at
+// Conv and ConvTranspose vtables. Conv: attributes validated and constant weights packed at
 // create(), the geometry resolved and one of the three algorithms (pointwise
 // GEMM, implicit GEMM over im2col tiles, direct depthwise) run per call.
+// ConvTranspose: the GEMM of W^T and X, scattered back (col2im).
 #ifndef OLC_MATMUL_CONV_ADAPTER_H_
 #define OLC_MATMUL_CONV_ADAPTER_H_
 
@@ -9,6 +10,7 @@
 namespace olc_mm {
 void set_conv_api(const olc_core_api* api);
 const olc_kernel_vtable* conv_vtable();
+const olc_kernel_vtable* conv_transpose_vtable();
 }  // namespace olc_mm
 
 #endif  // OLC_MATMUL_CONV_ADAPTER_H_

@@ -77,6 +77,10 @@ OPS: tuple[OpSpec, ...] = (
     # to the fallback. X, W and the optional B share T.
     OpSpec("Conv", "", (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),
            "T", ("T", "T", "T"), ("T",)),
+    # ConvTranspose: the same versions and types as Conv.
+    OpSpec("ConvTranspose", "",
+           (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),
+           "T", ("T", "T", "T"), ("T",)),
 )
 
 BY_NAME = {s.op: s for s in OPS}

@@ -10,6 +10,7 @@ FAMILY = "olc-matmul"
 DESCRIPTIONS = {
     "Einsum": "Einsum: pairwise contractions on the batched GEMM, strided permutes and reductions",
     "Conv": "Conv: pointwise GEMM, implicit GEMM over im2col tiles on the packed microkernels, direct depthwise",
+    "ConvTranspose": "ConvTranspose: W^T X on the packed microkernels, scattered back per tile (col2im)",
 }
 
 
