@@ -195,21 +195,35 @@ struct Job {
   std::vector<uint8_t>* part_has;
 };
 
+// Trees are scored in chunks of about this many bytes of nodes, each chunk
+// over every row of the range (a group of rows at a time), so a forest
+// larger than the L2 cache is read from memory once per range, not once per
+// row group. The sum per row stays in tree order.
+constexpr int64_t kTreeChunkBytes = 192 * 1024;
+
 template <typename T>
 void score_rows(const Job<T>& j, int64_t r0, int64_t r1) {
-  const int64_t nt = j.f->n_targets;
-  const int64_t zw = j.f->classifier ? nt : nt;
-  std::vector<T> acc(static_cast<size_t>(std::min(j.group, r1 - r0) * nt));
-  std::vector<uint8_t> has(acc.size());
-  for (int64_t g = r0; g < r1; g += j.group) {
-    const int64_t ge = std::min(r1, g + j.group);
-    std::fill(acc.begin(), acc.end(), T(0));
-    std::fill(has.begin(), has.end(), uint8_t(0));
-    accumulate(*j.f, j.x, j.nf, g, ge, 0, j.f->n_trees, acc.data(), has.data());
-    for (int64_t r = g; r < ge; ++r)
-      finalize_row(*j.f, acc.data() + (r - g) * nt, has.data() + (r - g) * nt, j.z + r * zw,
-                   j.label ? j.label + r : nullptr);
+  const Forest<T>& f = *j.f;
+  const int64_t nt = f.n_targets;
+  std::vector<T> acc(static_cast<size_t>((r1 - r0) * nt), T(0));
+  std::vector<uint8_t> has(acc.size(), 0);
+  int64_t t0 = 0;
+  while (t0 < f.n_trees) {
+    int64_t t1 = t0 + 1;
+    const int64_t first = f.roots[static_cast<size_t>(t0)];
+    while (t1 < f.n_trees &&
+           (f.roots[static_cast<size_t>(t1)] - first) * static_cast<int64_t>(sizeof(Node<T>)) < kTreeChunkBytes)
+      ++t1;
+    if (r1 - r0 < j.group) t1 = f.n_trees;  // one group: the chunks would not be reused
+    for (int64_t g = r0; g < r1; g += j.group) {
+      const int64_t ge = std::min(r1, g + j.group);
+      accumulate(f, j.x, j.nf, g, ge, t0, t1, acc.data() + (g - r0) * nt, has.data() + (g - r0) * nt);
+    }
+    t0 = t1;
   }
+  for (int64_t r = r0; r < r1; ++r)
+    finalize_row(f, acc.data() + (r - r0) * nt, has.data() + (r - r0) * nt, j.z + r * nt,
+                 j.label ? j.label + r : nullptr);
 }
 
 template <typename T>

@@ -263,13 +263,46 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
       }
       for (int b = 0; b < kBlock; ++b) take_leaf(f, idx[b], acc + (r + b - r0) * nt, has + (r + b - r0) * nt);
     }
-    for (; r < r1; ++r) {
-      const T* row = x + r * nf;
-      int32_t i = root;
-      for (int32_t d = 0; d < fixed; ++d) i = step<T, MODE, MISS>(nodes, i, row);
-      if (deep)
+  }
+  // The rows left (all of them for a single row): kBlock trees at once per
+  // row, so the walks' loads overlap as the row blocks' do; leaves are still
+  // taken in tree order.
+  const int64_t tail = r0 + (r1 - r0) / kBlock * kBlock;
+  for (int64_t r = tail; r < r1; ++r) {
+    const T* row = x + r * nf;
+    T* a = acc + (r - r0) * nt;
+    uint8_t* h = has + (r - r0) * nt;
+    int64_t t = t0;
+    for (; t + kBlock <= t1; t += kBlock) {
+      int32_t idx[kBlock];
+      int32_t fixed = 0;
+      bool deep = false;
+      for (int b = 0; b < kBlock; ++b) {
+        const size_t tb = static_cast<size_t>(t + b);
+        idx[b] = f.roots[tb];
+        fixed = std::max(fixed, f.fixed_depth[tb]);
+        deep = deep || f.depth[tb] > f.fixed_depth[tb];
+      }
+      // Leaves point to themselves: walking a shallower tree past its
+      // leaves leaves it there.
+      for (int32_t d = 0; d < fixed; ++d)
+        for (int b = 0; b < kBlock; ++b) idx[b] = step<T, MODE, MISS>(nodes, idx[b], row);
+      if (deep) {
+        for (int b = 0; b < kBlock; ++b) {
+          int32_t i = idx[b];
+          while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(nodes, i, row);
+          idx[b] = i;
+        }
+      }
+      for (int b = 0; b < kBlock; ++b) take_leaf(f, idx[b], a, h);
+    }
+    for (; t < t1; ++t) {
+      const size_t ts = static_cast<size_t>(t);
+      int32_t i = f.roots[ts];
+      for (int32_t d = 0; d < f.fixed_depth[ts]; ++d) i = step<T, MODE, MISS>(nodes, i, row);
+      if (f.depth[ts] > f.fixed_depth[ts])
         while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(nodes, i, row);
-      take_leaf(f, i, acc + (r - r0) * nt, has + (r - r0) * nt);
+      take_leaf(f, i, a, h);
     }
   }
 }

@@ -204,3 +204,17 @@ def test_large_forest_loads_fast_and_matches():
     created = time.perf_counter() - t
     np.testing.assert_allclose(s.run(None, {"X": X})[0], ort_run(onx, {"X": X})[0], rtol=1e-5, atol=1e-5)
     print(f"600 trees: session in {created * 1e3:.1f} ms")
+
+
+@pytest.mark.parametrize("kind", ["rf", "gb"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_forest_larger_than_a_tree_chunk(kind, threads):
+    """Hundreds of random trees (several chunks of the engine's tree blocking)
+    at row counts around the row block and group sizes, single row included."""
+    from olc_ml.benchmarks import forest_model
+    model = forest_model(kind, 300, 7, 30, seed=3)
+    rng = np.random.default_rng(11)
+    for rows in (1, 3, 8, 9, 63, 64, 65, 300):
+        x = rng.standard_normal((rows, 30)).astype(np.float32)
+        np.testing.assert_allclose(olc_run(model, {"X": x}, "TreeEnsembleRegressor", threads)[0],
+                                   ort_run(model, {"X": x})[0], rtol=1e-5, atol=1e-5)
