@@ -299,6 +299,8 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"GlobalMaxPool", &make_global_max_pool},
       {"GlobalAveragePool", &make_global_average_pool},
       {"GlobalLpPool", &make_global_lp_pool},
+      {"Resize", &make_resize},
+      {"Upsample", &make_upsample},
   };
 }
 

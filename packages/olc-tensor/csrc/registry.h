@@ -54,6 +54,8 @@ Kernel* make_lp_pool(const olc_node_info* node, std::string* error);
 Kernel* make_global_max_pool(const olc_node_info* node, std::string* error);
 Kernel* make_global_average_pool(const olc_node_info* node, std::string* error);
 Kernel* make_global_lp_pool(const olc_node_info* node, std::string* error);
+Kernel* make_resize(const olc_node_info* node, std::string* error);
+Kernel* make_upsample(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

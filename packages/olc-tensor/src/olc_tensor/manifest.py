@@ -150,6 +150,22 @@ def _pool_rows() -> tuple[TensorOp, ...]:
     return tuple(rows)
 
 
+def _resize_rows() -> tuple[TensorOp, ...]:
+    """Resize: scales input (10); roi, scales, sizes inputs (11+, checked by
+    the kernel); bfloat16 from 13. Upsample: scales attribute (7-8), input (9).
+    Every numeric type and bool (bool by nearest only)."""
+    return (
+        TensorOp("Resize", (Segment(10, 10, ALL_NO_BF16),), ("T", None), outputs=("T",),
+                 description="per-axis tap tables cached per shape; nearest gathers, separable SIMD linear/cubic"),
+        TensorOp("Resize", (Segment(11, 12, ALL_NO_BF16), Segment(13, MAX_OPSET, ALL)), ("T1", None, None, None),
+                 outputs=("T1",)),
+        TensorOp("Upsample", (Segment(7, 8, ALL_NO_BF16),), ("T",), outputs=("T",)),
+        TensorOp("Upsample", (Segment(9, 9, ALL_NO_BF16),), ("T", None), outputs=("T",)),
+    )
+
+
+RESIZE_OPS = ("Resize", "Upsample")
+
 POOL_OPS = ("MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool")
 
 QUANTIZE_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
@@ -220,7 +236,7 @@ OPS: tuple[TensorOp, ...] = (
     # mode (DCR/CRD): DepthToSpace from 11, SpaceToDepth from 28.
     TensorOp("DepthToSpace", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
     TensorOp("SpaceToDepth", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
-) + _quantize_rows() + _pool_rows()
+) + _quantize_rows() + _pool_rows() + _resize_rows()
 
 BY_NAME: dict[str, list[TensorOp]] = {}
 for _o in OPS:

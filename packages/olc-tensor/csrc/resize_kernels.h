@@ -1,0 +1,28 @@
+// Float32 resampling passes of Resize / Upsample (linear and cubic, with or
+// without antialias): resize.cc resamples one axis at a time from per-axis
+// tap tables (source index and weight per output position and tap).
+//   taps_inner: the innermost axis, dst[o] = sum_t w[o*k + t] * src[idx[o*k + t]]
+//   combine:    an outer axis, whole contiguous blocks:
+//               dst[i] = sum_t w[t] * rows[t][i], i < n
+// Scalar, AVX2 and AVX-512 variants; the sums run in the same tap order at
+// every level (float32 multiply, then add), so the levels agree exactly.
+#ifndef OLC_TENSOR_RESIZE_KERNELS_H_
+#define OLC_TENSOR_RESIZE_KERNELS_H_
+
+#include <cstdint>
+
+namespace olc_tn {
+
+struct ResizeF32 {
+  void (*taps_inner)(float* dst, const float* src, const int32_t* idx, const float* w, int32_t k, int64_t n_out);
+  void (*combine)(float* dst, const float* const* rows, const float* w, int32_t k, int64_t n);
+  const char* isa;
+};
+
+namespace scalar { ResizeF32 resize_f32(); }
+namespace avx2 { ResizeF32 resize_f32(); }
+namespace avx512 { ResizeF32 resize_f32(); }
+
+}  // namespace olc_tn
+
+#endif  // OLC_TENSOR_RESIZE_KERNELS_H_
