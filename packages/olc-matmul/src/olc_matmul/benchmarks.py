@@ -6,7 +6,7 @@ and vector MatMul), ``bf16``, ``integer`` (MatMulInteger), ``nbits_m1`` and
 ``nbits_m128`` (MatMulNBits 4-bit, block 32), ``einsum`` (attention,
 batched-matmul and projection contractions, transposes, reductions, outer
 product), ``conv`` (ResNet 3x3 and 1x1, depthwise 3x3, a 1-D audio
-conv). ``benchmark_gates()`` gives
+conv, a 2x upsampling ConvTranspose). ``benchmark_gates()`` gives
 the acceptance gates, ``benchmark_extras(threads)`` the figures that are not
 ratios against onnxruntime (FMA peak, GFLOP/s at 1024 cubed).
 """
@@ -92,6 +92,18 @@ def conv_cases() -> list[dict[str, Any]]:
     ]
 
 
+def conv_transpose_cases() -> list[dict[str, Any]]:
+    """ConvTranspose as decoders use it: 2x upsampling, kernel 4, stride 2, pad 1."""
+    xs, ws = (1, 64, 28, 28), (64, 32, 4, 4)
+    return [{
+        "op": "ConvTranspose", "domain": "", "opset": 11,
+        "attributes": {"strides": [2, 2], "pads": [1, 1, 1, 1]},
+        "inputs": [_inp(xs), _inp(ws, constant=True), _inp((32,), constant=True)], "outputs": [F32],
+        "expected_kernel": "olc_matmul::ConvTranspose", "name": f"ConvTranspose upsample 2x {list(xs)}*{list(ws)}",
+        "size": 64 * 28 * 28 * 32 * 16, "rtol": 1e-4, "atol": 1e-3 * 4, "group": "conv",
+    }]
+
+
 def einsum_cases() -> list[dict[str, Any]]:
     """Einsum in the forms models use (the last shape of each is the output's)."""
     return [
@@ -148,6 +160,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
     cases += [_mmi(n) for n in (128, 512, 1024)]
     cases += einsum_cases()
     cases += conv_cases()
+    cases += conv_transpose_cases()
     return cases
 
 
