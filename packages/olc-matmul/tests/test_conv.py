@@ -321,3 +321,19 @@ def test_error_rank_mismatch():
     x, w, _ = make_data(rng, (1, 3, 7, 7), (2, 3, 3), "float32", False)
     m = conv_model("float32", {}, bias=False)
     expect_error(m, {"X": x, "W": w}, "rank")
+
+
+def test_depthwise_padding_buffer_between_geometries():
+    """Depthwise planes of one padded extent but different input sizes, run
+    one after the other on one thread: the second must see zeros where the
+    first had input (the padded buffer is kept per thread)."""
+    rng = np.random.default_rng(12)
+    first = ((1, 4, 7, 7), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]})
+    second = ((1, 4, 6, 6), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 2, 2]})
+    for level in LEVELS:
+        for xs, ws, attrs in (first, second, first):
+            x, w, b = make_data(rng, xs, ws, "float32", True)
+            y, s = run_olc(conv_model("float32", attrs), {"X": x, "W": w, "B": b}, level, 1)
+            assert "depthwise" in s.kernel_usage_details()[0]
+            ref, absprod = conv_ref(x, w, b, attrs)
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} {xs}")
