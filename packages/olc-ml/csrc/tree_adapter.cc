@@ -252,6 +252,9 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
   }();
   Job<T> j{&f, x, nf, rows, z, label, 64, 0, nullptr, nullptr};
   if (g_tuning.row_group) j.group = std::max<int64_t>(8, g_api->tuning_read_int(g_tuning.row_group));
+  // Wide rows: a group's rows stay within about 16 KB (L1), in whole blocks.
+  const int64_t fit = (16384 / std::max<int64_t>(1, nf * static_cast<int64_t>(sizeof(T)))) / 8 * 8;
+  j.group = std::max<int64_t>(8, std::min(j.group, fit));
   const int64_t threads = ctx ? g_api->concurrency(ctx) : 1;
   const int64_t steps = rows * std::max<int64_t>(1, st.sum_depth);
   const int64_t serial = g_tuning.serial_steps ? g_api->tuning_read_int(g_tuning.serial_steps) : 20000;

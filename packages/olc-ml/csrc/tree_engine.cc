@@ -19,6 +19,57 @@ std::string where(int64_t tree, int64_t node) {
   return "node " + std::to_string(node) + " of tree " + std::to_string(tree);
 }
 
+// Listed position of (tree, node id). Node ids are usually 0..n-1 per tree:
+// then one flat table with an offset per tree (no hashing, which dominated
+// the compile of forests of millions of nodes); sparse ids use a hash map.
+class NodeIndex {
+ public:
+  // slot: the tree (in order of appearance) of each listed node; n_slots trees.
+  void build(const std::vector<int64_t>& nodeids, const std::vector<int32_t>& slot, size_t n_slots) {
+    const size_t n = nodeids.size();
+    std::vector<int64_t> top(n_slots, -1);
+    for (size_t i = 0; i < n; ++i) {
+      int64_t& t = top[static_cast<size_t>(slot[i])];
+      t = std::max(t, nodeids[i]);
+    }
+    offset_.assign(n_slots + 1, 0);
+    for (size_t t = 0; t < n_slots; ++t) offset_[t + 1] = offset_[t] + top[t] + 1;
+    dense_ = offset_[n_slots] <= static_cast<int64_t>(2 * n + 1024);
+    if (dense_) {
+      table_.assign(static_cast<size_t>(offset_[n_slots]), -1);
+    } else {
+      map_.reserve(n * 2);
+    }
+  }
+  // False when (slot, node) is already there.
+  bool insert(int32_t slot, int64_t tree, int64_t node, int32_t pos) {
+    if (dense_) {
+      int32_t& e = table_[static_cast<size_t>(offset_[static_cast<size_t>(slot)] + node)];
+      if (e >= 0) return false;
+      e = pos;
+      return true;
+    }
+    return map_.emplace(key_of(tree, node), pos).second;
+  }
+  // -1 when absent. slot < 0: the tree does not exist.
+  int32_t find(int32_t slot, int64_t tree, int64_t node) const {
+    if (slot < 0 || node < 0) return -1;
+    if (dense_) {
+      const int64_t base = offset_[static_cast<size_t>(slot)];
+      if (node >= offset_[static_cast<size_t>(slot) + 1] - base) return -1;
+      return table_[static_cast<size_t>(base + node)];
+    }
+    auto it = map_.find(key_of(tree, node));
+    return it == map_.end() ? -1 : it->second;
+  }
+
+ private:
+  bool dense_ = true;
+  std::vector<int64_t> offset_;
+  std::vector<int32_t> table_;
+  std::unordered_map<uint64_t, int32_t> map_;
+};
+
 }  // namespace
 
 template <typename T>
@@ -26,22 +77,34 @@ std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest
   const size_t n = s.nodeids.size();
   if (n == 0) return "the ensemble has no node";
   if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2)) return "too many nodes";
-  std::unordered_map<uint64_t, int32_t> index;
-  index.reserve(n * 2);
   std::vector<int32_t> tree_first;  // first listed node of each tree, in order of appearance
   std::vector<int64_t> tree_id;
   std::unordered_map<int64_t, int32_t> tree_index;
+  std::vector<int32_t> slot(n);
   for (size_t i = 0; i < n; ++i) {
     if (s.nodeids[i] < 0 || s.nodeids[i] > std::numeric_limits<int32_t>::max())
       return "node id " + std::to_string(s.nodeids[i]) + " of tree " + std::to_string(s.treeids[i]) +
              " is out of range";
-    if (!index.emplace(key_of(s.treeids[i], s.nodeids[i]), static_cast<int32_t>(i)).second)
-      return where(s.treeids[i], s.nodeids[i]) + " is defined twice";
-    if (tree_index.emplace(s.treeids[i], static_cast<int32_t>(tree_first.size())).second) {
+    if (i > 0 && s.treeids[i] == s.treeids[i - 1]) {  // nodes are usually listed tree by tree
+      slot[i] = slot[i - 1];
+      continue;
+    }
+    auto ins = tree_index.emplace(s.treeids[i], static_cast<int32_t>(tree_first.size()));
+    if (ins.second) {
       tree_first.push_back(static_cast<int32_t>(i));
       tree_id.push_back(s.treeids[i]);
     }
+    slot[i] = ins.first->second;
   }
+  NodeIndex index;
+  index.build(s.nodeids, slot, tree_first.size());
+  for (size_t i = 0; i < n; ++i)
+    if (!index.insert(slot[i], s.treeids[i], s.nodeids[i], static_cast<int32_t>(i)))
+      return where(s.treeids[i], s.nodeids[i]) + " is defined twice";
+  auto slot_of = [&](int64_t tree) {
+    auto it = tree_index.find(tree);
+    return it == tree_index.end() ? -1 : it->second;
+  };
   const bool one_target = s.n_targets == 1;
 
   // Leaf weights, per listed node, in attribute order.
@@ -50,6 +113,7 @@ std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest
   f->weights_all_positive = true;
   std::vector<uint8_t> class_seen(static_cast<size_t>(s.n_targets), 0);
   int64_t distinct = 0;
+  int32_t w_slot = -1;
   for (size_t j = 0; j < s.w_ids.size(); ++j) {
     if (s.w_values[j] < 0) f->weights_all_positive = false;
     const int64_t id = s.w_ids[j];
@@ -64,13 +128,14 @@ std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest
       class_seen[static_cast<size_t>(id)] = 1;
       ++distinct;
     }
-    auto it = index.find(key_of(s.w_treeids[j], s.w_nodeids[j]));
-    if (it == index.end())
+    if (j == 0 || s.w_treeids[j] != s.w_treeids[j - 1]) w_slot = slot_of(s.w_treeids[j]);
+    const int32_t at = index.find(w_slot, s.w_treeids[j], s.w_nodeids[j]);
+    if (at < 0)
       return "weight " + std::to_string(j) + " names " + where(s.w_treeids[j], s.w_nodeids[j]) +
              ", which does not exist";
-    if (s.modes[static_cast<size_t>(it->second)] != kLeaf) continue;  // weights of branches are ignored
-    w_node[j] = it->second;
-    ++w_count[static_cast<size_t>(it->second)];
+    if (s.modes[static_cast<size_t>(at)] != kLeaf) continue;  // weights of branches are ignored
+    w_node[j] = at;
+    ++w_count[static_cast<size_t>(at)];
   }
   std::vector<int32_t> w_start(n + 1, 0);
   for (size_t i = 0; i < n; ++i) w_start[i + 1] = w_start[i] + w_count[i];
@@ -143,11 +208,13 @@ std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest
         const int64_t kids[2] = {s.truenodeids[i], s.falsenodeids[i]};
         for (int side = 0; side < 2; ++side) {
           const char* which = side == 0 ? "true" : "false";
-          auto it = index.find(key_of(tid, kids[side]));
-          if (kids[side] < 0 || kids[side] > std::numeric_limits<int32_t>::max() || it == index.end())
+          const int32_t at = kids[side] > std::numeric_limits<int32_t>::max()
+                                 ? -1
+                                 : index.find(static_cast<int32_t>(t), tid, kids[side]);
+          if (at < 0)
             return where(tid, s.nodeids[i]) + ": its " + which + " branch points to node id " +
                    std::to_string(kids[side]) + ", which is not in tree " + std::to_string(tid);
-          const size_t c = static_cast<size_t>(it->second);
+          const size_t c = static_cast<size_t>(at);
           if (c == i) return where(tid, s.nodeids[i]) + ": its " + which + " branch points to itself";
           if (placed[c] >= 0) {
             return where(tid, s.nodeids[i]) + ": its " + which + " branch reaches node " +
