@@ -69,6 +69,20 @@ def family_shapes(family: str, n: int) -> tuple[list[int], list[int]] | None:
 
 FAMILIES = ("contiguous", "left_scalar", "right_scalar", "row", "per_channel", "outer", "general")
 
+# float32 Pow with a constant scalar exponent (an initializer): the exact
+# paths of docs/binary.md ("Pow"); (exponent, generator of the base).
+POW_CONSTANTS: tuple[tuple[float, str], ...] = ((2.0, "normal"), (3.0, "normal"), (0.5, "positive"),
+                                                (-1.0, "nonzero"))
+
+
+def _filled(value: float):
+    def gen(rng, shape, dtype):
+        import numpy as np
+
+        return np.full(shape, value, dtype=dtype)
+    gen.__name__ = f"filled_{value:g}"
+    return gen
+
 
 def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
     chosen: tuple[int, ...] = tuple(sizes) if sizes else tuple(DEFAULT_SIZES)
@@ -98,6 +112,21 @@ def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
                     "group": family,
                     "rtol": 2e-6 if op == "Pow" else 1e-6, "atol": 1e-6,
                 })
+    for value, gen_a in POW_CONSTANTS:
+        for n in chosen:
+            if n < 1024 or n % 1024:
+                continue
+            cases.append({
+                "op": "Pow", "domain": "", "opset": 17, "attributes": {},
+                "inputs": [{"shape": [n], "dtype": "float32", "generator": gen_a},
+                           {"shape": [], "dtype": "float32", "generator": _filled(value), "constant": True}],
+                "outputs": ["float32"],
+                "expected_kernel": kernel_name("Pow"),
+                "name": f"Pow float32 x^{value:g} (initializer) {n}",
+                "size": n,
+                "group": "pow_constant",
+                "rtol": 2e-6, "atol": 1e-6,
+            })
     return cases
 
 
