@@ -42,17 +42,17 @@ struct RowsT {
   static void rows_add(F* acc, const F* x, int64_t n) {
     for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
   }
-  static void window_max(F* t, const F* x, int64_t n, int64_t k, int64_t d) {
+  static void window_max(F* t, const F* x, int64_t n, int64_t k, int64_t d, int64_t st) {
     for (int64_t i = 0; i < n; ++i) {
-      F m = x[i];
-      for (int64_t j = 1; j < k; ++j) m = fmax1(m, x[i + j * d]);
+      F m = x[i * st];
+      for (int64_t j = 1; j < k; ++j) m = fmax1(m, x[i * st + j * d]);
       t[i] = m;
     }
   }
-  static void window_add(F* t, const F* x, int64_t n, int64_t k, int64_t d) {
+  static void window_add(F* t, const F* x, int64_t n, int64_t k, int64_t d, int64_t st) {
     for (int64_t i = 0; i < n; ++i) {
-      F s = x[i];
-      for (int64_t j = 1; j < k; ++j) s += x[i + j * d];
+      F s = x[i * st];
+      for (int64_t j = 1; j < k; ++j) s += x[i * st + j * d];
       t[i] = s;
     }
   }
@@ -73,8 +73,8 @@ template <class F>
 struct Rows {
   void (*rows_max)(F*, const F*, int64_t) = RowsT<F>::rows_max;
   void (*rows_add)(F*, const F*, int64_t) = RowsT<F>::rows_add;
-  void (*window_max)(F*, const F*, int64_t, int64_t, int64_t) = RowsT<F>::window_max;
-  void (*window_add)(F*, const F*, int64_t, int64_t, int64_t) = RowsT<F>::window_add;
+  void (*window_max)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_max;
+  void (*window_add)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_add;
   F (*sum)(const F*, int64_t) = RowsT<F>::sum;
   F (*max)(const F*, int64_t) = RowsT<F>::max;
 };
@@ -258,6 +258,8 @@ class Pool final : public Kernel {
   // counts).
   struct AxisMap {
     std::vector<int64_t> divisor;
+    std::vector<float> inverse_f;
+    std::vector<double> inverse_d;
   };
   void axis_map(const Geometry& g, int a, AxisMap* m) const {
     const int64_t o = g.out[a];
@@ -271,6 +273,12 @@ class Pool final : public Kernel {
         if (pos < g.in[a] + g.pe[a]) ++ninc;
       }
       m->divisor[i] = count_include_pad ? ninc : nv;
+    }
+    m->inverse_f.resize(static_cast<size_t>(o));
+    m->inverse_d.resize(static_cast<size_t>(o));
+    for (int64_t i = 0; i < o; ++i) {
+      m->inverse_d[i] = 1.0 / static_cast<double>(m->divisor[i]);
+      m->inverse_f[i] = 1.0f / static_cast<float>(m->divisor[i]);
     }
   }
 
@@ -287,6 +295,19 @@ class Pool final : public Kernel {
     const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, g.in_plane * es));
     par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, parallel_min_bytes("Pool"), [&](int64_t b, int64_t e) {
       std::vector<F> plane, row, win, outrow;
+      if constexpr (std::is_same_v<T, float>) {
+        if (global && kind != PKind::Lp && !yi) {
+          // Whole planes at once, several in flight.
+          if (kind == PKind::Max) {
+            isa.plane_maxes(x + b * g.in_plane, g.in_plane, e - b, y + b);
+          } else {
+            isa.plane_sums(x + b * g.in_plane, g.in_plane, e - b, y + b);
+            const float n = static_cast<float>(g.in_plane);
+            for (int64_t pc = b; pc < e; ++pc) y[pc] /= n;
+          }
+          return;
+        }
+      }
       for (int64_t pc = b; pc < e; ++pc) {
         const T* xp = x + pc * g.in_plane;
         const F* src = nullptr;
@@ -313,7 +334,8 @@ class Pool final : public Kernel {
           yp[0] = finish<T, F>(v, g.in_plane);
           continue;
         }
-        plane_rows<T, F>(g, m, r, src, yp, row, win, outrow);
+        if (g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1) plane_block<T, F>(g, m, r, src, yp, row, outrow);
+        else plane_rows<T, F>(g, m, r, src, yp, row, win, outrow);
       }
     });
     return OLC_OK;
@@ -331,11 +353,11 @@ class Pool final : public Kernel {
                   std::vector<F>& win, std::vector<F>& outrow) const {
     const int64_t W = g.in[2], H = g.in[1], OW = g.out[2];
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
-    const int64_t span = (OW - 1) * sw + 1;  // sliding-window results needed
+    const int64_t span = (OW - 1) * sw + 1;  // window starts spanned by the outputs
     const int64_t L = std::max(pw + W, span + (kw - 1) * dw);
     const F ident = kind == PKind::Max ? std::numeric_limits<F>::quiet_NaN() : F(0);
     row.assign(static_cast<size_t>(L), ident);
-    win.resize(static_cast<size_t>(span));
+    (void)win;
     outrow.resize(static_cast<size_t>(OW));
     F* rb = row.data() + pw;
     const bool is_max = kind == PKind::Max;
@@ -357,21 +379,151 @@ class Pool final : public Kernel {
           }
         }
         if (first) std::fill(rb, rb + W, ident);
-        F* res = sw == 1 ? outrow.data() : win.data();
-        if (is_max) r.window_max(res, row.data(), span, kw, dw);
-        else r.window_add(res, row.data(), span, kw, dw);
-        if (sw != 1)
-          for (int64_t ow = 0; ow < OW; ++ow) outrow[ow] = win[ow * sw];
         T* yr = yp + (od * g.out[1] + oh) * OW;
+        F* res = outrow.data();
+        if constexpr (std::is_same_v<T, F>) {
+          if (is_max) res = yr;  // straight into the output row
+        }
+        if (is_max) r.window_max(res, row.data(), OW, kw, dw, sw);
+        else r.window_add(res, row.data(), OW, kw, dw, sw);
         if (kind == PKind::Max) {
-          if constexpr (std::is_same_v<T, F>) {
-            std::memcpy(yr, outrow.data(), static_cast<size_t>(OW) * sizeof(F));
-          } else {
+          if constexpr (!std::is_same_v<T, F>) {
             for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = store_any<T, F>(outrow[ow], dtype);
           }
+        } else if (kind == PKind::Avg) {
+          const F* inv;
+          if constexpr (std::is_same_v<F, float>) inv = m[2].inverse_f.data();
+          else inv = m[2].inverse_d.data();
+          const F idh = static_cast<F>(1) / static_cast<F>(m[0].divisor[od] * m[1].divisor[oh]);
+          if constexpr (std::is_same_v<T, F>) {
+            for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = outrow[ow] * (idh * inv[ow]);
+          } else {
+            for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = store_any<T, F>(outrow[ow] * (idh * inv[ow]), dtype);
+          }
         } else {
-          const int64_t dv = m[0].divisor[od] * m[1].divisor[oh];
-          for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = finish<T, F>(outrow[ow], dv * m[2].divisor[ow]);
+          for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = finish<T, F>(outrow[ow], 1);
+        }
+      }
+    }
+  }
+
+  // The same reduction over whole blocks when the output rows tile the input
+  // rows exactly (W == stride * OW: "same" padding at stride 1, even widths
+  // at stride 2): the rows under the windows are reduced into a [OH, W]
+  // block V (consecutive output rows at stride 1 in one call per tap row),
+  // then one sliding window runs over V as a single long row; the few
+  // outputs per row whose window crosses a row edge are recomputed.
+  template <class T, class F>
+  void plane_block(const Geometry& g, const AxisMap* m, const Rows<F>& r, const F* src, T* yp, std::vector<F>& vb,
+                   std::vector<F>& yb) const {
+    const int64_t W = g.in[2], H = g.in[1], OW = g.out[2], OH = g.out[1];
+    const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
+    const int64_t kh = g.k[1], sh = g.s[1], dh = g.d[1], ph = g.pb[1];
+    const bool is_max = kind == PKind::Max;
+    const F ident = is_max ? std::numeric_limits<F>::quiet_NaN() : F(0);
+    vb.resize(static_cast<size_t>(OH * W));
+    yb.resize(static_cast<size_t>(OH * OW));
+    F* V = vb.data();
+    std::vector<int64_t> ids;
+    const auto row_op = [&](F* dst, const F* a, int64_t n, bool first) {
+      if (first) std::memcpy(dst, a, static_cast<size_t>(n) * sizeof(F));
+      else if (is_max) r.rows_max(dst, a, n);
+      else r.rows_add(dst, a, n);
+    };
+    for (int64_t od = 0; od < g.out[0]; ++od) {
+      // Depth taps first (3-D): the valid input planes of this od.
+      ids.clear();
+      for (int64_t jd = 0; jd < g.k[0]; ++jd) {
+        const int64_t id = od * g.s[0] - g.pb[0] + jd * g.d[0];
+        if (id >= 0 && id < g.in[0]) ids.push_back(id);
+      }
+      const int64_t nd = static_cast<int64_t>(ids.size());
+      // Output rows whose every tap row is inside the input, at stride 1:
+      // one call per (tap, plane) over all of them.
+      int64_t a0 = 0, a1 = 0;
+      if (sh == 1) {
+        a0 = std::min<int64_t>(OH, ph);
+        a1 = std::max<int64_t>(a0, std::min<int64_t>(OH, H - (kh - 1) * dh + ph));
+      }
+      bool first_block = true;
+      for (int64_t q = 0; q < nd; ++q)
+        for (int64_t jh = 0; jh < kh && a1 > a0; ++jh) {
+          row_op(V + a0 * W, src + (ids[q] * H + a0 - ph + jh * dh) * W, (a1 - a0) * W, first_block);
+          first_block = false;
+        }
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        if (oh >= a0 && oh < a1) continue;
+        bool first = true;
+        for (int64_t q = 0; q < nd; ++q)
+          for (int64_t jh = 0; jh < kh; ++jh) {
+            const int64_t ih = oh * sh - ph + jh * dh;
+            if (ih < 0 || ih >= H) continue;
+            row_op(V + oh * W, src + (ids[q] * H + ih) * W, W, first);
+            first = false;
+          }
+        if (first) std::fill(V + oh * W, V + (oh + 1) * W, ident);
+      }
+      // The long row: outputs i in [i0, i1) read V[i * sw - pw + j * dw].
+      const int64_t n_all = OH * OW, len = OH * W;
+      const int64_t i0 = (pw + sw - 1) / sw;
+      int64_t i1 = (len - 1 + pw - (kw - 1) * dw);
+      i1 = i1 < 0 ? 0 : i1 / sw + 1;
+      i1 = std::min(i1, n_all);
+      T* yo = yp + od * n_all;
+      F* out = yb.data();
+      if constexpr (std::is_same_v<T, F>) {
+        if (is_max) out = yo;
+      }
+      if (i1 > i0) {
+        if (is_max) r.window_max(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
+        else r.window_add(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
+      }
+      // Edge outputs: windows that cross a row boundary. Inside each row the
+      // outputs [ow_lo, ow_hi] read only that row (done by the long row).
+      const int64_t ow_lo = std::min<int64_t>(OW, (pw + sw - 1) / sw);
+      const int64_t hi_num = W - 1 + pw - (kw - 1) * dw;
+      const int64_t ow_hi = hi_num < 0 ? -1 : std::min<int64_t>(OW - 1, hi_num / sw);
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const F* vr = V + oh * W;
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          if (ow >= ow_lo && ow <= ow_hi) {
+            ow = ow_hi;
+            continue;
+          }
+          const int64_t st = ow * sw - pw;
+          F v = ident;
+          bool any = false;
+          for (int64_t j = 0; j < kw; ++j) {
+            const int64_t iw = st + j * dw;
+            if (iw < 0 || iw >= W) continue;
+            const F x = vr[iw];
+            v = !any ? x : is_max ? fmax1(v, x) : v + x;
+            any = true;
+          }
+          out[oh * OW + ow] = v;
+        }
+      }
+      if (is_max) {
+        if constexpr (!std::is_same_v<T, F>) {
+          for (int64_t i = 0; i < n_all; ++i) yo[i] = store_any<T, F>(out[i], dtype);
+        }
+      } else {
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          F* o = out + oh * OW;
+          T* y = yo + oh * OW;
+          if (kind == PKind::Avg) {
+            const F idh = static_cast<F>(1) / static_cast<F>(m[0].divisor[od] * m[1].divisor[oh]);
+            const F* inv;
+            if constexpr (std::is_same_v<F, float>) inv = m[2].inverse_f.data();
+            else inv = m[2].inverse_d.data();
+            if constexpr (std::is_same_v<T, F>) {
+              for (int64_t ow = 0; ow < OW; ++ow) y[ow] = o[ow] * (idh * inv[ow]);
+            } else {
+              for (int64_t ow = 0; ow < OW; ++ow) y[ow] = store_any<T, F>(o[ow] * (idh * inv[ow]), dtype);
+            }
+          } else {
+            for (int64_t ow = 0; ow < OW; ++ow) y[ow] = finish<T, F>(o[ow], 1);
+          }
         }
       }
     }

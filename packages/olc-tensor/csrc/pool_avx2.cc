@@ -32,34 +32,60 @@ void rows_add(float* acc, const float* x, int64_t n) {
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
   for (; i < n; ++i) acc[i] += x[i];
 }
-void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+// Lanes i*2 + j*d of x for 8 outputs: even elements of x[0..15].
+inline __m256 even8(const float* x) {
+  const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+  const __m256 a = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x), idx);
+  const __m256 b = _mm256_permutevar8x32_ps(_mm256_loadu_ps(x + 8), idx);
+  return _mm256_permute2f128_ps(a, b, 0x20);
+}
+
+template <bool Max>
+inline __m256 op(__m256 a, __m256 b) {
+  if constexpr (Max) return vfmax(a, b);
+  else return _mm256_add_ps(a, b);
+}
+template <bool Max>
+inline float op1(float a, float b) {
+  if constexpr (Max) return fmax1(a, b);
+  else return a + b;
+}
+
+template <bool Max>
+void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 m = _mm256_loadu_ps(x + i);
-    for (int64_t j = 1; j < k; ++j) m = vfmax(m, _mm256_loadu_ps(x + i + j * d));
-    _mm256_storeu_ps(t + i, m);
+  if (st == 1) {
+    for (; i + 8 <= n; i += 8) {
+      __m256 m = _mm256_loadu_ps(x + i);
+      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_loadu_ps(x + i + j * d));
+      _mm256_storeu_ps(t + i, m);
+    }
+    if (i < n) {
+      const __m256i mk = tail_mask(n - i);
+      __m256 m = _mm256_maskload_ps(x + i, mk);
+      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_maskload_ps(x + i + j * d, mk));
+      _mm256_maskstore_ps(t + i, mk, m);
+    }
+    return;
   }
-  if (i < n) {
-    const __m256i mk = tail_mask(n - i);
-    __m256 m = _mm256_maskload_ps(x + i, mk);
-    for (int64_t j = 1; j < k; ++j) m = vfmax(m, _mm256_maskload_ps(x + i + j * d, mk));
-    _mm256_maskstore_ps(t + i, mk, m);
+  if (st == 2) {
+    // The pair of loads reaches x[2 * i + 15 + j * d]: full blocks while that
+    // stays within the last element read, x[2 * (n - 1) + (k - 1) * d].
+    for (; i + 8 < n; i += 8) {
+      __m256 m = even8(x + 2 * i);
+      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, even8(x + 2 * i + j * d));
+      _mm256_storeu_ps(t + i, m);
+    }
+  }
+  for (; i < n; ++i) {
+    const float* p = x + i * st;
+    float m = p[0];
+    for (int64_t j = 1; j < k; ++j) m = op1<Max>(m, p[j * d]);
+    t[i] = m;
   }
 }
-void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 s = _mm256_loadu_ps(x + i);
-    for (int64_t j = 1; j < k; ++j) s = _mm256_add_ps(s, _mm256_loadu_ps(x + i + j * d));
-    _mm256_storeu_ps(t + i, s);
-  }
-  if (i < n) {
-    const __m256i mk = tail_mask(n - i);
-    __m256 s = _mm256_maskload_ps(x + i, mk);
-    for (int64_t j = 1; j < k; ++j) s = _mm256_add_ps(s, _mm256_maskload_ps(x + i + j * d, mk));
-    _mm256_maskstore_ps(t + i, mk, s);
-  }
-}
+void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
+void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<false>(t, x, n, k, d, st); }
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -95,9 +121,44 @@ float max(const float* x, int64_t n) {
   return r;
 }
 
+// Four planes in flight: independent accumulator chains hide the add latency.
+void plane_sums(const float* x, int64_t n, int64_t count, float* out) {
+  int64_t c = 0;
+  if (n >= 8) {
+    const __m256i mk = tail_mask(n % 8);
+    const int64_t full = n - n % 8;
+    for (; c + 4 <= count; c += 4) {
+      const float* p0 = x + c * n;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t i = 0; i < full; i += 8) {
+        a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p0 + i));
+        a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p0 + n + i));
+        a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p0 + 2 * n + i));
+        a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p0 + 3 * n + i));
+      }
+      if (full < n) {
+        a0 = _mm256_add_ps(a0, _mm256_maskload_ps(p0 + full, mk));
+        a1 = _mm256_add_ps(a1, _mm256_maskload_ps(p0 + n + full, mk));
+        a2 = _mm256_add_ps(a2, _mm256_maskload_ps(p0 + 2 * n + full, mk));
+        a3 = _mm256_add_ps(a3, _mm256_maskload_ps(p0 + 3 * n + full, mk));
+      }
+      out[c] = hsum(a0);
+      out[c + 1] = hsum(a1);
+      out[c + 2] = hsum(a2);
+      out[c + 3] = hsum(a3);
+    }
+  }
+  for (; c < count; ++c) out[c] = sum(x + c * n, n);
+}
+void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
+  for (int64_t c = 0; c < count; ++c) out[c] = max(x + c * n, n);
+}
+
 }  // namespace
 
-PoolRowsF32 pool_rows_f32() { return {rows_max, rows_add, window_max, window_add, sum, max, "avx2"}; }
+PoolRowsF32 pool_rows_f32() {
+  return {rows_max, rows_add, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx2"};
+}
 
 }  // namespace avx2
 }  // namespace olc_tn

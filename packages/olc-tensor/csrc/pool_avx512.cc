@@ -32,34 +32,62 @@ void rows_add(float* acc, const float* x, int64_t n) {
     _mm512_mask_storeu_ps(acc + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, acc + i), _mm512_maskz_loadu_ps(m, x + i)));
   }
 }
-void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+template <bool Max>
+inline __m512 op(__m512 a, __m512 b) {
+  if constexpr (Max) return vfmax(a, b);
+  else return _mm512_add_ps(a, b);
+}
+inline float fmax1(float a, float b) { return std::isnan(b) ? a : (std::isnan(a) || b > a) ? b : a; }
+
+// Even elements of x[0..31] (lanes beyond `valid` elements not loaded).
+inline __m512 even16(const float* x, __mmask16 m0, __mmask16 m1) {
+  const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(m0, x), ev, _mm512_maskz_loadu_ps(m1, x + 16));
+}
+
+template <bool Max>
+void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 v = _mm512_loadu_ps(x + i);
-    for (int64_t j = 1; j < k; ++j) v = vfmax(v, _mm512_loadu_ps(x + i + j * d));
-    _mm512_storeu_ps(t + i, v);
+  if (st == 1) {
+    for (; i + 16 <= n; i += 16) {
+      __m512 v = _mm512_loadu_ps(x + i);
+      for (int64_t j = 1; j < k; ++j) v = op<Max>(v, _mm512_loadu_ps(x + i + j * d));
+      _mm512_storeu_ps(t + i, v);
+    }
+    if (i < n) {
+      const __mmask16 m = tail(n - i);
+      __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+      for (int64_t j = 1; j < k; ++j) v = op<Max>(v, _mm512_maskz_loadu_ps(m, x + i + j * d));
+      _mm512_mask_storeu_ps(t + i, m, v);
+    }
+    return;
   }
-  if (i < n) {
-    const __mmask16 m = tail(n - i);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    for (int64_t j = 1; j < k; ++j) v = vfmax(v, _mm512_maskz_loadu_ps(m, x + i + j * d));
-    _mm512_mask_storeu_ps(t + i, m, v);
+  if (st == 2) {
+    for (; i + 16 <= n; i += 16) {
+      // Elements 2 * i .. 2 * i + 30 (+ j * d) are read: 31 of the 32.
+      const __mmask16 all = 0xFFFF, m1 = 0x7FFF;
+      __m512 v = even16(x + 2 * i, all, m1);
+      for (int64_t j = 1; j < k; ++j) v = op<Max>(v, even16(x + 2 * i + j * d, all, m1));
+      _mm512_storeu_ps(t + i, v);
+    }
+    if (i < n) {
+      const int64_t r = n - i, e = 2 * r - 1;  // elements read per tap
+      const __mmask16 m0 = tail(e < 16 ? e : 16), m1 = tail(e > 16 ? e - 16 : 0);
+      __m512 v = even16(x + 2 * i, m0, m1);
+      for (int64_t j = 1; j < k; ++j) v = op<Max>(v, even16(x + 2 * i + j * d, m0, m1));
+      _mm512_mask_storeu_ps(t + i, tail(r), v);
+    }
+    return;
+  }
+  for (; i < n; ++i) {
+    const float* p = x + i * st;
+    float m = p[0];
+    for (int64_t j = 1; j < k; ++j) m = Max ? fmax1(m, p[j * d]) : m + p[j * d];
+    t[i] = m;
   }
 }
-void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m512 v = _mm512_loadu_ps(x + i);
-    for (int64_t j = 1; j < k; ++j) v = _mm512_add_ps(v, _mm512_loadu_ps(x + i + j * d));
-    _mm512_storeu_ps(t + i, v);
-  }
-  if (i < n) {
-    const __mmask16 m = tail(n - i);
-    __m512 v = _mm512_maskz_loadu_ps(m, x + i);
-    for (int64_t j = 1; j < k; ++j) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, x + i + j * d));
-    _mm512_mask_storeu_ps(t + i, m, v);
-  }
-}
+void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
+void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<false>(t, x, n, k, d, st); }
 float sum(const float* x, int64_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
   int64_t i = 0;
@@ -85,9 +113,42 @@ float max(const float* x, int64_t n) {
   return r;
 }
 
+// Four planes in flight: independent accumulator chains hide the add latency.
+void plane_sums(const float* x, int64_t n, int64_t count, float* out) {
+  int64_t c = 0;
+  const __mmask16 mk = tail(n % 16);
+  const int64_t full = n - n % 16;
+  for (; c + 4 <= count; c += 4) {
+    const float* p0 = x + c * n;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < full; i += 16) {
+      a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p0 + i));
+      a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p0 + n + i));
+      a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p0 + 2 * n + i));
+      a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p0 + 3 * n + i));
+    }
+    if (full < n) {
+      a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(mk, p0 + full));
+      a1 = _mm512_add_ps(a1, _mm512_maskz_loadu_ps(mk, p0 + n + full));
+      a2 = _mm512_add_ps(a2, _mm512_maskz_loadu_ps(mk, p0 + 2 * n + full));
+      a3 = _mm512_add_ps(a3, _mm512_maskz_loadu_ps(mk, p0 + 3 * n + full));
+    }
+    out[c] = _mm512_reduce_add_ps(a0);
+    out[c + 1] = _mm512_reduce_add_ps(a1);
+    out[c + 2] = _mm512_reduce_add_ps(a2);
+    out[c + 3] = _mm512_reduce_add_ps(a3);
+  }
+  for (; c < count; ++c) out[c] = sum(x + c * n, n);
+}
+void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
+  for (int64_t c = 0; c < count; ++c) out[c] = max(x + c * n, n);
+}
+
 }  // namespace
 
-PoolRowsF32 pool_rows_f32() { return {rows_max, rows_add, window_max, window_add, sum, max, "avx512"}; }
+PoolRowsF32 pool_rows_f32() {
+  return {rows_max, rows_add, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx512"};
+}
 
 }  // namespace avx512
 }  // namespace olc_tn

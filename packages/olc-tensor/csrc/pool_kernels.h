@@ -16,11 +16,17 @@ namespace olc_tn {
 struct PoolRowsF32 {
   void (*rows_max)(float* acc, const float* x, int64_t n);  // acc[i] = fmax(acc[i], x[i])
   void (*rows_add)(float* acc, const float* x, int64_t n);  // acc[i] += x[i]
-  // t[i] = fmax / sum over j < k of x[i + j * d], for i < n.
-  void (*window_max)(float* t, const float* x, int64_t n, int64_t k, int64_t d);
-  void (*window_add)(float* t, const float* x, int64_t n, int64_t k, int64_t d);
+  // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n; reads
+  // nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths for s = 1 and
+  // s = 2 (deinterleaved), a scalar loop otherwise.
+  void (*window_max)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
+  void (*window_add)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   float (*sum)(const float* x, int64_t n);
   float (*max)(const float* x, int64_t n);  // n >= 1; NaN only when every x is NaN
+  // out[c] = sum / max of x[c * n, c * n + n) for c < count (the global
+  // pools: several planes in flight at once).
+  void (*plane_sums)(const float* x, int64_t n, int64_t count, float* out);
+  void (*plane_maxes)(const float* x, int64_t n, int64_t count, float* out);
   const char* isa;
 };
 

@@ -15,17 +15,19 @@ void rows_max(float* acc, const float* x, int64_t n) {
 void rows_add(float* acc, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
 }
-void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) {
   for (int64_t i = 0; i < n; ++i) {
-    float m = x[i];
-    for (int64_t j = 1; j < k; ++j) m = fmax1(m, x[i + j * d]);
+    const float* p = x + i * st;
+    float m = p[0];
+    for (int64_t j = 1; j < k; ++j) m = fmax1(m, p[j * d]);
     t[i] = m;
   }
 }
-void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d) {
+void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) {
   for (int64_t i = 0; i < n; ++i) {
-    float s = x[i];
-    for (int64_t j = 1; j < k; ++j) s += x[i + j * d];
+    const float* p = x + i * st;
+    float s = p[0];
+    for (int64_t j = 1; j < k; ++j) s += p[j * d];
     t[i] = s;
   }
 }
@@ -47,9 +49,18 @@ float max(const float* x, int64_t n) {
   return m;
 }
 
+void plane_sums(const float* x, int64_t n, int64_t count, float* out) {
+  for (int64_t c = 0; c < count; ++c) out[c] = sum(x + c * n, n);
+}
+void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
+  for (int64_t c = 0; c < count; ++c) out[c] = max(x + c * n, n);
+}
+
 }  // namespace
 
-PoolRowsF32 pool_rows_f32() { return {rows_max, rows_add, window_max, window_add, sum, max, "scalar"}; }
+PoolRowsF32 pool_rows_f32() {
+  return {rows_max, rows_add, window_max, window_add, sum, max, plane_sums, plane_maxes, "scalar"};
+}
 
 }  // namespace scalar
 }  // namespace olc_tn

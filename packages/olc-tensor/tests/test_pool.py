@@ -164,6 +164,12 @@ WINDOWS = [
     ((1, 2, 5, 7, 9), {"kernel_shape": [3, 3, 5], "strides": [2, 2, 2], "pads": [1, 1, 2, 1, 1, 2]}),
     ((1, 2, 5, 6, 7), {"kernel_shape": [2, 3, 2], "strides": [1, 2, 3], "ceil_mode": 1, "pads": [1, 0, 1, 0, 1, 1]}),
     ((1, 2, 6, 7, 8), {"kernel_shape": [2, 2, 3], "dilations": [2, 1, 2], "auto_pad": "SAME_UPPER"}),
+    # Output rows tiling the input rows (W == stride * OW): the block path.
+    ((2, 3, 7, 9), {"kernel_shape": [3, 5], "pads": [1, 2, 1, 2]}),
+    ((1, 2, 8, 12), {"kernel_shape": [3, 3], "dilations": [1, 2], "pads": [1, 2, 1, 2]}),
+    ((1, 3, 9, 34), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 2, 6, 8, 10), {"kernel_shape": [3, 3, 3], "strides": [1, 2, 2], "pads": [1, 1, 1, 1, 1, 1]}),
+    ((1, 2, 40), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
 ]
 IDS = [f"r{len(s) - 2}-{'-'.join(f'{k}{v}' for k, v in a.items())}" for s, a in WINDOWS]
 

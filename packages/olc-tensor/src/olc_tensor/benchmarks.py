@@ -5,7 +5,10 @@ embedding gather from a [30522, 768] table (a constant initializer, as in a
 real model), the QKV concat and split along the last axis, and the float32
 to float16/bfloat16 casts of mixed-precision graphs at 1 and 4 million
 elements; per-tensor QuantizeLinear / DequantizeLinear between float32
-and uint8 / int8 at 64K and 1M elements. ``benchmark_gates()`` states the
+and uint8 / int8 at 64K and 1M elements; the pooling and Resize layers of
+a ResNet-50 / U-Net style CNN (MaxPool 3x3 stride 2 on [1,64,112,112], the
+global average pools of [1,512,7,7] and [8,2048,7,7], a 3x3 AveragePool,
+bilinear and nearest 2x upsampling of [1,64,128,128]). ``benchmark_gates()`` states the
 targets (ratio = onnxruntime time / olc time, same inputs and threads).
 """
 
@@ -77,7 +80,42 @@ def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
         case = _case("Cast", f"Cast float32 -> bfloat16 -> float32 {n}", [_f32([n])], "cast")
         case["model"] = _bf16_round_trip(n)
         cases.append(case)
-    return cases + _quantize_cases(QUANTIZE_SIZES)
+    return cases + _quantize_cases(QUANTIZE_SIZES) + _cnn_cases()
+
+
+def _f32_const(values: Sequence[float]) -> dict[str, Any]:
+    arr = np.asarray(values, np.float32)
+
+    def gen(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+        return arr.astype(dtype)
+
+    return {"shape": [len(values)], "dtype": "float32", "generator": gen, "constant": True}
+
+
+def _cnn_cases() -> list[dict[str, Any]]:
+    """Pooling and Resize as a CNN runs them (NCHW float32, constant scales)."""
+    pool3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    up2 = _f32_const([1, 1, 2, 2])
+    cases = [
+        _case("MaxPool", "MaxPool 3x3 s2 [1,64,112,112]", [_f32([1, 64, 112, 112])], "pool", pool3),
+        _case("AveragePool", "AveragePool 3x3 s2 [1,64,112,112]", [_f32([1, 64, 112, 112])], "pool", pool3),
+        _case("AveragePool", "AveragePool 3x3 s1 pad 1 [1,256,28,28]", [_f32([1, 256, 28, 28])], "pool",
+              {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 0}),
+        _case("GlobalAveragePool", "GlobalAveragePool [1,512,7,7]", [_f32([1, 512, 7, 7])], "pool"),
+        _case("GlobalAveragePool", "GlobalAveragePool [8,2048,7,7]", [_f32([8, 2048, 7, 7])], "pool"),
+        _case("Resize", "Resize bilinear 2x [1,64,128,128]",
+              [_f32([1, 64, 128, 128]), {"shape": [0], "dtype": "float32", "generator": "normal", "constant": True},
+               up2], "resize", {"mode": "linear"}),
+        _case("Resize", "Resize nearest 2x [1,64,128,128]",
+              [_f32([1, 64, 128, 128]), {"shape": [0], "dtype": "float32", "generator": "normal", "constant": True},
+               up2], "resize", {"mode": "nearest"}),
+    ]
+    for c in cases:
+        # Sums: the order differs from onnxruntime's (and olc multiplies by
+        # the reciprocal of the count): agreement to float32 rounding.
+        if c["op"] in ("AveragePool", "GlobalAveragePool") or c["attributes"].get("mode") == "linear":
+            c["rtol"], c["atol"] = 1e-5, 1e-6
+    return cases
 
 
 def _const(value: float, dtype: str) -> dict[str, Any]:
