@@ -263,7 +263,9 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
     return OLC_OK;
   }
   if (rows >= threads * 16) {
-    const int64_t grain = std::max<int64_t>(8, std::min<int64_t>(j.group, rows / (threads * 4)));
+    // Large ranges (two per thread): each range reads the forest chunk by
+    // chunk once, so small ranges would multiply the reads of a big forest.
+    const int64_t grain = std::max<int64_t>(8, (rows + threads * 2 - 1) / (threads * 2));
     g_api->parallel_for(ctx, rows, grain, 0, &rows_range<T>, &j);
     return OLC_OK;
   }

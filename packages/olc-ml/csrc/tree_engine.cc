@@ -300,7 +300,8 @@ inline void take_leaf(const Forest<T>& f, int32_t leaf, T* acc, uint8_t* has) {
   }
 }
 
-constexpr int kBlock = 8;
+constexpr int kBlock = 8;       // rows walking one tree together
+constexpr int kTreeBlock = 16;  // trees one row walks together (the rows left over)
 
 template <typename T, uint32_t MODE, bool MISS>
 void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int64_t r1, int64_t t0, int64_t t1,
@@ -331,7 +332,7 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
       for (int b = 0; b < kBlock; ++b) take_leaf(f, idx[b], acc + (r + b - r0) * nt, has + (r + b - r0) * nt);
     }
   }
-  // The rows left (all of them for a single row): kBlock trees at once per
+  // The rows left (all of them for a single row): kTreeBlock trees at once per
   // row, so the walks' loads overlap as the row blocks' do; leaves are still
   // taken in tree order.
   const int64_t tail = r0 + (r1 - r0) / kBlock * kBlock;
@@ -340,11 +341,11 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
     T* a = acc + (r - r0) * nt;
     uint8_t* h = has + (r - r0) * nt;
     int64_t t = t0;
-    for (; t + kBlock <= t1; t += kBlock) {
-      int32_t idx[kBlock];
+    for (; t + kTreeBlock <= t1; t += kTreeBlock) {
+      int32_t idx[kTreeBlock];
       int32_t fixed = 0;
       bool deep = false;
-      for (int b = 0; b < kBlock; ++b) {
+      for (int b = 0; b < kTreeBlock; ++b) {
         const size_t tb = static_cast<size_t>(t + b);
         idx[b] = f.roots[tb];
         fixed = std::max(fixed, f.fixed_depth[tb]);
@@ -353,15 +354,15 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
       // Leaves point to themselves: walking a shallower tree past its
       // leaves leaves it there.
       for (int32_t d = 0; d < fixed; ++d)
-        for (int b = 0; b < kBlock; ++b) idx[b] = step<T, MODE, MISS>(nodes, idx[b], row);
+        for (int b = 0; b < kTreeBlock; ++b) idx[b] = step<T, MODE, MISS>(nodes, idx[b], row);
       if (deep) {
-        for (int b = 0; b < kBlock; ++b) {
+        for (int b = 0; b < kTreeBlock; ++b) {
           int32_t i = idx[b];
           while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(nodes, i, row);
           idx[b] = i;
         }
       }
-      for (int b = 0; b < kBlock; ++b) take_leaf(f, idx[b], a, h);
+      for (int b = 0; b < kTreeBlock; ++b) take_leaf(f, idx[b], a, h);
     }
     for (; t < t1; ++t) {
       const size_t ts = static_cast<size_t>(t);
