@@ -337,3 +337,34 @@ def test_depthwise_padding_buffer_between_geometries():
             assert "depthwise" in s.kernel_usage_details()[0]
             ref, absprod = conv_ref(x, w, b, attrs)
             check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} {xs}")
+
+
+GUARD_CASES = [
+    ((1, 8, 5, 13), (5, 8, 1, 1), {}),                                   # pointwise, column tail
+    ((1, 16, 3, 37), (13, 16, 1, 1), {}),
+    ((1, 3, 7, 9), (4, 3, 3, 5), {"pads": [1, 2, 1, 2]}),               # implicit GEMM
+    ((1, 4, 9, 7), (6, 2, 3, 3), {"group": 2, "strides": [2, 2]}),
+    ((1, 3, 4, 15), (3, 1, 3, 3), {"group": 3}),                         # depthwise rows around a vector
+    ((1, 3, 4, 17), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    ((1, 3, 4, 33), (3, 1, 3, 3), {"group": 3, "strides": [1, 2]}),
+    ((1, 3, 4, 65), (6, 1, 3, 3), {"group": 3, "pads": [0, 1, 0, 1]}),
+    ((1, 2, 31), (2, 1, 5), {"group": 2}),
+]
+
+
+@pytest.mark.parametrize("at", ["end", "start"])
+@pytest.mark.parametrize("t", ["float32", "float16"])
+def test_operands_against_guard_pages(t, at):
+    """No path reads past X, W or B: each ends at (or starts after) an
+    inaccessible page (olc_core.testing.guarded)."""
+    from olc_core import testing
+
+    rng = np.random.default_rng(21)
+    for xs, ws, attrs in GUARD_CASES:
+        x, w, b = make_data(rng, xs, ws, t, True)
+        m = conv_model(t, attrs)
+        feeds = {"X": testing.guarded(x, at=at), "W": testing.guarded(w, at=at), "B": testing.guarded(b, at=at)}
+        ref, absprod = conv_ref(x, w, b, attrs)
+        for level in LEVELS:
+            y, _ = run_olc(m, feeds, level, 1)
+            check_close(y, ref, absprod, k_of(ws, attrs), t, f"{xs} {level} {at}")

@@ -198,3 +198,21 @@ def test_errors(xs, ws, attrs, pattern):
         s = olc_core.Session(m, strict=True)
         s.run(None, {"X": x, "W": w})
     assert "convt0" in str(ei.value)
+
+
+@pytest.mark.parametrize("at", ["end", "start"])
+def test_operands_against_guard_pages(at):
+    """No path reads past X, W or B (olc_core.testing.guarded pages)."""
+    from olc_core import testing
+
+    rng = np.random.default_rng(8)
+    for xs, ws, attrs in [CASES[0], CASES[2], CASES[9], CASES[11]]:
+        x = rng.standard_normal(xs).astype(np.float32)
+        w = rng.standard_normal(ws).astype(np.float32)
+        b = rng.standard_normal(ws[1] * attrs.get("group", 1)).astype(np.float32)
+        m = convt_model("float32", attrs)
+        feeds = {"X": testing.guarded(x, at=at), "W": testing.guarded(w, at=at), "B": testing.guarded(b, at=at)}
+        ref, absprod = convt_ref(x, w, b, attrs)
+        for level in LEVELS:
+            y, _ = run_olc(m, feeds, level, 1)
+            check_close(y, ref, absprod, xs[1] // attrs.get("group", 1), "float32", f"{xs} {level} {at}")
