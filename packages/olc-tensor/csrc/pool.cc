@@ -5,12 +5,16 @@
 // run) and works out the output shape and per-axis padding; every rank is
 // then a 3-D problem [D, H, W] with unit axes in front. Each (n, c) plane is
 // one task of the executor. Within a plane the window is reduced
-// separably: for each output row (od, oh) the input rows (id, ih) under the
-// window are reduced into a row buffer padded with the identity (NaN for
-// max, which fmax ignores; 0 for sums), then a sliding window runs along W
-// and every stride-th result is kept. float32 runs on the ISA rows of
-// pool_kernels.h; float16/bfloat16/int8/uint8 are widened to float32 per
-// plane (exact) and float64 computes in float64 with portable code.
+// separably: the input rows (id, ih) under each output row are reduced in
+// one pass into a row (one store per element), then a sliding window runs
+// along W at the output's stride (1 and 2 vectorized). When the output rows
+// tile the input rows (W == stride * OW) all rows of a plane form one block
+// and the window runs over it as one long row, the outputs whose window
+// crosses a row edge recomputed; otherwise each row goes through a buffer
+// padded with the identity (NaN for max, which fmax ignores; 0 for sums).
+// float32 runs on the ISA rows of pool_kernels.h; float16/bfloat16/int8/
+// uint8 are widened to float32 per plane (exact) and float64 computes in
+// float64 with portable code; the global pools reduce several planes at once.
 // MaxPool with the Indices output takes a direct window loop.
 #include <algorithm>
 #include <cmath>
@@ -36,12 +40,6 @@ inline F fmax1(F a, F b) {
 
 template <class F>
 struct RowsT {
-  static void rows_max(F* acc, const F* x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) acc[i] = fmax1(acc[i], x[i]);
-  }
-  static void rows_add(F* acc, const F* x, int64_t n) {
-    for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
-  }
   static void window_max(F* t, const F* x, int64_t n, int64_t k, int64_t d, int64_t st) {
     for (int64_t i = 0; i < n; ++i) {
       F m = x[i * st];
@@ -54,6 +52,20 @@ struct RowsT {
       F s = x[i * st];
       for (int64_t j = 1; j < k; ++j) s += x[i * st + j * d];
       t[i] = s;
+    }
+  }
+  static void rows_max_n(F* dst, const F* const* rows, int64_t m, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      F v = rows[0][i];
+      for (int64_t r = 1; r < m; ++r) v = fmax1(v, rows[r][i]);
+      dst[i] = v;
+    }
+  }
+  static void rows_add_n(F* dst, const F* const* rows, int64_t m, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) {
+      F v = rows[0][i];
+      for (int64_t r = 1; r < m; ++r) v += rows[r][i];
+      dst[i] = v;
     }
   }
   static F sum(const F* x, int64_t n) {
@@ -71,8 +83,8 @@ struct RowsT {
 // The row functions used by one run: float32's from the ISA table.
 template <class F>
 struct Rows {
-  void (*rows_max)(F*, const F*, int64_t) = RowsT<F>::rows_max;
-  void (*rows_add)(F*, const F*, int64_t) = RowsT<F>::rows_add;
+  void (*rows_max_n)(F*, const F* const*, int64_t, int64_t) = RowsT<F>::rows_max_n;
+  void (*rows_add_n)(F*, const F* const*, int64_t, int64_t) = RowsT<F>::rows_add_n;
   void (*window_max)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_max;
   void (*window_add)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_add;
   F (*sum)(const F*, int64_t) = RowsT<F>::sum;
@@ -81,8 +93,8 @@ struct Rows {
 
 Rows<float> rows_of(const PoolRowsF32& r) {
   Rows<float> o;
-  o.rows_max = r.rows_max;
-  o.rows_add = r.rows_add;
+  o.rows_max_n = r.rows_max_n;
+  o.rows_add_n = r.rows_add_n;
   o.window_max = r.window_max;
   o.window_add = r.window_add;
   o.sum = r.sum;
@@ -361,24 +373,22 @@ class Pool final : public Kernel {
     outrow.resize(static_cast<size_t>(OW));
     F* rb = row.data() + pw;
     const bool is_max = kind == PKind::Max;
+    std::vector<const F*> rp;
     for (int64_t od = 0; od < g.out[0]; ++od) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
-        bool first = true;
         const int64_t d0 = od * g.s[0] - g.pb[0], h0 = oh * g.s[1] - g.pb[1];
+        rp.clear();
         for (int64_t jd = 0; jd < g.k[0]; ++jd) {
           const int64_t id = d0 + jd * g.d[0];
           if (id < 0 || id >= g.in[0]) continue;
           for (int64_t jh = 0; jh < g.k[1]; ++jh) {
             const int64_t ih = h0 + jh * g.d[1];
-            if (ih < 0 || ih >= H) continue;
-            const F* xr = src + (id * H + ih) * W;
-            if (first) std::memcpy(rb, xr, static_cast<size_t>(W) * sizeof(F));
-            else if (is_max) r.rows_max(rb, xr, W);
-            else r.rows_add(rb, xr, W);
-            first = false;
+            if (ih >= 0 && ih < H) rp.push_back(src + (id * H + ih) * W);
           }
         }
-        if (first) std::fill(rb, rb + W, ident);
+        if (rp.empty()) std::fill(rb, rb + W, ident);
+        else if (is_max) r.rows_max_n(rb, rp.data(), static_cast<int64_t>(rp.size()), W);
+        else r.rows_add_n(rb, rp.data(), static_cast<int64_t>(rp.size()), W);
         T* yr = yp + (od * g.out[1] + oh) * OW;
         F* res = outrow.data();
         if constexpr (std::is_same_v<T, F>) {
@@ -425,10 +435,11 @@ class Pool final : public Kernel {
     yb.resize(static_cast<size_t>(OH * OW));
     F* V = vb.data();
     std::vector<int64_t> ids;
-    const auto row_op = [&](F* dst, const F* a, int64_t n, bool first) {
-      if (first) std::memcpy(dst, a, static_cast<size_t>(n) * sizeof(F));
-      else if (is_max) r.rows_max(dst, a, n);
-      else r.rows_add(dst, a, n);
+    std::vector<const F*> rp;
+    const auto reduce_rows = [&](F* dst, int64_t n) {
+      if (rp.empty()) std::fill(dst, dst + n, ident);
+      else if (is_max) r.rows_max_n(dst, rp.data(), static_cast<int64_t>(rp.size()), n);
+      else r.rows_add_n(dst, rp.data(), static_cast<int64_t>(rp.size()), n);
     };
     for (int64_t od = 0; od < g.out[0]; ++od) {
       // Depth taps first (3-D): the valid input planes of this od.
@@ -437,31 +448,28 @@ class Pool final : public Kernel {
         const int64_t id = od * g.s[0] - g.pb[0] + jd * g.d[0];
         if (id >= 0 && id < g.in[0]) ids.push_back(id);
       }
-      const int64_t nd = static_cast<int64_t>(ids.size());
       // Output rows whose every tap row is inside the input, at stride 1:
-      // one call per (tap, plane) over all of them.
+      // one call over all of them (their tap rows are consecutive).
       int64_t a0 = 0, a1 = 0;
       if (sh == 1) {
         a0 = std::min<int64_t>(OH, ph);
         a1 = std::max<int64_t>(a0, std::min<int64_t>(OH, H - (kh - 1) * dh + ph));
       }
-      bool first_block = true;
-      for (int64_t q = 0; q < nd; ++q)
-        for (int64_t jh = 0; jh < kh && a1 > a0; ++jh) {
-          row_op(V + a0 * W, src + (ids[q] * H + a0 - ph + jh * dh) * W, (a1 - a0) * W, first_block);
-          first_block = false;
-        }
+      if (a1 > a0) {
+        rp.clear();
+        for (int64_t id : ids)
+          for (int64_t jh = 0; jh < kh; ++jh) rp.push_back(src + (id * H + a0 - ph + jh * dh) * W);
+        reduce_rows(V + a0 * W, (a1 - a0) * W);
+      }
       for (int64_t oh = 0; oh < OH; ++oh) {
         if (oh >= a0 && oh < a1) continue;
-        bool first = true;
-        for (int64_t q = 0; q < nd; ++q)
+        rp.clear();
+        for (int64_t id : ids)
           for (int64_t jh = 0; jh < kh; ++jh) {
             const int64_t ih = oh * sh - ph + jh * dh;
-            if (ih < 0 || ih >= H) continue;
-            row_op(V + oh * W, src + (ids[q] * H + ih) * W, W, first);
-            first = false;
+            if (ih >= 0 && ih < H) rp.push_back(src + (id * H + ih) * W);
           }
-        if (first) std::fill(V + oh * W, V + (oh + 1) * W, ident);
+        reduce_rows(V + oh * W, W);
       }
       // The long row: outputs i in [i0, i1) read V[i * sw - pw + j * dw].
       const int64_t n_all = OH * OW, len = OH * W;

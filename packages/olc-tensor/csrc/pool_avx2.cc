@@ -22,16 +22,11 @@ inline __m256i tail_mask(int64_t r) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-void rows_max(float* acc, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, vfmax(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
-  for (; i < n; ++i) acc[i] = fmax1(acc[i], x[i]);
-}
-void rows_add(float* acc, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), _mm256_loadu_ps(x + i)));
-  for (; i < n; ++i) acc[i] += x[i];
-}
+template <bool Max>
+void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n);
+void rows_max_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<true>(dst, rows, m, n); }
+void rows_add_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<false>(dst, rows, m, n); }
+
 // Lanes i*2 + j*d of x for 8 outputs: even elements of x[0..15].
 inline __m256 even8(const float* x) {
   const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
@@ -82,6 +77,21 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     float m = p[0];
     for (int64_t j = 1; j < k; ++j) m = op1<Max>(m, p[j * d]);
     t[i] = m;
+  }
+}
+template <bool Max>
+void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_loadu_ps(rows[0] + i);
+    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + i));
+    _mm256_storeu_ps(dst + i, v);
+  }
+  if (i < n) {
+    const __m256i mk = tail_mask(n - i);
+    __m256 v = _mm256_maskload_ps(rows[0] + i, mk);
+    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_maskload_ps(rows[r] + i, mk));
+    _mm256_maskstore_ps(dst + i, mk, v);
   }
 }
 void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
@@ -157,7 +167,7 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max, rows_add, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx2"};
+  return {rows_max_n, rows_add_n, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx2"};
 }
 
 }  // namespace avx2

@@ -16,22 +16,6 @@ inline __m512 vfmax(__m512 a, __m512 b) {
 }
 inline __mmask16 tail(int64_t r) { return static_cast<__mmask16>((1u << r) - 1u); }
 
-void rows_max(float* acc, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(acc + i, vfmax(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 m = tail(n - i);
-    _mm512_mask_storeu_ps(acc + i, m, vfmax(_mm512_maskz_loadu_ps(m, acc + i), _mm512_maskz_loadu_ps(m, x + i)));
-  }
-}
-void rows_add(float* acc, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(acc + i, _mm512_add_ps(_mm512_loadu_ps(acc + i), _mm512_loadu_ps(x + i)));
-  if (i < n) {
-    const __mmask16 m = tail(n - i);
-    _mm512_mask_storeu_ps(acc + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, acc + i), _mm512_maskz_loadu_ps(m, x + i)));
-  }
-}
 template <bool Max>
 inline __m512 op(__m512 a, __m512 b) {
   if constexpr (Max) return vfmax(a, b);
@@ -86,6 +70,23 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     t[i] = m;
   }
 }
+template <bool Max>
+void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 v = _mm512_loadu_ps(rows[0] + i);
+    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm512_loadu_ps(rows[r] + i));
+    _mm512_storeu_ps(dst + i, v);
+  }
+  if (i < n) {
+    const __mmask16 mk = tail(n - i);
+    __m512 v = _mm512_maskz_loadu_ps(mk, rows[0] + i);
+    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm512_maskz_loadu_ps(mk, rows[r] + i));
+    _mm512_mask_storeu_ps(dst + i, mk, v);
+  }
+}
+void rows_max_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<true>(dst, rows, m, n); }
+void rows_add_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<false>(dst, rows, m, n); }
 void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
 void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<false>(t, x, n, k, d, st); }
 float sum(const float* x, int64_t n) {
@@ -147,7 +148,7 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max, rows_add, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx512"};
+  return {rows_max_n, rows_add_n, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx512"};
 }
 
 }  // namespace avx512

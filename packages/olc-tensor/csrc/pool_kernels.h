@@ -1,6 +1,6 @@
 // Row primitives of float32 pooling (MaxPool, AveragePool, LpPool and the
 // global forms): the pooling driver in pool.cc reduces a window separably,
-// first whole input rows into one row buffer (rows_*), then along the
+// first whole input rows into one row (rows_*_n), then along the
 // contiguous axis with a sliding window (window_*), so every inner loop runs
 // over contiguous memory. Max is NaN-ignoring (fmax: a NaN loses to any
 // number; NaN only when every element is NaN). Scalar, AVX2 and AVX-512
@@ -14,8 +14,9 @@
 namespace olc_tn {
 
 struct PoolRowsF32 {
-  void (*rows_max)(float* acc, const float* x, int64_t n);  // acc[i] = fmax(acc[i], x[i])
-  void (*rows_add)(float* acc, const float* x, int64_t n);  // acc[i] += x[i]
+  // dst[i] = fmax / sum over r < m of rows[r][i] (m >= 1): one store per element.
+  void (*rows_max_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
+  void (*rows_add_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
   // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n; reads
   // nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths for s = 1 and
   // s = 2 (deinterleaved), a scalar loop otherwise.

@@ -9,11 +9,19 @@ namespace {
 
 inline float fmax1(float a, float b) { return std::isnan(b) ? a : (std::isnan(a) || b > a) ? b : a; }
 
-void rows_max(float* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] = fmax1(acc[i], x[i]);
+void rows_max_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = rows[0][i];
+    for (int64_t r = 1; r < m; ++r) v = fmax1(v, rows[r][i]);
+    dst[i] = v;
+  }
 }
-void rows_add(float* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += x[i];
+void rows_add_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = rows[0][i];
+    for (int64_t r = 1; r < m; ++r) v += rows[r][i];
+    dst[i] = v;
+  }
 }
 void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) {
   for (int64_t i = 0; i < n; ++i) {
@@ -59,7 +67,7 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max, rows_add, window_max, window_add, sum, max, plane_sums, plane_maxes, "scalar"};
+  return {rows_max_n, rows_add_n, window_max, window_add, sum, max, plane_sums, plane_maxes, "scalar"};
 }
 
 }  // namespace scalar
