@@ -288,6 +288,23 @@ class Plan {
     spec.slot = slot;
     spec.name = name;
     spec.key = py::reinterpret_steal<py::object>(PyUnicode_InternFromString(name.c_str()));
+    if (!spec.key) {
+      // A name that is not UTF-8 (a damaged model) has no str key to look
+      // feeds up by; a null key would be dereferenced at run time.
+      PyErr_Clear();
+      const char* digits = "0123456789abcdef";
+      std::string shown;
+      for (unsigned char ch : name) {
+        if (ch < 0x80) {
+          shown += static_cast<char>(ch);
+        } else {
+          shown += "\\x";
+          shown += digits[ch >> 4];
+          shown += digits[ch & 15];
+        }
+      }
+      raise_olc_error("graph input name '" + shown + "' is not valid UTF-8");
+    }
     spec.dtype = dtype;
     spec.is_tensor = is_tensor;
     spec.has_shape = !dims.is_none();

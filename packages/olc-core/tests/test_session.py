@@ -278,6 +278,16 @@ def test_feed_errors_name_the_input_and_consumer(scale_plugin):
         s.run(["q"], {"x": np.ones(4, np.float32)})
 
 
+def test_graph_input_name_not_utf8_is_refused_not_a_crash():
+    # Found by tools/fuzz_models.py (a flipped byte in an input's name): the
+    # runtime's feed key was a null pointer, and run() crashed on it.
+    model = make_model([helper.make_node("Identity", ["x"], ["y"])],
+                       [tensor("x", shape=[2]), tensor("enXs", shape=[1])], [tensor("y", shape=[2])])
+    data = model.SerializeToString().replace(b"enXs", b"en\x8es")
+    with pytest.raises(olc_core.OlcError, match=r"graph input name 'en\\x8es' is not valid UTF-8"):
+        olc_core.Session(data).run(None, {"x": np.ones(2, np.float32)})
+
+
 def test_kernel_creation_error_names_node(scale_plugin):
     model = scale_model(1)
     del model.graph.node[0].attribute[:]
