@@ -1036,45 +1036,48 @@ def fuzz(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="olc-fuzz-") as tmp:
         worker = Worker(args, Path(tmp))
         worker.start()
-        for index in range(args.count):
-            notes: list[str]
-            if args.self_test and index == 1:
-                name, notes = f"self-test {args.self_test}", []
-                data, feeds = self_test_model(args.self_test).SerializeToString(), {"x": np.zeros(2, np.float32)}
-            else:
-                name, data, feeds, notes = make_case(corpus, args.seed, index)
-            counts.models += 1
-            reply = worker.run(index, data, feeds)
-            if isinstance(reply, tuple):
-                kind, detail = reply
-                worker.dump_and_stop()
-                log = worker.log_tail()
-                # The same case alone in a fresh worker: does it need the earlier cases?
-                again = Worker(args, Path(tmp), tag="check")
-                again.start()
-                second = again.run(index, data, feeds)
-                again.stop()
-                standalone = (f"reproduces ({second[1]})" if isinstance(second, tuple)
-                              else f"did not reproduce ({second['outcome']})")
-                path = _save(out, kind, args.seed, index, name, data, feeds, notes, detail, log, standalone,
-                             args.self_test)
-                if kind == "crash":
-                    counts.crashes += 1
+        try:
+            for index in range(args.count):
+                notes: list[str]
+                if args.self_test and index == 1:
+                    name, notes = f"self-test {args.self_test}", []
+                    data, feeds = self_test_model(args.self_test).SerializeToString(), {"x": np.zeros(2, np.float32)}
                 else:
-                    counts.hangs += 1
-                print(f"case {index}: {kind.upper()} ({detail}) on a mutant of {name!r}; {standalone}; "
-                      f"saved {path}", flush=True)
-                continue
-            outcome = reply["outcome"]
-            setattr(counts, outcome, getattr(counts, outcome) + 1)
-            counts.by_corpus[(name, outcome)] += 1
-            if outcome != "ran" and not reply["expected"]:
-                key = (reply["kind"], reply["where"], reply["message"][:120])
-                counts.unexpected[key] += 1
-                counts.first_case.setdefault(key, index)
-            if args.long and (index + 1) % 1000 == 0:
-                print(f"... {index + 1} models, {counts.crashes} crashes, {counts.hangs} hangs, "
-                      f"{time.monotonic() - start:.0f} s", flush=True)
+                    name, data, feeds, notes = make_case(corpus, args.seed, index)
+                reply = worker.run(index, data, feeds)
+                counts.models += 1
+                if isinstance(reply, tuple):
+                    kind, detail = reply
+                    worker.dump_and_stop()
+                    log = worker.log_tail()
+                    # The same case alone in a fresh worker: does it need the earlier cases?
+                    again = Worker(args, Path(tmp), tag="check")
+                    again.start()
+                    second = again.run(index, data, feeds)
+                    again.stop()
+                    standalone = (f"reproduces ({second[1]})" if isinstance(second, tuple)
+                                  else f"did not reproduce ({second['outcome']})")
+                    path = _save(out, kind, args.seed, index, name, data, feeds, notes, detail, log, standalone,
+                                 args.self_test)
+                    if kind == "crash":
+                        counts.crashes += 1
+                    else:
+                        counts.hangs += 1
+                    print(f"case {index}: {kind.upper()} ({detail}) on a mutant of {name!r}; {standalone}; "
+                          f"saved {path}", flush=True)
+                    continue
+                outcome = reply["outcome"]
+                setattr(counts, outcome, getattr(counts, outcome) + 1)
+                counts.by_corpus[(name, outcome)] += 1
+                if outcome != "ran" and not reply["expected"]:
+                    key = (reply["kind"], reply["where"], reply["message"][:120])
+                    counts.unexpected[key] += 1
+                    counts.first_case.setdefault(key, index)
+                if args.long and (index + 1) % 1000 == 0:
+                    print(f"... {index + 1} models, {counts.crashes} crashes, {counts.hangs} hangs, "
+                          f"{time.monotonic() - start:.0f} s", flush=True)
+        except KeyboardInterrupt:
+            print(f"interrupted after {counts.models} models", flush=True)
         worker.stop()
     elapsed = time.monotonic() - start
     total = counts.refused_load + counts.refused_run + counts.ran + counts.crashes + counts.hangs
