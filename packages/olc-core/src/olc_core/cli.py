@@ -112,15 +112,25 @@ def _format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], width: 
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     if width is not None and wrap_last and len(headers) > 1:
         indent = sum(widths[:-1]) + 2 * (len(headers) - 1)
-        room = max(30, width - indent)
+        room = width - indent
+        # Too little room beside the other columns (long kernel names): the
+        # last column goes on its own lines under the row, indented.
+        below = room < 30
+        if below:
+            indent, room = 4, width - 4
         lines = []
         for n, r in enumerate(cells):
             head = "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths[:-1]))
             parts = textwrap.wrap(r[-1], room, break_on_hyphens=False) or [""]
-            lines.append(f"{head}  {parts[0]}".rstrip())
-            lines.extend(" " * indent + part for part in parts[1:])
+            if below and n > 0:
+                lines.append(head.rstrip())
+                lines.extend(" " * indent + part for part in parts if part)
+            else:
+                lines.append(f"{head}  {parts[0]}".rstrip())
+                lines.extend(" " * indent + part for part in parts[1:])
             if n == 0:
-                lines.append("  ".join("-" * w for w in widths[:-1]) + "  " + "-" * min(room, widths[-1]))
+                rule = "-" * (len(r[-1]) if below else min(room, widths[-1]))
+                lines.append("  ".join("-" * w for w in widths[:-1]) + "  " + rule)
         return "\n".join(lines)
     if width is not None and notes is not None and len(headers) > 1:
         room = max(40, width - sum(widths[:-1]) - 2 * (len(headers) - 1))
