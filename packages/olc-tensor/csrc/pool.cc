@@ -17,6 +17,7 @@
 // float64 with portable code; the global pools reduce several planes at once.
 // MaxPool with the Indices output takes a direct window loop.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -68,6 +69,9 @@ struct RowsT {
       dst[i] = v;
     }
   }
+  static void mul(F* y, const F* a, const F* b, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+  }
   static F sum(const F* x, int64_t n) {
     F s = 0;
     for (int64_t i = 0; i < n; ++i) s += x[i];
@@ -87,6 +91,7 @@ struct Rows {
   void (*rows_add_n)(F*, const F* const*, int64_t, int64_t) = RowsT<F>::rows_add_n;
   void (*window_max)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_max;
   void (*window_add)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_add;
+  void (*mul)(F*, const F*, const F*, int64_t) = RowsT<F>::mul;
   F (*sum)(const F*, int64_t) = RowsT<F>::sum;
   F (*max)(const F*, int64_t) = RowsT<F>::max;
 };
@@ -97,6 +102,7 @@ Rows<float> rows_of(const PoolRowsF32& r) {
   o.rows_add_n = r.rows_add_n;
   o.window_max = r.window_max;
   o.window_add = r.window_add;
+  o.mul = r.mul;
   o.sum = r.sum;
   o.max = r.max;
   return o;
@@ -301,8 +307,33 @@ class Pool final : public Kernel {
     const T* x = static_cast<const T*>(xv);
     T* y = static_cast<T*>(yv);
     AxisMap m[3];
-    if (!global)
+    std::vector<F> scale;  // AveragePool: 1 / count of every output position of a plane
+    if (!global) {
       for (int a = 0; a < 3; ++a) axis_map(g, a, &m[a]);
+      if (kind == PKind::Avg) {
+        scale.resize(static_cast<size_t>(g.out_plane));
+        int64_t i = 0;
+        for (int64_t od = 0; od < g.out[0]; ++od)
+          for (int64_t oh = 0; oh < g.out[1]; ++oh)
+            for (int64_t ow = 0; ow < g.out[2]; ++ow, ++i)
+              scale[i] = static_cast<F>(1.0 / static_cast<double>(m[0].divisor[od] * m[1].divisor[oh] * m[2].divisor[ow]));
+      }
+    }
+    // Outputs along W whose window leaves the row: (ow, first and end tap).
+    std::vector<std::array<int64_t, 3>> edges;
+    if (!global) {
+      for (int64_t ow = 0; ow < g.out[2]; ++ow) {
+        const int64_t st = ow * g.s[2] - g.pb[2];
+        int64_t jlo = -1, jhi = -1;
+        for (int64_t j = 0; j < g.k[2]; ++j) {
+          const int64_t iw = st + j * g.d[2];
+          if (iw < 0 || iw >= g.in[2]) continue;
+          if (jlo < 0) jlo = j;
+          jhi = j + 1;
+        }
+        if (st < 0 || st + (g.k[2] - 1) * g.d[2] >= g.in[2]) edges.push_back({ow, jlo, jhi});
+      }
+    }
     const int64_t es = static_cast<int64_t>(olc_dtype_size(dtype));
     const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, g.in_plane * es));
     par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, parallel_min_bytes("Pool"), [&](int64_t b, int64_t e) {
@@ -346,7 +377,7 @@ class Pool final : public Kernel {
           yp[0] = finish<T, F>(v, g.in_plane);
           continue;
         }
-        if (g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1) plane_block<T, F>(g, m, r, src, yp, row, outrow);
+        if (g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1) plane_block<T, F>(g, r, src, yp, row, outrow, scale, edges);
         else plane_rows<T, F>(g, m, r, src, yp, row, win, outrow);
       }
     });
@@ -424,8 +455,8 @@ class Pool final : public Kernel {
   // then one sliding window runs over V as a single long row; the few
   // outputs per row whose window crosses a row edge are recomputed.
   template <class T, class F>
-  void plane_block(const Geometry& g, const AxisMap* m, const Rows<F>& r, const F* src, T* yp, std::vector<F>& vb,
-                   std::vector<F>& yb) const {
+  void plane_block(const Geometry& g, const Rows<F>& r, const F* src, T* yp, std::vector<F>& vb, std::vector<F>& yb,
+                   const std::vector<F>& scale, const std::vector<std::array<int64_t, 3>>& edges) const {
     const int64_t W = g.in[2], H = g.in[1], OW = g.out[2], OH = g.out[1];
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
     const int64_t kh = g.k[1], sh = g.s[1], dh = g.d[1], ph = g.pb[1];
@@ -480,59 +511,42 @@ class Pool final : public Kernel {
       T* yo = yp + od * n_all;
       F* out = yb.data();
       if constexpr (std::is_same_v<T, F>) {
-        if (is_max) out = yo;
+        if (kind != PKind::Lp) out = yo;
       }
       if (i1 > i0) {
         if (is_max) r.window_max(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
         else r.window_add(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
       }
-      // Edge outputs: windows that cross a row boundary. Inside each row the
-      // outputs [ow_lo, ow_hi] read only that row (done by the long row).
-      const int64_t ow_lo = std::min<int64_t>(OW, (pw + sw - 1) / sw);
-      const int64_t hi_num = W - 1 + pw - (kw - 1) * dw;
-      const int64_t ow_hi = hi_num < 0 ? -1 : std::min<int64_t>(OW - 1, hi_num / sw);
+      // Edge outputs: windows that leave their row (the long row read the
+      // neighbouring row there).
       for (int64_t oh = 0; oh < OH; ++oh) {
         const F* vr = V + oh * W;
-        for (int64_t ow = 0; ow < OW; ++ow) {
-          if (ow >= ow_lo && ow <= ow_hi) {
-            ow = ow_hi;
+        F* o = out + oh * OW;
+        for (const auto& [ow, jlo, jhi] : edges) {
+          if (jlo < 0) {
+            o[ow] = ident;
             continue;
           }
+          // Taps [jlo, jhi) are the ones inside the row (positions rise with j).
           const int64_t st = ow * sw - pw;
-          F v = ident;
-          bool any = false;
-          for (int64_t j = 0; j < kw; ++j) {
-            const int64_t iw = st + j * dw;
-            if (iw < 0 || iw >= W) continue;
-            const F x = vr[iw];
-            v = !any ? x : is_max ? fmax1(v, x) : v + x;
-            any = true;
-          }
-          out[oh * OW + ow] = v;
+          F v = vr[st + jlo * dw];
+          for (int64_t j = jlo + 1; j < jhi; ++j) v = is_max ? fmax1(v, vr[st + j * dw]) : v + vr[st + j * dw];
+          o[ow] = v;
         }
       }
-      if (is_max) {
+      if (kind == PKind::Avg) {
+        if constexpr (std::is_same_v<T, F>) {
+          r.mul(yo, out, scale.data() + od * n_all, n_all);
+        } else {
+          const F* sc = scale.data() + od * n_all;
+          for (int64_t i = 0; i < n_all; ++i) yo[i] = store_any<T, F>(out[i] * sc[i], dtype);
+        }
+      } else if (kind == PKind::Max) {
         if constexpr (!std::is_same_v<T, F>) {
           for (int64_t i = 0; i < n_all; ++i) yo[i] = store_any<T, F>(out[i], dtype);
         }
       } else {
-        for (int64_t oh = 0; oh < OH; ++oh) {
-          F* o = out + oh * OW;
-          T* y = yo + oh * OW;
-          if (kind == PKind::Avg) {
-            const F idh = static_cast<F>(1) / static_cast<F>(m[0].divisor[od] * m[1].divisor[oh]);
-            const F* inv;
-            if constexpr (std::is_same_v<F, float>) inv = m[2].inverse_f.data();
-            else inv = m[2].inverse_d.data();
-            if constexpr (std::is_same_v<T, F>) {
-              for (int64_t ow = 0; ow < OW; ++ow) y[ow] = o[ow] * (idh * inv[ow]);
-            } else {
-              for (int64_t ow = 0; ow < OW; ++ow) y[ow] = store_any<T, F>(o[ow] * (idh * inv[ow]), dtype);
-            }
-          } else {
-            for (int64_t ow = 0; ow < OW; ++ow) y[ow] = finish<T, F>(o[ow], 1);
-          }
-        }
+        for (int64_t i = 0; i < n_all; ++i) yo[i] = finish<T, F>(out[i], 1);
       }
     }
   }

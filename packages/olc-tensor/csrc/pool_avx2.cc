@@ -96,6 +96,11 @@ void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
 }
 void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
 void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<false>(t, x, n, k, d, st); }
+void mul(float* y, const float* a, const float* b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  for (; i < n; ++i) y[i] = a[i] * b[i];
+}
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -167,7 +172,7 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max_n, rows_add_n, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx2"};
+  return {rows_max_n, rows_add_n, window_max, window_add, mul, sum, max, plane_sums, plane_maxes, "avx2"};
 }
 
 }  // namespace avx2

@@ -89,6 +89,14 @@ void rows_max_n(float* dst, const float* const* rows, int64_t m, int64_t n) { ro
 void rows_add_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<false>(dst, rows, m, n); }
 void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
 void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<false>(t, x, n, k, d, st); }
+void mul(float* y, const float* a, const float* b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  if (i < n) {
+    const __mmask16 m = tail(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
 float sum(const float* x, int64_t n) {
   __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
   int64_t i = 0;
@@ -148,7 +156,7 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max_n, rows_add_n, window_max, window_add, sum, max, plane_sums, plane_maxes, "avx512"};
+  return {rows_max_n, rows_add_n, window_max, window_add, mul, sum, max, plane_sums, plane_maxes, "avx512"};
 }
 
 }  // namespace avx512

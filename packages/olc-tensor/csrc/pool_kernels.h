@@ -22,6 +22,7 @@ struct PoolRowsF32 {
   // s = 2 (deinterleaved), a scalar loop otherwise.
   void (*window_max)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*window_add)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
+  void (*mul)(float* y, const float* a, const float* b, int64_t n);  // y[i] = a[i] * b[i]
   float (*sum)(const float* x, int64_t n);
   float (*max)(const float* x, int64_t n);  // n >= 1; NaN only when every x is NaN
   // out[c] = sum / max of x[c * n, c * n + n) for c < count (the global

@@ -39,6 +39,9 @@ void window_add(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64
     t[i] = s;
   }
 }
+void mul(float* y, const float* a, const float* b, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
 float sum(const float* x, int64_t n) {
   float s0 = 0.f, s1 = 0.f, s2 = 0.f, s3 = 0.f;
   int64_t i = 0;
@@ -67,7 +70,7 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max_n, rows_add_n, window_max, window_add, sum, max, plane_sums, plane_maxes, "scalar"};
+  return {rows_max_n, rows_add_n, window_max, window_add, mul, sum, max, plane_sums, plane_maxes, "scalar"};
 }
 
 }  // namespace scalar
