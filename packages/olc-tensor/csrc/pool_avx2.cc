@@ -79,9 +79,32 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     t[i] = m;
   }
 }
+// Two or three rows (the common 2x2 / 3x3 windows): the row pointers in
+// registers and two vectors per step.
+template <bool Max, int M>
+int64_t rows_fixed(float* dst, const float* const* rows, int64_t n) {
+  const float* r0 = rows[0];
+  const float* r1 = rows[1];
+  const float* r2 = M == 3 ? rows[2] : rows[1];
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m256 a = op<Max>(_mm256_loadu_ps(r0 + i), _mm256_loadu_ps(r1 + i));
+    __m256 b = op<Max>(_mm256_loadu_ps(r0 + i + 8), _mm256_loadu_ps(r1 + i + 8));
+    if constexpr (M == 3) {
+      a = op<Max>(a, _mm256_loadu_ps(r2 + i));
+      b = op<Max>(b, _mm256_loadu_ps(r2 + i + 8));
+    }
+    _mm256_storeu_ps(dst + i, a);
+    _mm256_storeu_ps(dst + i + 8, b);
+  }
+  return i;
+}
+
 template <bool Max>
 void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
   int64_t i = 0;
+  if (m == 2) i = rows_fixed<Max, 2>(dst, rows, n);
+  else if (m == 3) i = rows_fixed<Max, 3>(dst, rows, n);
   for (; i + 8 <= n; i += 8) {
     __m256 v = _mm256_loadu_ps(rows[0] + i);
     for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + i));
