@@ -578,3 +578,18 @@ def test_an_output_declared_without_element_type_is_no_crash():
         s = olc_core.Session(model)
         assert [o.name for o in s.get_outputs()] == ["y"]
         s.run(None, {"x": np.ones((1, 4, 2, 2), np.float32)})
+
+
+def test_unknown_element_type_codes_are_invalid_models_not_key_errors():
+    # A corrupt model (a flipped byte) may carry element type codes onnx does
+    # not know: a clear InvalidModelError or OlcError, never a KeyError.
+    init = onnx.numpy_helper.from_array(np.ones(2, np.float32), "w")
+    init.data_type = 127
+    model = make_model([helper.make_node("Identity", ["w"], ["y"])], [], [tensor("y", shape=None)],
+                       initializers=[init])
+    with pytest.raises(olc_core.InvalidModelError, match=r"initializer 'w' cannot be read \(unknown element type 127\)"):
+        olc_core.Session(model)
+    x = helper.make_tensor_value_info("x", 127, [2])
+    model = make_model([helper.make_node("Identity", ["x"], ["y"])], [x], [tensor("y", shape=None)])
+    with pytest.raises(olc_core.InvalidModelError, match="graph input 'x' has unknown element type 127"):
+        olc_core.Session(model)

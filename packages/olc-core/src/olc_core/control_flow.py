@@ -28,6 +28,7 @@ import onnx
 from onnx import helper
 
 from .errors import InvalidModelError, OlcError
+from .registration import elem_name as _elem_name
 from .registration import normalize_domain
 
 CONTROL_FLOW_OPS = ("If", "Loop", "Scan", "SequenceMap")
@@ -171,7 +172,7 @@ def _type_text(tp: onnx.TypeProto) -> str:
     if kind != "tensor_type":
         return kind or "an unknown type"
     elem = tp.tensor_type.elem_type
-    text = helper.tensor_dtype_to_string(elem).removeprefix("TensorProto.").lower() if elem else "tensor"
+    text = _elem_name(elem) if elem else "tensor"
     if tp.tensor_type.HasField("shape"):
         dims = [str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?")
                 for d in tp.tensor_type.shape.dim]

@@ -26,6 +26,18 @@ TENSOR_TYPES = (
 )
 
 
+def elem_name(elem_type: int) -> str:
+    """onnx's lower-case name of a TensorProto element type code ("float",
+    "int64", ...); a code onnx does not know (a corrupt model) is named by
+    its number instead of raising."""
+    from onnx import helper
+
+    try:
+        return helper.tensor_dtype_to_string(elem_type).replace("TensorProto.", "").lower()
+    except (KeyError, ValueError):
+        return f"unknown element type {elem_type}"
+
+
 def normalize_domain(domain: str) -> str:
     """ONNX spells the default domain as "" or "ai.onnx"; olc uses the latter."""
     return DEFAULT_DOMAIN if domain in ("", DEFAULT_DOMAIN) else domain

@@ -19,6 +19,7 @@ from . import _native, control_flow, shape_plan
 from .errors import InvalidModelError, NoKernelError, OlcError
 from .graph_passes import GraphPassContext, build_context, describe_replaced, validate_rewrite
 from .registration import KernelRegistration, normalize_domain
+from .registration import elem_name as _elem_name
 from .registry import dispatch_table, graph_passes
 from .threads import default_thread_count
 
@@ -197,7 +198,7 @@ def _type_string(tp: onnx.TypeProto | None) -> str:
     if kind == "tensor_type":
         if not tp.tensor_type.elem_type:
             return "tensor(unknown)"  # declared without an element type, and inference gave none
-        name = onnx.helper.tensor_dtype_to_string(tp.tensor_type.elem_type).replace("TensorProto.", "").lower()
+        name = _elem_name(tp.tensor_type.elem_type)
         return f"tensor({'float' if name == 'float' else name})"
     return kind.replace("_type", "")
 
@@ -690,7 +691,12 @@ class Session:
         # Initializers no feed can replace: kernels may pre-pack them.
         self._constants: dict[str, np.ndarray] = {}
         for name, init in initializers.items():
-            value = np.asarray(numpy_helper.to_array(init), order="C")
+            try:
+                value = np.asarray(numpy_helper.to_array(init), order="C")
+            except Exception as exc:  # noqa: BLE001 - onnx raises KeyError, ValueError, ... on corrupt payloads
+                raise InvalidModelError(
+                    f"initializer '{name}' cannot be read ({_elem_name(init.data_type)}): {type(exc).__name__}: {exc}"
+                ) from exc
             constants.append((slot_of(name), value))
             if name not in graph_inputs:
                 self._constants[name] = value
@@ -712,9 +718,12 @@ class Session:
                 first_consumer.setdefault(name, _label(node.name or f"{node.op_type}_{index}", node.op_type))
 
         inputs: list[tuple[int, str, int, bool, list[int] | None, bool, str]] = []
+        known_elems = set(onnx.TensorProto.DataType.values())
         for vi in graph.input:
             tp = vi.type
             elem = _tensor_elem(tp)
+            if elem not in known_elems:
+                raise InvalidModelError(f"graph input '{vi.name}' has {_elem_name(elem)}")
             dims = _shape_of(tp)
             spec_dims: list[int] | None = None if dims is None else [d if isinstance(d, int) else -1 for d in dims]
             is_tensor = tp.WhichOneof("value") == "tensor_type" or tp.WhichOneof("value") is None
