@@ -125,28 +125,41 @@ std::string fmt_ints(const std::vector<int64_t>& v) {
   return s + "]";
 }
 
-// Resolves the geometry of one run; on failure writes the reason.
-bool resolve(const ConvState* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g,
-             char* err, size_t esize) {
+// An optional spatial attribute (empty: absent) must have `want` values.
+bool check_length(const std::vector<int64_t>& v, const char* name, int want, int nsp, char* err, size_t esize) {
+  if (v.empty() || v.size() == size_t(want)) return true;
+  std::snprintf(err, esize, "attribute '%s' has %zu values, %d expected for a %d-D convolution", name, v.size(), want,
+                nsp);
+  return false;
+}
+
+// The checks Conv and ConvTranspose share: ranks of X and W (1-D to 3-D)
+// and the lengths of the spatial attributes. Returns the spatial rank, or 0
+// with the reason in err.
+int check_ranks(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, char* err, size_t esize) {
   if (x.ndim < 3 || x.ndim > 5) {
     std::snprintf(err, esize, "input X must have rank 3, 4 or 5 (1-D to 3-D), got %s", shape_str(x).c_str());
-    return false;
+    return 0;
   }
   if (w.ndim != x.ndim) {
     std::snprintf(err, esize, "weight W %s must have the rank of X %s", shape_str(w).c_str(), shape_str(x).c_str());
-    return false;
+    return 0;
   }
   const int nsp = x.ndim - 2;
+  if (!check_length(st->kshape, "kernel_shape", nsp, nsp, err, esize) ||
+      !check_length(st->strides, "strides", nsp, nsp, err, esize) ||
+      !check_length(st->dil, "dilations", nsp, nsp, err, esize) ||
+      !check_length(st->pads, "pads", 2 * nsp, nsp, err, esize))
+    return 0;
+  return nsp;
+}
+
+// Resolves the geometry of one run; on failure writes the reason.
+bool resolve(const ConvState* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g,
+             char* err, size_t esize) {
+  const int nsp = check_ranks(st, x, w, err, esize);
+  if (nsp == 0) return false;
   g->nsp = nsp;
-  auto bad_len = [&](const char* name, size_t got, size_t want) {
-    std::snprintf(err, esize, "attribute '%s' has %zu values, %zu expected for a %d-D convolution", name, got, want,
-                  nsp);
-    return false;
-  };
-  if (!st->kshape.empty() && st->kshape.size() != size_t(nsp)) return bad_len("kernel_shape", st->kshape.size(), nsp);
-  if (!st->strides.empty() && st->strides.size() != size_t(nsp)) return bad_len("strides", st->strides.size(), nsp);
-  if (!st->dil.empty() && st->dil.size() != size_t(nsp)) return bad_len("dilations", st->dil.size(), nsp);
-  if (!st->pads.empty() && st->pads.size() != size_t(2 * nsp)) return bad_len("pads", st->pads.size(), 2 * nsp);
   g->N = x.shape[0];
   g->C = x.shape[1];
   g->Cout = w.shape[0];
@@ -843,29 +856,12 @@ struct ConvTState : ConvAttrs {
 
 bool t_resolve(const ConvTState* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, TGeom* g,
                char* err, size_t esize) {
-  if (x.ndim < 3 || x.ndim > 5) {
-    std::snprintf(err, esize, "input X must have rank 3, 4 or 5 (1-D to 3-D), got %s", shape_str(x).c_str());
-    return false;
-  }
-  if (w.ndim != x.ndim) {
-    std::snprintf(err, esize, "weight W %s must have the rank of X %s", shape_str(w).c_str(), shape_str(x).c_str());
-    return false;
-  }
-  const int nsp = x.ndim - 2;
+  const int nsp = check_ranks(st, x, w, err, esize);
+  if (nsp == 0 || !check_length(st->out_pad, "output_padding", nsp, nsp, err, esize)) return false;
   g->nsp = nsp;
-  auto bad_len = [&](const char* name, size_t got, size_t want) {
-    std::snprintf(err, esize, "attribute '%s' has %zu values, %zu expected for a %d-D convolution", name, got, want,
-                  nsp);
+  if (!st->out_shape.empty() && st->out_shape.size() != size_t(nsp + 2) &&
+      !check_length(st->out_shape, "output_shape", nsp, nsp, err, esize))
     return false;
-  };
-  if (!st->kshape.empty() && st->kshape.size() != size_t(nsp)) return bad_len("kernel_shape", st->kshape.size(), nsp);
-  if (!st->strides.empty() && st->strides.size() != size_t(nsp)) return bad_len("strides", st->strides.size(), nsp);
-  if (!st->dil.empty() && st->dil.size() != size_t(nsp)) return bad_len("dilations", st->dil.size(), nsp);
-  if (!st->pads.empty() && st->pads.size() != size_t(2 * nsp)) return bad_len("pads", st->pads.size(), 2 * nsp);
-  if (!st->out_pad.empty() && st->out_pad.size() != size_t(nsp))
-    return bad_len("output_padding", st->out_pad.size(), nsp);
-  if (!st->out_shape.empty() && st->out_shape.size() != size_t(nsp) && st->out_shape.size() != size_t(nsp + 2))
-    return bad_len("output_shape", st->out_shape.size(), nsp);
   g->N = x.shape[0];
   g->C = x.shape[1];
   g->G = st->group;
