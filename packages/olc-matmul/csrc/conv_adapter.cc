@@ -642,7 +642,7 @@ void* conv_create(const olc_core_api* api, const olc_node_info* node, char* erro
 
 void conv_destroy(void* state) { delete static_cast<ConvState*>(state); }
 
-bool check_input(olc_context* ctx, const ConvState* st, const olc_tensor& t, int idx) {
+bool check_input(olc_context* ctx, const ConvAttrs* st, const olc_tensor& t, int idx) {
   if (t.dtype != st->dtype) {
     fail_run(ctx, "input %d has type %s, the kernel was created for %s", idx, olc_dtype_name(t.dtype),
              olc_dtype_name(st->dtype));
@@ -658,6 +658,15 @@ bool check_input(olc_context* ctx, const ConvState* st, const olc_tensor& t, int
     return false;
   }
   return true;
+}
+
+// The bias as float32: B itself, or converted into `buf` for 16-bit types.
+const float* bias_as_float(int32_t dtype, const olc_tensor* b, int64_t n, std::vector<float>* buf) {
+  if (!b) return nullptr;
+  if (dtype == OLC_DTYPE_FLOAT) return static_cast<const float*>(b->data);
+  buf->resize(static_cast<size_t>(n));
+  convert_run(dtype, b->data, 1, n, buf->data());
+  return buf->data();
 }
 
 int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
@@ -681,16 +690,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (!y && total > 0) return OLC_ERROR;
   if (total == 0) return OLC_OK;
   std::vector<float> biasv;
-  const float* bias = nullptr;
-  if (b) {
-    if (st->dtype == OLC_DTYPE_FLOAT) {
-      bias = static_cast<const float*>(b->data);
-    } else {
-      biasv.resize(static_cast<size_t>(g.Cout));
-      convert_run(st->dtype, b->data, 1, g.Cout, biasv.data());
-      bias = biasv.data();
-    }
-  }
+  const float* bias = bias_as_float(st->dtype, b, g.Cout, &biasv);
   const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
                       std::equal(st->wshape.begin(), st->wshape.end(), w.shape) && st->wpack_dw == g.depthwise;
   const int64_t macs = total * g.Kg;
@@ -1119,15 +1119,8 @@ int32_t convt_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const olc_tensor& x = inputs[0];
   const olc_tensor& w = inputs[1];
   const olc_tensor* b = (n_inputs >= 3 && inputs[2].dtype != OLC_DTYPE_UNDEFINED) ? &inputs[2] : nullptr;
-  for (int i = 0; i < (b ? 3 : 2); ++i) {
-    const olc_tensor& t = inputs[i];
-    if (t.dtype != st->dtype)
-      return fail_run(ctx, "input %d has type %s, the kernel was created for %s", i, olc_dtype_name(t.dtype),
-                      olc_dtype_name(st->dtype));
-    const int64_t n = olc_element_count(&t);
-    if (n < 0) return fail_run(ctx, "input %d has a negative dimension or too many elements", i);
-    if (n > 0 && !t.data) return fail_run(ctx, "input %d has no data", i);
-  }
+  if (!check_input(ctx, st, x, 0) || !check_input(ctx, st, w, 1) || (b && !check_input(ctx, st, *b, 2)))
+    return OLC_ERROR;
   TGeom g;
   char err[400];
   if (!t_resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
@@ -1140,16 +1133,7 @@ int32_t convt_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   if (!y && total > 0) return OLC_ERROR;
   if (total == 0) return OLC_OK;
   std::vector<float> biasv;
-  const float* bias = nullptr;
-  if (b) {
-    if (st->dtype == OLC_DTYPE_FLOAT) {
-      bias = static_cast<const float*>(b->data);
-    } else {
-      biasv.resize(static_cast<size_t>(g.Cout));
-      convert_run(st->dtype, b->data, 1, g.Cout, biasv.data());
-      bias = biasv.data();
-    }
-  }
+  const float* bias = bias_as_float(st->dtype, b, g.Cout, &biasv);
   if (g.Cg == 0 || g.in_sp == 0) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t co = 0; co < g.Cout; ++co)
