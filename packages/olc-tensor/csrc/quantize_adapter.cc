@@ -246,15 +246,24 @@ Loops quant_loops(int32_t xt, int32_t pt, int32_t yt, bool saturate) {
   return k;
 }
 
-class Quantize final : public Kernel {
+// What QuantizeLinear and DequantizeLinear share: the created state and the
+// run (x, scale and the optional zero point checked and laid out, y
+// allocated, the loops driven over the layout).
+class QuantizeBase : public Kernel {
  public:
   int64_t opset = 0, axis = 1, block = 0;
-  int32_t xt = 0, st = 0, yt = 0, pt = 0;
+  int32_t xt = 0, st = 0, yt = 0;
   Loops k;
   const olc_tuning_param* par_min = nullptr;
   const olc_tuning_param* blk = nullptr;
 
-  int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
+ protected:
+  // zp_type: the zero point's required type, `zp_owner` naming it in the
+  // message; precision: the type scales are rounded to first (0: none);
+  // zero_f8_zp: a float8 zero point must be all zeros.
+  int32_t run_layout(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out, int32_t zp_type,
+                     const char* zp_owner, const char* scale_name, const char* zp_name, int32_t precision,
+                     bool zero_f8_zp) const {
     if (n_in < 2 || n_in > 3 || n_out != 1) return fail(ctx, "expects 2 or 3 inputs and 1 output, got %d and %d", n_in, n_out);
     const olc_tensor& x = in[0];
     const olc_tensor& s = in[1];
@@ -262,17 +271,23 @@ class Quantize final : public Kernel {
     if (x.dtype != xt || s.dtype != st)
       return fail(ctx, "inputs have types %s, %s; the kernel was created for %s, %s", olc_dtype_name(x.dtype),
                   olc_dtype_name(s.dtype), olc_dtype_name(xt), olc_dtype_name(st));
-    if (zp && zp->dtype != yt)
-      return fail(ctx, "y_zero_point has type %s, the output type is %s", olc_dtype_name(zp->dtype), olc_dtype_name(yt));
+    if (zp && zp->dtype != zp_type)
+      return fail(ctx, "%s has type %s, %s %s", zp_name, olc_dtype_name(zp->dtype), zp_owner, olc_dtype_name(zp_type));
     Layout L;
     std::string err;
-    if (!plan_layout(x, s, zp, opset, axis, block, "y_scale", "y_zero_point", &L, &err))
+    if (!plan_layout(x, s, zp, opset, axis, block, scale_name, zp_name, &L, &err))
       return fail(ctx, "%s", err.c_str());
     const int64_t ns = olc_element_count(&s);
     std::vector<float> S(static_cast<size_t>(ns)), Z(static_cast<size_t>(ns), 0.0f);
-    for (int64_t i = 0; i < ns; ++i) S[i] = round_to(pt, value_at(s, i));
-    if (zp)
+    for (int64_t i = 0; i < ns; ++i) S[i] = round_to(precision, value_at(s, i));
+    if (zp) {
       for (int64_t i = 0; i < ns; ++i) Z[i] = value_at(*zp, i);
+      if (zero_f8_zp && is_f8(zp_type)) {
+        for (int64_t i = 0; i < ns; ++i)
+          if (static_cast<const uint8_t*>(zp->data)[i] != 0)
+            return fail(ctx, "%s must be zero for float8 inputs (element %lld is not)", zp_name, (long long)i);
+      }
+    }
     char* y = static_cast<char*>(g_api->allocate_output(ctx, 0, yt, x.ndim, x.shape));
     if (!y && L.n > 0) return OLC_ERROR;
     g_api->record_usage_detail(ctx, k.isa);
@@ -280,6 +295,15 @@ class Quantize final : public Kernel {
     drive(ctx, L, k, static_cast<const char*>(x.data), static_cast<int64_t>(olc_dtype_size(xt)), y,
           static_cast<int64_t>(olc_dtype_size(yt)), S.data(), Z.data(), block_of(blk), g_api->tuning_read_int(par_min));
     return OLC_OK;
+  }
+};
+
+class Quantize final : public QuantizeBase {
+ public:
+  int32_t pt = 0;  // the type scales are rounded to (precision)
+
+  int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
+    return run_layout(ctx, n_in, in, n_out, yt, "the output type is", "y_scale", "y_zero_point", pt, false);
   }
 };
 
@@ -390,46 +414,10 @@ Loops dequant_loops(int32_t xt, int32_t yt) {
   return k;
 }
 
-class Dequantize final : public Kernel {
+class Dequantize final : public QuantizeBase {
  public:
-  int64_t opset = 0, axis = 1, block = 0;
-  int32_t xt = 0, st = 0, yt = 0;
-  Loops k;
-  const olc_tuning_param* par_min = nullptr;
-  const olc_tuning_param* blk = nullptr;
-
   int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
-    if (n_in < 2 || n_in > 3 || n_out != 1) return fail(ctx, "expects 2 or 3 inputs and 1 output, got %d and %d", n_in, n_out);
-    const olc_tensor& x = in[0];
-    const olc_tensor& s = in[1];
-    const olc_tensor* zp = n_in == 3 && in[2].dtype != OLC_DTYPE_UNDEFINED ? &in[2] : nullptr;
-    if (x.dtype != xt || s.dtype != st)
-      return fail(ctx, "inputs have types %s, %s; the kernel was created for %s, %s", olc_dtype_name(x.dtype),
-                  olc_dtype_name(s.dtype), olc_dtype_name(xt), olc_dtype_name(st));
-    if (zp && zp->dtype != xt)
-      return fail(ctx, "x_zero_point has type %s, x has type %s", olc_dtype_name(zp->dtype), olc_dtype_name(xt));
-    Layout L;
-    std::string err;
-    if (!plan_layout(x, s, zp, opset, axis, block, "x_scale", "x_zero_point", &L, &err))
-      return fail(ctx, "%s", err.c_str());
-    const int64_t ns = olc_element_count(&s);
-    std::vector<float> S(static_cast<size_t>(ns)), Z(static_cast<size_t>(ns), 0.0f);
-    for (int64_t i = 0; i < ns; ++i) S[i] = value_at(s, i);
-    if (zp) {
-      for (int64_t i = 0; i < ns; ++i) Z[i] = value_at(*zp, i);
-      if (is_f8(xt)) {
-        for (int64_t i = 0; i < ns; ++i)
-          if (static_cast<const uint8_t*>(zp->data)[i] != 0)
-            return fail(ctx, "x_zero_point must be zero for float8 inputs (element %lld is not)", (long long)i);
-      }
-    }
-    char* y = static_cast<char*>(g_api->allocate_output(ctx, 0, yt, x.ndim, x.shape));
-    if (!y && L.n > 0) return OLC_ERROR;
-    g_api->record_usage_detail(ctx, k.isa);
-    if (L.n == 0) return OLC_OK;
-    drive(ctx, L, k, static_cast<const char*>(x.data), static_cast<int64_t>(olc_dtype_size(xt)), y,
-          static_cast<int64_t>(olc_dtype_size(yt)), S.data(), Z.data(), block_of(blk), g_api->tuning_read_int(par_min));
-    return OLC_OK;
+    return run_layout(ctx, n_in, in, n_out, xt, "x has type", "x_scale", "x_zero_point", 0, true);
   }
 };
 
