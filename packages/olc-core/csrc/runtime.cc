@@ -1111,11 +1111,13 @@ std::shared_ptr<NativeKernel> create_native_kernel(py::capsule capsule, py::dict
   auto out_dtypes = node["output_dtypes"].cast<std::vector<int32_t>>();
   if (in_ranks.size() != in_dtypes.size()) throw std::invalid_argument("input_ranks size");
 
-  // Attribute storage outlives create() only.
+  // Attribute storage outlives create() only. INTS and FLOATS arrive as
+  // int64 / float64 numpy arrays (session.py reads the repeated fields into
+  // them) and are read in place: a tree ensemble's millions of values never
+  // become Python objects. A list is converted once.
   struct AttrStore {
     std::string name, s;
-    std::vector<int64_t> ints;
-    std::vector<double> floats;
+    py::array array;
   };
   py::list attrs = node["attributes"];
   std::vector<AttrStore> store(attrs.size());
@@ -1130,18 +1132,25 @@ std::shared_ptr<NativeKernel> create_native_kernel(py::capsule capsule, py::dict
       case OLC_ATTR_INT: c.i = a[2].cast<int64_t>(); break;
       case OLC_ATTR_FLOAT: c.f = a[2].cast<double>(); break;
       case OLC_ATTR_STRING: store[i].s = a[2].cast<std::string>(); break;
-      case OLC_ATTR_INTS: store[i].ints = a[2].cast<std::vector<int64_t>>(); break;
-      case OLC_ATTR_FLOATS: store[i].floats = a[2].cast<std::vector<double>>(); break;
+      case OLC_ATTR_INTS:
+        store[i].array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(a[2]);
+        if (!store[i].array) throw py::error_already_set();
+        break;
+      case OLC_ATTR_FLOATS:
+        store[i].array = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(a[2]);
+        if (!store[i].array) throw py::error_already_set();
+        break;
       default: break;
     }
   }
   for (size_t i = 0; i < attrs.size(); ++i) {
     cattrs[i].name = store[i].name.c_str();
     cattrs[i].s = store[i].s.c_str();
-    cattrs[i].ints = store[i].ints.data();
-    cattrs[i].floats = store[i].floats.data();
-    cattrs[i].count = cattrs[i].type == OLC_ATTR_INTS ? int64_t(store[i].ints.size())
-                                                      : int64_t(store[i].floats.size());
+    const bool list = cattrs[i].type == OLC_ATTR_INTS || cattrs[i].type == OLC_ATTR_FLOATS;
+    const void* data = list ? store[i].array.data() : nullptr;
+    cattrs[i].count = list ? static_cast<int64_t>(store[i].array.size()) : 0;
+    cattrs[i].ints = cattrs[i].type == OLC_ATTR_INTS ? static_cast<const int64_t*>(data) : nullptr;
+    cattrs[i].floats = cattrs[i].type == OLC_ATTR_FLOATS ? static_cast<const double*>(data) : nullptr;
   }
   // Constant inputs: views into arrays the session keeps for its lifetime.
   std::vector<olc_tensor> constants(in_dtypes.size(), olc_tensor{OLC_DTYPE_UNDEFINED, 0, nullptr, nullptr});

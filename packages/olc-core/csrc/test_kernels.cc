@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "olc/python_api.h"
 
@@ -152,6 +153,45 @@ int32_t copy_run(const void* state, olc_context* ctx, int32_t, const olc_tensor*
 const olc_kernel_vtable kCopyVtable = {OLC_ABI_VERSION, 0, "olc_core_test::Copy", copy_create, copy_run,
                                        scale_destroy};
 
+// Outputs every INTS attribute's values (int64, output 0) and every FLOATS
+// attribute's (float64, output 1), concatenated in attribute order: checks
+// that repeated attributes reach create() whole and exact.
+struct AttrsState {
+  const olc_core_api* api;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+
+void* attrs_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+  if (node->n_outputs != 2) {
+    std::snprintf(error, size, "expects 2 outputs");
+    return nullptr;
+  }
+  auto* st = new AttrsState{api, {}, {}};
+  for (int32_t i = 0; i < node->n_attributes; ++i) {
+    const olc_attribute& a = node->attributes[i];
+    if (a.type == OLC_ATTR_INTS) st->ints.insert(st->ints.end(), a.ints, a.ints + a.count);
+    if (a.type == OLC_ATTR_FLOATS) st->floats.insert(st->floats.end(), a.floats, a.floats + a.count);
+  }
+  return st;
+}
+
+int32_t attrs_run(const void* state, olc_context* ctx, int32_t, const olc_tensor*, int32_t) {
+  auto* s = static_cast<const AttrsState*>(state);
+  const int64_t ni = static_cast<int64_t>(s->ints.size()), nf = static_cast<int64_t>(s->floats.size());
+  void* yi = s->api->allocate_output(ctx, 0, OLC_DTYPE_INT64, 1, &ni);
+  void* yf = s->api->allocate_output(ctx, 1, OLC_DTYPE_DOUBLE, 1, &nf);
+  if ((!yi && ni) || (!yf && nf)) return OLC_ERROR;
+  if (ni) std::memcpy(yi, s->ints.data(), s->ints.size() * sizeof(int64_t));
+  if (nf) std::memcpy(yf, s->floats.data(), s->floats.size() * sizeof(double));
+  return OLC_OK;
+}
+
+void attrs_destroy(void* state) { delete static_cast<AttrsState*>(state); }
+
+const olc_kernel_vtable kAttrsVtable = {OLC_ABI_VERSION, 0, "olc_core_test::Attrs", attrs_create, attrs_run,
+                                        attrs_destroy};
+
 }  // namespace
 
 namespace olc {
@@ -162,6 +202,7 @@ void bind_test_kernels(py::module_& m) {
                                   : which == "wrong_abi" ? &kWrongAbiVtable
                                   : which == "add_sum"   ? &kAddSumVtable
                                   : which == "copy"      ? &kCopyVtable
+                                  : which == "attrs"     ? &kAttrsVtable
                                                          : nullptr;
     if (!vt) throw std::invalid_argument("unknown test kernel " + which);
     return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));

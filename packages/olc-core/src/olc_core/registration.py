@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -64,6 +64,15 @@ class KernelRegistration:
     wins; two covering registrations with equal priority are a conflict
     and are reported when the dispatch table is built.
 
+    ``supports(node) -> str | None`` may decline a node by its attributes
+    (the reason); the next registration covering the node is then tried.
+
+    ``native_attributes(node)``, for a native kernel of an op whose
+    attributes the ABI cannot carry as they are (STRINGS, TENSOR), returns
+    the node's attributes as the kernel takes them: ``(name, type code,
+    value)`` tuples, INTS and FLOATS as int64 / float64 arrays. A
+    ``ValueError`` it raises is an OlcError naming the node.
+
     ``implementation`` is ``"optimized"`` (the default) or ``"naive"``: a
     naive registration is a plainly written reference of an op the family
     also registers optimized; sessions take it only for the families named
@@ -85,6 +94,7 @@ class KernelRegistration:
     description: str = ""
     supports: Callable[[Any], str | None] | None = field(default=None, compare=False)
     implementation: str = "optimized"
+    native_attributes: Callable[[Any], Sequence[tuple[str, int, Any]]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain", normalize_domain(self.domain))

@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
-from typing import cast
+from typing import Any, cast
 
 import pluggy
 
@@ -160,11 +160,14 @@ class DispatchTable:
 
     def select(
         self, domain: str, op_type: str, opset: int, input_types: tuple[str | None, ...], device: str = "cpu",
-        naive: bool | frozenset[str] = False,
+        naive: bool | frozenset[str] = False, node: Any = None,
     ) -> Selection:
         """The first registration covering the node. ``naive``: True, or the
         families whose naive registrations come first (otherwise naive ones
-        are never taken)."""
+        are never taken). With ``node`` (its NodeProto), a registration whose
+        ``supports`` declines the node is passed over for the next one (a
+        family may register a native kernel for the common form of an op and
+        a Python one for the rest, such as string class labels)."""
         candidates = self.candidates(domain, op_type, device)
         if not candidates:
             return Selection(None, f"no kernel is registered for {normalize_domain(domain)}::{op_type}")
@@ -181,6 +184,8 @@ class DispatchTable:
                 reasons.append(f"{r.kernel_name} covers opset {r.since_version}-{until}, the model uses {opset}")
                 continue
             why = r.match_types(input_types)
+            if why is None and node is not None and r.supports is not None:
+                why = r.supports(node)
             if why is not None:
                 reasons.append(f"{r.kernel_name}: {why}")
                 continue

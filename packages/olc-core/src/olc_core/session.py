@@ -138,6 +138,21 @@ class NodeInfo:
     proto: onnx.NodeProto = field(repr=False)
 
 
+def native_attribute(a: onnx.AttributeProto) -> tuple[str, int, Any]:
+    """(name, type code, value) of an attribute as a native kernel's create()
+    receives it: INTS and FLOATS as int64 / float64 arrays, read straight
+    from the repeated fields (lists of Python numbers cost seconds for a
+    large tree ensemble), STRING as str, INT and FLOAT as numbers."""
+    if a.type == onnx.AttributeProto.INTS:
+        return a.name, int(a.type), np.array(a.ints, dtype=np.int64)
+    if a.type == onnx.AttributeProto.FLOATS:
+        return a.name, int(a.type), np.array(a.floats, dtype=np.float64)
+    value = helper.get_attribute_value(a)
+    if a.type == onnx.AttributeProto.STRING:
+        value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+    return a.name, int(a.type), value
+
+
 def _label(node_name: str, op_type: str) -> str:
     return f"node '{node_name}' ({op_type})"
 
@@ -791,7 +806,8 @@ class Session:
                         self._types[name] = helper.make_tensor_type_proto(TYPE_CODES[t], None)
                 prepacked = 0
                 if isinstance(reg.factory, _CAPSULE_TYPE):
-                    kernel = _native.create_kernel(reg.factory, self._native_node_info(node, node_name, domain, opset or 1))
+                    kernel = _native.create_kernel(
+                        reg.factory, self._native_node_info(node, node_name, domain, opset or 1, reg))
                     add_step("native", kernel, in_slots, out_slots, label, reg.kernel_name, node)
                     for key, nbytes in kernel.prepacked:
                         self._prepacked[key] = nbytes
@@ -1128,7 +1144,7 @@ class Session:
         saved = {n: self._types.get(n) for n in typed}
         self._types.update(typed)
         try:
-            kernel = _native.create_kernel(reg.factory, self._native_node_info(node, name, domain, 1))
+            kernel = _native.create_kernel(reg.factory, self._native_node_info(node, name, domain, 1, reg))
         except Exception:  # noqa: BLE001 - the kernel refused: run the original nodes
             for n, tp in saved.items():
                 if tp is None:
@@ -1142,15 +1158,11 @@ class Session:
         self, table: Any, node: onnx.NodeProto, domain: str, opset: int, input_types: tuple[str | None, ...]
     ) -> tuple[KernelRegistration | None, str]:
         """The registration that runs this node, or None, and why."""
-        selection = table.select(domain, node.op_type, opset, input_types, naive=self._naive)
+        selection = table.select(domain, node.op_type, opset, input_types, naive=self._naive, node=node)
         reg = selection.registration
         if reg is None:
             return None, selection.reason
-        if reg.supports is not None:
-            refusal = reg.supports(node)
-            if refusal:
-                return None, f"{reg.kernel_name}: {refusal}"
-        if isinstance(reg.factory, _CAPSULE_TYPE) and any(
+        if isinstance(reg.factory, _CAPSULE_TYPE) and reg.native_attributes is None and any(
             a.type not in _NATIVE_ATTRIBUTE_TYPES for a in node.attribute
         ):
             return None, f"{reg.kernel_name}: node has attributes a native kernel cannot take"
@@ -1177,17 +1189,19 @@ class Session:
             if name and _tensor_elem(self._types.get(name)) == 0:
                 self._types[name] = tp
 
-    def _native_node_info(self, node: onnx.NodeProto, name: str, domain: str, opset: int) -> dict[str, Any]:
+    def _native_node_info(self, node: onnx.NodeProto, name: str, domain: str, opset: int,
+                          reg: KernelRegistration | None = None) -> dict[str, Any]:
         def rank(name: str) -> int:
             dims = _shape_of(self._types.get(name)) if name else None
             return -1 if dims is None else len(dims)
 
-        attributes = []
-        for a in node.attribute:
-            value = helper.get_attribute_value(a)
-            if a.type == onnx.AttributeProto.STRING:
-                value = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
-            attributes.append((a.name, int(a.type), value))
+        if reg is not None and reg.native_attributes is not None:
+            try:
+                attributes = [(n, int(t), v) for n, t, v in reg.native_attributes(node)]
+            except ValueError as exc:
+                raise OlcError(f"{_label(name, node.op_type)}: {exc}") from None
+        else:
+            attributes = [native_attribute(a) for a in node.attribute]
         return {
             "name": name,
             "domain": domain,
