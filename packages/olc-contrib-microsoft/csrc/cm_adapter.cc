@@ -1,7 +1,8 @@
 // Adapters: attribute, type and shape validation, parameter conversion and
 // the row / span scheduler over the session executor. Compiled without ISA
 // flags; the per-ISA engines (cm_*.cc) and the reference (cm_naive.cc) do
-// the arithmetic.
+// the arithmetic. The operators other than the normalizations and the
+// activations run in cm_adapter_ops.cc.
 #include "cm_adapter.h"
 
 #include <algorithm>
@@ -15,33 +16,45 @@
 #include <string>
 #include <vector>
 
+#include "cm_adapter_state.h"
 #include "cm_common.h"
 
 namespace olc_cm {
-namespace {
 
 const olc_core_api* g_api = nullptr;
-constexpr const char* kLibrary = "olc_contrib_microsoft";
 
-enum class Op { SkipLN, SkipSLN, BiasGelu, FastGelu, QuickGelu, Gelu, BiasAdd };
+namespace {
+
+struct AttrSpec {
+  const char* name;
+  int32_t type;  // olc_attribute_type
+};
 
 struct OpSpec {
   const char* name;
   Op op;
   int min_inputs, max_inputs, max_outputs;
-  std::vector<const char*> attrs;
+  std::vector<AttrSpec> attrs;
   olc_kernel_vtable vtables[2];  // optimized, naive
 };
 
 std::vector<OpSpec>& specs() {
   static std::vector<OpSpec> s = {
-      {"SkipLayerNormalization", Op::SkipLN, 3, 5, 4, {"epsilon"}, {}},
-      {"SkipSimplifiedLayerNormalization", Op::SkipSLN, 3, 4, 4, {"epsilon"}, {}},
+      {"SkipLayerNormalization", Op::SkipLN, 3, 5, 4, {{"epsilon", OLC_ATTR_FLOAT}}, {}},
+      {"SkipSimplifiedLayerNormalization", Op::SkipSLN, 3, 4, 4, {{"epsilon", OLC_ATTR_FLOAT}}, {}},
       {"BiasGelu", Op::BiasGelu, 2, 2, 1, {}, {}},
       {"FastGelu", Op::FastGelu, 1, 2, 1, {}, {}},
-      {"QuickGelu", Op::QuickGelu, 1, 1, 1, {"alpha"}, {}},
+      {"QuickGelu", Op::QuickGelu, 1, 1, 1, {{"alpha", OLC_ATTR_FLOAT}}, {}},
       {"Gelu", Op::Gelu, 1, 1, 1, {}, {}},
       {"BiasAdd", Op::BiasAdd, 3, 3, 1, {}, {}},
+      {"EmbedLayerNormalization", Op::EmbedLN, 7, 9, 3,
+       {{"epsilon", OLC_ATTR_FLOAT}, {"mask_index_type", OLC_ATTR_INT}}, {}},
+      {"BiasSoftmax", Op::BiasSoftmax, 2, 2, 1, {{"axis", OLC_ATTR_INT}, {"is_inner_broadcast", OLC_ATTR_INT}}, {}},
+      {"CDist", Op::CDist, 2, 2, 1, {{"metric", OLC_ATTR_STRING}}, {}},
+      {"GatherBlockQuantized", Op::GatherBQ, 3, 4, 1,
+       {{"gather_axis", OLC_ATTR_INT}, {"quantize_axis", OLC_ATTR_INT}, {"block_size", OLC_ATTR_INT},
+        {"bits", OLC_ATTR_INT}},
+       {}},
   };
   return s;
 }
@@ -57,26 +70,10 @@ int storage_of(int32_t dtype) {
     case OLC_DTYPE_FLOAT: return kF32;
     case OLC_DTYPE_FLOAT16: return kF16;
     case OLC_DTYPE_BFLOAT16: return kBF16;
+    case OLC_DTYPE_DOUBLE: return kF64;
     default: return -1;
   }
 }
-
-struct KernelState {
-  Op op;
-  const char* name;
-  bool naive = false;
-  int32_t dtype = OLC_DTYPE_UNDEFINED;
-  int dt = kF32;
-  int32_t n_inputs = 0;
-  bool present[5] = {false, false, false, false, false};  // inputs
-  bool want[4] = {false, false, false, false};            // outputs to produce
-  float epsilon = 1e-12f;
-  float alpha = 1.702f;
-  const IsaKernels* k = nullptr;
-  const char* isa = "naive";
-  const olc_tuning_param* parallel_min_elements = nullptr;
-  const olc_tuning_param* grain_elements = nullptr;
-};
 
 bool fail(char* error, size_t size, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 bool fail(char* error, size_t size, const char* fmt, ...) {
@@ -89,6 +86,8 @@ bool fail(char* error, size_t size, const char* fmt, ...) {
   return false;
 }
 
+}  // namespace
+
 std::string shape_str(int32_t ndim, const int64_t* shape) {
   std::string s = "[";
   for (int32_t i = 0; i < ndim; ++i) {
@@ -96,6 +95,19 @@ std::string shape_str(int32_t ndim, const int64_t* shape) {
     s += std::to_string(shape[i]);
   }
   return s + "]";
+}
+
+bool same_shape(const olc_tensor& a, const olc_tensor& b) {
+  if (a.ndim != b.ndim) return false;
+  for (int32_t i = 0; i < a.ndim; ++i)
+    if (a.shape[i] != b.shape[i]) return false;
+  return true;
+}
+
+int64_t dims_product(const olc_tensor& t, int32_t begin, int32_t end) {
+  int64_t n = 1;
+  for (int32_t i = begin; i < end; ++i) n *= t.shape[i];
+  return n;
 }
 
 const char* input_name(Op op, int i) {
@@ -113,11 +125,231 @@ const char* input_name(Op op, int i) {
       static const char* n[] = {"X", "bias", "skip"};
       return n[i];
     }
+    case Op::EmbedLN: {
+      static const char* n[] = {"input_ids", "segment_ids", "word_embedding", "position_embedding",
+                                "segment_embedding", "gamma", "beta", "mask", "position_ids"};
+      return n[i];
+    }
+    case Op::BiasSoftmax: return i == 0 ? "data" : "bias";
+    case Op::CDist: return i == 0 ? "A" : "B";
+    case Op::GatherBQ: {
+      static const char* n[] = {"data", "indices", "scales", "zero_points"};
+      return n[i];
+    }
     default: return i == 0 ? "X" : "bias";
   }
 }
 
+const float* param_f32(const KernelState* st, const olc_tensor& p, std::vector<float>* buf) {
+  const int64_t n = olc_element_count(&p);
+  if (st->dt == kF32) return static_cast<const float*>(p.data);
+  buf->resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
+  if (n > 0) st->k->to_f32[st->dt](p.data, buf->data(), n);
+  return buf->data();
+}
+
+bool go_parallel(const KernelState* st, olc_context* ctx, int64_t n) {
+  const int64_t par_min = g_api->tuning_read_int(st->parallel_min_elements);
+  return par_min > 0 && n >= par_min && g_api->concurrency(ctx) > 1;
+}
+
+namespace {
+
 // ---------------------------------------------------------------- create
+
+bool is_float_family(Op op) {
+  return op == Op::SkipLN || op == Op::SkipSLN || op == Op::BiasGelu || op == Op::FastGelu || op == Op::QuickGelu ||
+         op == Op::Gelu || op == Op::BiasAdd;
+}
+
+// The attributes, each checked against its declared type.
+bool read_attributes(const OpSpec* spec, const olc_node_info* node, KernelState* st, std::string* metric,
+                     char* error, size_t es) {
+  for (int32_t k = 0; k < node->n_attributes; ++k) {
+    const olc_attribute& a = node->attributes[k];
+    const char* nm = a.name ? a.name : "";
+    const AttrSpec* as = nullptr;
+    for (const AttrSpec& x : spec->attrs)
+      if (std::strcmp(x.name, nm) == 0) as = &x;
+    if (!as) return fail(error, es, "unknown attribute '%s'", nm);
+    if (a.type != as->type) {
+      const char* want = as->type == OLC_ATTR_FLOAT ? "a float" : as->type == OLC_ATTR_INT ? "an int" : "a string";
+      return fail(error, es, "attribute '%s' must be %s (type code %d), got type code %d", nm, want, as->type, a.type);
+    }
+    if (a.type == OLC_ATTR_FLOAT && !std::isfinite(a.f))
+      return fail(error, es, "attribute '%s' must be finite, got %g", nm, a.f);
+    if (!std::strcmp(nm, "epsilon")) {
+      if (a.f < 0) return fail(error, es, "attribute 'epsilon' must be >= 0, got %g", a.f);
+      st->epsilon = static_cast<float>(a.f);
+    } else if (!std::strcmp(nm, "alpha")) {
+      st->alpha = static_cast<float>(a.f);
+    } else if (!std::strcmp(nm, "mask_index_type")) {
+      // Only tells shape inference whether mask_index exists; both values
+      // produce it when the node names it.
+      if (a.i != 0 && a.i != 1) return fail(error, es, "attribute 'mask_index_type' must be 0 or 1, got %lld",
+                                            static_cast<long long>(a.i));
+    } else if (!std::strcmp(nm, "axis")) {
+      st->axis = a.i;
+    } else if (!std::strcmp(nm, "is_inner_broadcast")) {
+      if (a.i != 0 && a.i != 1) return fail(error, es, "attribute 'is_inner_broadcast' must be 0 or 1, got %lld",
+                                            static_cast<long long>(a.i));
+      st->inner_broadcast = a.i;
+    } else if (!std::strcmp(nm, "metric")) {
+      *metric = a.s ? a.s : "";
+    } else if (!std::strcmp(nm, "gather_axis")) {
+      st->gather_axis = a.i;
+    } else if (!std::strcmp(nm, "quantize_axis")) {
+      st->quantize_axis = a.i;
+    } else if (!std::strcmp(nm, "block_size")) {
+      st->block_size = a.i;
+    } else if (!std::strcmp(nm, "bits")) {
+      st->bits = a.i;
+    }
+  }
+  return true;
+}
+
+// One float type T over the inputs listed (true in `is_t`), from `allowed`.
+bool bind_float_type(const olc_node_info* node, KernelState* st, const bool* is_t, const int32_t* allowed,
+                     const char* allowed_names, char* error, size_t es) {
+  for (int32_t i = 0; i < node->n_inputs; ++i) {
+    const int32_t t = node->input_dtypes[i];
+    if (!is_t[i] || t == OLC_DTYPE_UNDEFINED) continue;
+    bool ok = false;
+    for (const int32_t* a = allowed; *a != OLC_DTYPE_UNDEFINED; ++a) ok = ok || *a == t;
+    if (!ok)
+      return fail(error, es, "input %d (%s) has unsupported type %s (expected %s)", i, input_name(st->op, i),
+                  olc_dtype_name(t), allowed_names);
+    if (st->dtype == OLC_DTYPE_UNDEFINED) st->dtype = t;
+    if (t != st->dtype)
+      return fail(error, es, "input %d (%s) has type %s but the other inputs of type T have %s (the schema "
+                  "requires one type T)", i, input_name(st->op, i), olc_dtype_name(t), olc_dtype_name(st->dtype));
+  }
+  return true;
+}
+
+// Per operator: which inputs are T, and the types of the others.
+bool check_types(const olc_node_info* node, KernelState* st, char* error, size_t es) {
+  static const int32_t kFloats[] = {OLC_DTYPE_FLOAT, OLC_DTYPE_FLOAT16, OLC_DTYPE_BFLOAT16, OLC_DTYPE_UNDEFINED};
+  static const int32_t kFloats64[] = {OLC_DTYPE_FLOAT, OLC_DTYPE_FLOAT16, OLC_DTYPE_BFLOAT16, OLC_DTYPE_DOUBLE,
+                                      OLC_DTYPE_UNDEFINED};
+  static const int32_t kF32F64[] = {OLC_DTYPE_FLOAT, OLC_DTYPE_DOUBLE, OLC_DTYPE_UNDEFINED};
+  const int32_t* dtypes = node->input_dtypes;
+  bool is_t[kMaxInputs] = {};
+  switch (st->op) {
+    case Op::EmbedLN: {
+      for (int i : {2, 3, 4, 5, 6}) is_t[i] = true;
+      if (!bind_float_type(node, st, is_t, kFloats, "float32, float16 or bfloat16", error, es)) return false;
+      int32_t ids = OLC_DTYPE_UNDEFINED;
+      for (int i : {0, 1, 7, 8}) {
+        if (i >= node->n_inputs || dtypes[i] == OLC_DTYPE_UNDEFINED) continue;
+        if (dtypes[i] != OLC_DTYPE_INT32 && dtypes[i] != OLC_DTYPE_INT64)
+          return fail(error, es, "input %d (%s) has unsupported type %s (expected int32 or int64)", i,
+                      input_name(st->op, i), olc_dtype_name(dtypes[i]));
+        if (ids == OLC_DTYPE_UNDEFINED) ids = dtypes[i];
+        if (dtypes[i] != ids)
+          return fail(error, es, "input %d (%s) has type %s but input_ids has %s (the schema requires one type T1)",
+                      i, input_name(st->op, i), olc_dtype_name(dtypes[i]), olc_dtype_name(ids));
+      }
+      const bool seg_ids = node->n_inputs > 1 && dtypes[1] != OLC_DTYPE_UNDEFINED;
+      const bool seg_emb = node->n_inputs > 4 && dtypes[4] != OLC_DTYPE_UNDEFINED;
+      if (seg_ids != seg_emb)
+        return fail(error, es, "segment_ids and segment_embedding must be given together (got %s without %s)",
+                    seg_ids ? "segment_ids" : "segment_embedding", seg_ids ? "segment_embedding" : "segment_ids");
+      break;
+    }
+    case Op::BiasSoftmax:
+      is_t[0] = is_t[1] = true;
+      if (!bind_float_type(node, st, is_t, kFloats64, "float32, float16, bfloat16 or float64", error, es))
+        return false;
+      break;
+    case Op::CDist:
+      is_t[0] = is_t[1] = true;
+      if (!bind_float_type(node, st, is_t, kF32F64, "float32 or float64", error, es)) return false;
+      break;
+    case Op::GatherBQ: {
+      is_t[2] = true;
+      if (!bind_float_type(node, st, is_t, kFloats, "float32, float16 or bfloat16", error, es)) return false;
+      const int32_t q = dtypes[0];
+      if (q != OLC_DTYPE_UINT8 && q != OLC_DTYPE_UINT4 && q != OLC_DTYPE_INT4)
+        return fail(error, es, "input 0 (data) has unsupported type %s (expected uint8, uint4 or int4)",
+                    olc_dtype_name(q));
+      if (dtypes[1] != OLC_DTYPE_INT32 && dtypes[1] != OLC_DTYPE_INT64)
+        return fail(error, es, "input 1 (indices) has unsupported type %s (expected int32 or int64)",
+                    olc_dtype_name(dtypes[1]));
+      if (node->n_inputs > 3 && dtypes[3] != OLC_DTYPE_UNDEFINED && dtypes[3] != q)
+        return fail(error, es, "input 3 (zero_points) has type %s but data has %s (the schema requires one type T1)",
+                    olc_dtype_name(dtypes[3]), olc_dtype_name(q));
+      break;
+    }
+    default:
+      for (int32_t i = 0; i < node->n_inputs; ++i) is_t[i] = true;
+      if (!bind_float_type(node, st, is_t, kFloats, "float32, float16 or bfloat16", error, es)) return false;
+      break;
+  }
+  for (int32_t i = 0; i < node->n_inputs; ++i) {
+    st->in_dtype[i] = dtypes[i];
+    st->present[i] = dtypes[i] != OLC_DTYPE_UNDEFINED;
+  }
+  st->dt = storage_of(st->dtype);
+  return st->dt >= 0 || fail(error, es, "no input of type T");
+}
+
+// The type of output o as the schema makes it.
+int32_t output_type(const KernelState* st, int32_t o) {
+  switch (st->op) {
+    case Op::EmbedLN: return o == 1 ? OLC_DTYPE_INT32 : st->dtype;
+    case Op::SkipLN:
+    case Op::SkipSLN: return (o == 1 || o == 2) ? OLC_DTYPE_FLOAT : st->dtype;
+    default: return st->dtype;
+  }
+}
+
+bool check_attributes(KernelState* st, const olc_node_info* node, const std::string& metric, char* error,
+                      size_t es) {
+  switch (st->op) {
+    case Op::BiasSoftmax:
+      if (st->inner_broadcast < 0) return fail(error, es, "attribute 'is_inner_broadcast' is required");
+      return true;
+    case Op::CDist:
+      if (metric == "euclidean") st->euclidean = true;
+      else if (metric.empty() || metric == "sqeuclidean") st->euclidean = false;
+      else return fail(error, es, "metric '%s' is not supported (only 'sqeuclidean' and 'euclidean')", metric.c_str());
+      return true;
+    case Op::GatherBQ: {
+      const int64_t bs = st->block_size;
+      if (bs < 16 || (bs & (bs - 1)) != 0)
+        return fail(error, es, "attribute 'block_size' must be a power of 2 and at least 16, got %lld",
+                    static_cast<long long>(bs));
+      const int32_t q = node->input_dtypes[0];
+      if (q == OLC_DTYPE_UINT8) {
+        if (st->bits != 2 && st->bits != 4 && st->bits != 8)
+          return fail(error, es, "attribute 'bits' must be 2, 4 or 8 for uint8 data, got %lld",
+                      static_cast<long long>(st->bits));
+        st->qfmt = st->bits == 8 ? kQU8 : st->bits == 4 ? kQP4 : kQP2;
+        st->default_zp = 1 << (st->bits - 1);  // 128, 8, 2: the middle of the range
+      } else {
+        if (st->bits != 4)
+          return fail(error, es, "attribute 'bits' must be 4 for %s data, got %lld", olc_dtype_name(q),
+                      static_cast<long long>(st->bits));
+        st->qfmt = q == OLC_DTYPE_INT4 ? kQI4 : kQU4;
+        st->default_zp = 0;
+      }
+      // Axes against the rank when it is known now (else at the run).
+      const int32_t rank = node->input_ranks ? node->input_ranks[0] : -1;
+      if (rank >= 0) {
+        if (st->gather_axis < -rank || st->gather_axis >= rank)
+          return fail(error, es, "attribute 'gather_axis' %lld is out of range for data of rank %d",
+                      static_cast<long long>(st->gather_axis), rank);
+        if (st->quantize_axis < -rank || st->quantize_axis >= rank)
+          return fail(error, es, "attribute 'quantize_axis' %lld is out of range for data of rank %d",
+                      static_cast<long long>(st->quantize_axis), rank);
+      }
+      return true;
+    }
+    default: return true;
+  }
+}
 
 void* cm_create_impl(const olc_core_api* api, const olc_node_info* node, char* error, size_t es, bool naive) {
   const OpSpec* spec = find_spec(node->op_type);
@@ -142,85 +374,54 @@ void* cm_create_impl(const olc_core_api* api, const olc_node_info* node, char* e
   st->name = spec->name;
   st->naive = naive;
   st->n_inputs = node->n_inputs;
-  for (int32_t k = 0; k < node->n_attributes; ++k) {
-    const olc_attribute& a = node->attributes[k];
-    const char* nm = a.name ? a.name : "";
-    bool known = false;
-    for (const char* s : spec->attrs) known = known || std::strcmp(s, nm) == 0;
-    if (!known) {
-      fail(error, es, "unknown attribute '%s'", nm);
+  std::string metric;
+  if (!read_attributes(spec, node, st.get(), &metric, error, es)) return nullptr;
+  // Required inputs: the first min_inputs, but EmbedLayerNormalization's
+  // segment_ids (1) and segment_embedding (4) are optional among them.
+  for (int32_t i = 0; i < spec->min_inputs; ++i) {
+    const bool optional = st->op == Op::EmbedLN && (i == 1 || i == 4);
+    if (!optional && node->input_dtypes[i] == OLC_DTYPE_UNDEFINED) {
+      fail(error, es, "input %d (%s) is required", i, input_name(st->op, i));
       return nullptr;
-    }
-    if (a.type != OLC_ATTR_FLOAT) {
-      fail(error, es, "attribute '%s' must be a float (type code %d), got type code %d", nm, OLC_ATTR_FLOAT, a.type);
-      return nullptr;
-    }
-    if (!std::isfinite(a.f)) {
-      fail(error, es, "attribute '%s' must be finite, got %g", nm, a.f);
-      return nullptr;
-    }
-    if (!std::strcmp(nm, "epsilon")) {
-      if (a.f < 0) {
-        fail(error, es, "attribute 'epsilon' must be >= 0, got %g", a.f);
-        return nullptr;
-      }
-      st->epsilon = static_cast<float>(a.f);
-    } else if (!std::strcmp(nm, "alpha")) {
-      st->alpha = static_cast<float>(a.f);
     }
   }
-  // Types: every present input has one float type T; outputs 0 and 3 are
-  // T, the statistics outputs (1, 2) float32.
-  for (int32_t i = 0; i < node->n_inputs; ++i) {
-    const int32_t t = node->input_dtypes[i];
-    const bool required = i < spec->min_inputs;
-    if (t == OLC_DTYPE_UNDEFINED) {
-      if (required) {
-        fail(error, es, "input %d (%s) is required", i, input_name(st->op, i));
-        return nullptr;
-      }
-      continue;
-    }
-    if (storage_of(t) < 0) {
-      fail(error, es, "input %d (%s) has unsupported type %s (expected float32, float16 or bfloat16)", i,
-           input_name(st->op, i), olc_dtype_name(t));
-      return nullptr;
-    }
-    if (st->dtype == OLC_DTYPE_UNDEFINED) st->dtype = t;
-    if (t != st->dtype) {
-      fail(error, es, "input %d (%s) has type %s but input 0 has type %s (the schema requires one type T)", i,
-           input_name(st->op, i), olc_dtype_name(t), olc_dtype_name(st->dtype));
-      return nullptr;
-    }
-    st->present[i] = true;
-  }
-  st->dt = storage_of(st->dtype);
+  if (!check_types(node, st.get(), error, es)) return nullptr;
   for (int32_t o = 0; o < node->n_outputs; ++o) {
     const int32_t t = node->output_dtypes[o];
     // The runtime expects every output slot up to n_outputs filled, an
     // absent optional one ("" in the node) included: it is computed and dropped.
     st->want[o] = true;
     if (t == OLC_DTYPE_UNDEFINED) continue;
-    const int32_t expect = (o == 1 || o == 2) ? OLC_DTYPE_FLOAT : st->dtype;
+    const int32_t expect = output_type(st.get(), o);
     if (t != expect) {
       fail(error, es, "output %d has type %s, expected %s", o, olc_dtype_name(t), olc_dtype_name(expect));
       return nullptr;
     }
   }
+  if (!check_attributes(st.get(), node, metric, error, es)) return nullptr;
   if (naive) {
     st->isa = "naive";
   } else {
     const int32_t level = api->simd_level();
     st->k = level >= OLC_SIMD_AVX512 ? avx512::kernels() : level >= OLC_SIMD_AVX2 ? avx2::kernels() : scalar::kernels();
     st->isa = st->k->isa;
-    const bool norm = st->op == Op::SkipLN || st->op == Op::SkipSLN;
-    const bool cheap = st->op == Op::BiasAdd || norm;
     // Work below parallel_min_elements runs on the calling thread; above,
-    // it is split in ranges of at least grain_elements.
-    st->parallel_min_elements = api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT,
-                                                        "parallel_min_elements", cheap ? 32768 : 8192);
-    st->grain_elements =
-        api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT, "grain_elements", cheap ? 16384 : 4096);
+    // it is split in ranges of at least grain_elements. Memory-bound rows
+    // (the normalizations, BiasAdd, the dequantization) need larger pieces
+    // than the activations' arithmetic to pay for a second thread.
+    const bool cheap = st->op == Op::BiasAdd || st->op == Op::SkipLN || st->op == Op::SkipSLN ||
+                       st->op == Op::EmbedLN || st->op == Op::GatherBQ;
+    int64_t par_min = cheap ? 32768 : 8192, grain = cheap ? 16384 : 4096;
+    if (st->op == Op::CDist) par_min = grain = 1 << 20;  // multiply-adds (M x N x K)
+    st->parallel_min_elements =
+        api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT, "parallel_min_elements", par_min);
+    st->grain_elements = api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT, "grain_elements", grain);
+    if (st->op == Op::CDist) {
+      // Up to this many rows of A, every pair is summed exactly (B read
+      // once, no packing) instead of taking the packed product form.
+      st->direct_max_rows = api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT, "direct_max_rows", 8);
+      if (!cdist_prepare(st.get(), node, error, es)) return nullptr;
+    }
   }
   return st.release();
 }
@@ -235,28 +436,6 @@ void* cm_create_naive(const olc_core_api* api, const olc_node_info* node, char* 
 void cm_destroy(void* state) { delete static_cast<KernelState*>(state); }
 
 // ---------------------------------------------------------------- run
-
-struct Ctx {
-  const KernelState* st;
-  olc_context* ctx;
-  char msg[512];
-  int32_t err(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-    va_list ap;
-    va_start(ap, fmt);
-    std::vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return g_api->set_error(ctx, msg);
-  }
-};
-
-// A parameter as float32: its own data for float32, else a converted copy.
-const float* param_f32(const KernelState* st, const olc_tensor& p, std::vector<float>* buf) {
-  const int64_t n = olc_element_count(&p);
-  if (st->dt == kF32) return static_cast<const float*>(p.data);
-  buf->resize(static_cast<size_t>(std::max<int64_t>(n, 1)));
-  if (n > 0) st->k->to_f32[st->dt](p.data, buf->data(), n);
-  return buf->data();
-}
 
 struct NormJob {
   const KernelState* st;
@@ -287,7 +466,7 @@ void norm_rows(void* user, int64_t begin, int64_t end) {
   auto fn = j.st->k->skip_norm_row[j.st->dt];
   for (int64_t r = begin; r < end; ++r) {
     float m, iv;
-    fn(&j.row, j.x + r * rb, j.skip + (r % j.skip_rows) * rb, j.y + r * rb, j.sum ? j.sum + r * rb : nullptr,
+    fn(&j.row, j.x + r * rb, j.skip + (r % j.skip_rows) * rb, nullptr, j.y + r * rb, j.sum ? j.sum + r * rb : nullptr,
        scratch.get(), &m, &iv);
     if (j.mean) j.mean[r] = m;
     if (j.inv) j.inv[r] = iv;
@@ -506,16 +685,23 @@ int32_t cm_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
       if (t.dtype != OLC_DTYPE_UNDEFINED) return c.err("input %d was absent when the kernel was created", i);
       continue;
     }
-    if (t.dtype != st->dtype)
+    if (t.dtype != st->in_dtype[i])
       return c.err("input %d (%s) has type %s, the kernel was created for %s", i, input_name(st->op, i),
-                   olc_dtype_name(t.dtype), olc_dtype_name(st->dtype));
+                   olc_dtype_name(t.dtype), olc_dtype_name(st->in_dtype[i]));
     const int64_t cnt = olc_element_count(&t);
     if (cnt < 0) return c.err("input %d has a negative dimension or too many elements", i);
     if (cnt > 0 && t.data == nullptr) return c.err("input %d has no data", i);
   }
   try {
-    return (st->op == Op::SkipLN || st->op == Op::SkipSLN) ? run_norm(c, inputs, n_inputs)
-                                                           : run_act(c, inputs, n_inputs);
+    switch (st->op) {
+      case Op::SkipLN:
+      case Op::SkipSLN: return run_norm(c, inputs, n_inputs);
+      case Op::EmbedLN: return run_embed(c, inputs, n_inputs);
+      case Op::BiasSoftmax: return run_bias_softmax(c, inputs, n_inputs);
+      case Op::CDist: return run_cdist(c, inputs, n_inputs);
+      case Op::GatherBQ: return run_gather_bq(c, inputs, n_inputs);
+      default: return run_act(c, inputs, n_inputs);
+    }
   } catch (const std::bad_alloc&) {
     return g_api->set_error(ctx, "out of memory");
   } catch (...) {

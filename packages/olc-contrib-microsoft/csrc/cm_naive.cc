@@ -62,9 +62,11 @@ uint16_t encode(double v, Fmt f) {
   return static_cast<uint16_t>(sign | ((e + f.emax) << f.mant) | mbits);
 }
 
-// Element i of a tensor of storage type dt, as float32.
+// Element i of a tensor of storage type dt, as float32 (float64 values
+// come through getd).
 float get(int dt, const void* p, int64_t i) {
   if (dt == kF32) return static_cast<const float*>(p)[i];
+  if (dt == kF64) return static_cast<float>(static_cast<const double*>(p)[i]);
   const uint16_t h = static_cast<const uint16_t*>(p)[i];
   return static_cast<float>(decode(h, dt == kF16 ? kHalf : kBrain));
 }
@@ -72,11 +74,35 @@ float get(int dt, const void* p, int64_t i) {
 // Stores a value rounded once to the storage type. A double is first
 // rounded to float32 only for float32 storage.
 void put(int dt, void* p, int64_t i, double v) {
+  if (dt == kF64) {
+    static_cast<double*>(p)[i] = v;
+    return;
+  }
   if (dt == kF32) {
     static_cast<float*>(p)[i] = static_cast<float>(v);
     return;
   }
   static_cast<uint16_t*>(p)[i] = encode(v, dt == kF16 ? kHalf : kBrain);
+}
+
+// Element i exactly as a double (float64 storage keeps its precision).
+double getd(int dt, const void* p, int64_t i) {
+  if (dt == kF64) return static_cast<const double*>(p)[i];
+  return get(dt, p, i);
+}
+
+// A quantized element (format fmt) at logical index e.
+int32_t qget(int fmt, const uint8_t* q, int64_t e) {
+  switch (fmt) {
+    case kQU8: return q[e];
+    case kQU4: return q[e] & 0x0f;
+    case kQI4: {
+      const int32_t v = q[e] & 0x0f;
+      return v >= 8 ? v - 16 : v;
+    }
+    case kQP4: return (e % 2 == 0) ? (q[e / 2] & 0x0f) : (q[e / 2] >> 4);
+    default: return (q[e / 4] >> (2 * (e % 4))) & 0x03;
+  }
 }
 
 double activation(int act, double alpha, double v) {
@@ -132,6 +158,134 @@ void act(int dt, int act_code, float alpha, const void* x, const void* bias, int
     if (bias) v = v + get(dt, bias, i % H);
     if (skip) v = v + get(dt, skip, i);
     put(dt, y, i, activation(act_code, alpha, v));
+  }
+}
+
+void embed(int dt, float eps, const int64_t* word_ids, const int64_t* pos_ids, const int64_t* seg_ids,
+           const void* word, const void* pos, const void* seg, const void* gamma, const void* beta, int64_t tokens,
+           int64_t H, void* y, void* sum) {
+  float* s = new float[H > 0 ? H : 1];
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t j = 0; j < H; ++j) {
+      float v = get(dt, word, word_ids[t] * H + j) + get(dt, pos, pos_ids[t] * H + j);
+      if (seg) v = v + get(dt, seg, seg_ids[t] * H + j);
+      s[j] = v;
+    }
+    double m = 0.0;
+    for (int64_t j = 0; j < H; ++j) m += s[j];
+    m /= static_cast<double>(H);
+    double var = 0.0;
+    for (int64_t j = 0; j < H; ++j) var += (s[j] - m) * (s[j] - m);
+    var /= static_cast<double>(H);
+    const double iv = 1.0 / std::sqrt(var + static_cast<double>(eps));
+    for (int64_t j = 0; j < H; ++j) {
+      put(dt, y, t * H + j, (s[j] - m) * iv * get(dt, gamma, j) + get(dt, beta, j));
+      if (sum) put(dt, sum, t * H + j, s[j]);
+    }
+  }
+  delete[] s;
+}
+
+void bias_softmax(int dt, const void* x, const void* bias, int64_t rows, int64_t E, int64_t inner, int64_t outer,
+                  void* y) {
+  double* v = new double[E > 0 ? E : 1];
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t br = inner > 0 ? r / inner : r % outer;
+    // x + bias in the type's own arithmetic (float32 for the 16-bit types)
+    double m = -INFINITY;
+    for (int64_t j = 0; j < E; ++j) {
+      if (dt == kF64) v[j] = getd(dt, x, r * E + j) + getd(dt, bias, br * E + j);
+      else v[j] = get(dt, x, r * E + j) + get(dt, bias, br * E + j);
+      if (v[j] > m) m = v[j];
+    }
+    double total = 0.0;
+    for (int64_t j = 0; j < E; ++j) {
+      v[j] = std::exp(v[j] - m);
+      total += v[j];
+    }
+    for (int64_t j = 0; j < E; ++j) put(dt, y, r * E + j, v[j] / total);
+  }
+  delete[] v;
+}
+
+void cdist(int dt, const void* A, const void* B, int64_t M, int64_t N, int64_t K, int euclidean, void* C) {
+  for (int64_t i = 0; i < M; ++i) {
+    for (int64_t j = 0; j < N; ++j) {
+      // float32 inputs are exact in double: the sum is computed in double
+      double total = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        const double d = getd(dt, A, i * K + k) - getd(dt, B, j * K + k);
+        total += d * d;
+      }
+      put(dt, C, i * N + j, euclidean ? std::sqrt(total) : total);
+    }
+  }
+}
+
+void gather_block_quantized(int dt, int fmt, const uint8_t* data, const int64_t* dims, int rank, const int64_t* idx,
+                            int64_t n_idx, const void* scales, const uint8_t* zp, int32_t default_zp, int gather_axis,
+                            int quantize_axis, int64_t block_size, void* y) {
+  // Output index = (outer, n, inner): outer over dims[0..g), n over the
+  // indices, inner over dims[g+1..rank). Each output element reads the data
+  // element at (outer, idx[n], inner) and the scale of that element's block.
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < gather_axis; ++d) outer *= dims[d];
+  for (int d = gather_axis + 1; d < rank; ++d) inner *= dims[d];
+  const int64_t G = dims[gather_axis];
+  // scale / zero point strides: the scales' shape is the data's with the
+  // quantize axis divided into blocks
+  int64_t sdims[16];
+  for (int d = 0; d < rank; ++d) sdims[d] = d == quantize_axis ? (dims[d] + block_size - 1) / block_size : dims[d];
+  int64_t coord[16];
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t n = 0; n < n_idx; ++n) {
+      int64_t g = idx[n];
+      const bool valid = g >= -G && g < G;
+      if (g < 0) g += G;
+      for (int64_t e = 0; e < inner; ++e) {
+        const int64_t out_i = (o * n_idx + n) * inner + e;
+        if (!valid) {
+          put(dt, y, out_i, 0.0);
+          continue;
+        }
+        // the data coordinates of this element
+        int64_t rest = o;
+        for (int d = gather_axis - 1; d >= 0; --d) {
+          coord[d] = rest % dims[d];
+          rest /= dims[d];
+        }
+        coord[gather_axis] = g;
+        rest = e;
+        for (int d = rank - 1; d > gather_axis; --d) {
+          coord[d] = rest % dims[d];
+          rest /= dims[d];
+        }
+        int64_t di = 0, si = 0;
+        for (int d = 0; d < rank; ++d) {
+          di = di * dims[d] + coord[d];
+          si = si * sdims[d] + (d == quantize_axis ? coord[d] / block_size : coord[d]);
+        }
+        const int32_t q = qget(fmt, data, di);
+        int32_t z = default_zp;
+        if (zp) {
+          if (fmt == kQP4 || fmt == kQP2) {
+            // packed zero points: the blocks of one row share bytes, the
+            // row (quantize axis last) padded to whole bytes
+            const int per = fmt == kQP4 ? 2 : 4;
+            const int64_t nb = sdims[rank - 1];
+            const int64_t row = si / nb, blk = si % nb;
+            const int64_t row_bytes = (nb + per - 1) / per;
+            const uint8_t byte = zp[row * row_bytes + blk / per];
+            z = fmt == kQP4 ? ((blk % 2) ? byte >> 4 : byte & 0x0f) : (byte >> (2 * (blk % 4))) & 0x03;
+          } else {
+            z = qget(fmt, zp, si);
+          }
+        }
+        // float(q - z) * scale, in float32 as onnxruntime computes it
+        const float v = static_cast<float>(q - z) * get(dt, scales, si);
+        put(dt, y, out_i, v);
+      }
+    }
   }
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "cm_common.h"
 
@@ -59,14 +61,21 @@ inline uint16_t f32_to_bf16(float f) {
 }
 
 struct V1 {
+  using T = float;
   using R = float;
   static constexpr int64_t W = 1;
+  static constexpr int kRegs = 16;
   static R ld(const float* p) { return *p; }
   static void st(float* p, R v) { *p = v; }
   static R ld_f16(const uint16_t* p) { return f16_to_f32(*p); }
   static void st_f16(uint16_t* p, R v) { *p = f32_to_f16(v); }
   static R ld_bf16(const uint16_t* p) { return bf16_to_f32(*p); }
   static void st_bf16(uint16_t* p, R v) { *p = f32_to_bf16(v); }
+  static R ld_u8(const uint8_t* p) { return static_cast<float>(*p); }
+  static R ld_u4(const uint8_t* p) { return static_cast<float>(*p & 15); }
+  static R ld_i4(const uint8_t* p) { return static_cast<float>(((*p & 15) ^ 8) - 8); }
+  static R ld_p4(const uint8_t* p, int64_t e) { return static_cast<float>((p[e >> 1] >> ((e & 1) * 4)) & 15); }
+  static R ld_p2(const uint8_t* p, int64_t e) { return static_cast<float>((p[e >> 2] >> ((e & 3) * 2)) & 3); }
   static R set1(float v) { return v; }
   static R add(R a, R b) { return a + b; }
   static R sub(R a, R b) { return a - b; }
@@ -83,14 +92,53 @@ struct V1 {
   static R exp2i(R n) { return float_of(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23); }
   static bool less(R a, R b) { return a < b; }
   static R select(bool m, R a, R b) { return m ? a : b; }
+  static unsigned bits(bool m) { return m ? 1u : 0u; }
+};
+
+// float64 lanes (one).
+struct VD1 {
+  using T = double;
+  using R = double;
+  static constexpr int64_t W = 1;
+  static constexpr int kRegs = 16;
+  static R ld(const double* p) { return *p; }
+  static void st(double* p, R v) { *p = v; }
+  static R set1(double v) { return v; }
+  static R add(R a, R b) { return a + b; }
+  static R sub(R a, R b) { return a - b; }
+  static R mul(R a, R b) { return a * b; }
+  static R div(R a, R b) { return a / b; }
+  static R fmadd(R a, R b, R c) { return a * b + c; }
+  static R sqrt(R a) { return std::sqrt(a); }
+  static R min(R a, R b) { return a < b ? a : b; }
+  static R max(R a, R b) { return a > b ? a : b; }
+  static R abs(R a) { return std::fabs(a); }
+  static double hsum(R v) { return v; }
+  static R round(R a) { return std::nearbyint(a); }
+  static R exp2i(R n) {
+    const uint64_t u = static_cast<uint64_t>(static_cast<int64_t>(n) + 1023) << 52;
+    double d;
+    std::memcpy(&d, &u, 8);
+    return d;
+  }
+  static bool less(R a, R b) { return a < b; }
+  static R select(bool m, R a, R b) { return m ? a : b; }
+  static unsigned bits(bool m) { return m ? 1u : 0u; }
 };
 
 #include "cm_engine.inc"
+#include "cm_cdist.inc"
+#include "cm_dequant.inc"
 
 }  // namespace
 
 const IsaKernels* kernels() {
-  static const IsaKernels k = make_kernels<V1>("scalar");
+  static const IsaKernels k = [] {
+    IsaKernels t = make_kernels_rows<V1, VD1>("scalar");
+    add_cdist_kernels<V1, VD1>(&t);
+    add_dequant_kernels<V1>(&t);
+    return t;
+  }();
   return &k;
 }
 

@@ -2,8 +2,8 @@
 
 Registration (plugin.py), the tests and the benchmarks all read this table.
 Each row gives the operator (domain ``com.microsoft``, opset 1), the type
-constraint of each input and output, and the ONNX Runtime schema facts the
-kernel follows. Every operator is registered twice: the optimized kernel
+constraint of each input and output, the element types of each constraint,
+and the ONNX Runtime schema facts the kernel follows. Every operator is registered twice: the optimized kernel
 (``olc_contrib_microsoft::<Op>``) and its plain reference
 (``olc_contrib_microsoft::Naive<Op>``, ``implementation="naive"``).
 
@@ -14,13 +14,14 @@ r * |ref| over the output (see README.md for the figures behind them).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 DOMAIN = "com.microsoft"
 FAMILY = "olc-contrib-microsoft"
 LIBRARY = "olc_contrib_microsoft"
 TYPES = ("float32", "float16", "bfloat16")
 STATS = ("float32",)
+FLOAT_TYPES = {"T": TYPES, "U": STATS}
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class ContribOp:
     attrs: tuple[str, ...]
     required: int             # inputs that must be present
     summary: str
+    types: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(FLOAT_TYPES))
 
 
 OPS: tuple[ContribOp, ...] = (
@@ -43,6 +45,20 @@ OPS: tuple[ContribOp, ...] = (
     ContribOp("QuickGelu", ("T",), ("T",), ("alpha",), 1, "x * sigmoid(alpha x), alpha = 1.702 by default"),
     ContribOp("Gelu", ("T",), ("T",), (), 1, "erf GELU"),
     ContribOp("BiasAdd", ("T", "T", "T"), ("T",), (), 3, "X + bias + skip, X and skip [N, S, C], bias [C]"),
+    ContribOp("EmbedLayerNormalization", ("T1", "T1", "T", "T", "T", "T", "T", "T1", "T1"), ("T", "M", "T"),
+              ("epsilon", "mask_index_type"), 7,
+              "LayerNorm(word[ids] + position[pos] (+ segment[seg])) * gamma + beta; mask_index = count(mask == 1)",
+              {"T": TYPES, "T1": ("int32", "int64"), "M": ("int32",)}),
+    ContribOp("BiasSoftmax", ("T", "T"), ("T",), ("axis", "is_inner_broadcast"), 2,
+              "softmax(data + bias) over the axes from `axis` on, bias broadcast inner or outer",
+              {"T": TYPES + ("float64",)}),
+    ContribOp("CDist", ("T", "T"), ("T",), ("metric",), 2,
+              "pairwise (squared) euclidean distances of the rows of A [M, K] and B [N, K]",
+              {"T": ("float32", "float64")}),
+    ContribOp("GatherBlockQuantized", ("T1", "Tind", "T2", "T1"), ("T2",),
+              ("gather_axis", "quantize_axis", "block_size", "bits"), 3,
+              "Gather of block-quantized data, dequantized: (q - zero_point) * scale",
+              {"T1": ("uint8", "uint4", "int4"), "Tind": ("int32", "int64"), "T2": TYPES}),
 )
 
 BY_NAME: dict[str, ContribOp] = {o.op: o for o in OPS}
@@ -55,8 +71,16 @@ TOLERANCE: dict[str, tuple[float, float]] = {
     "float32": (2e-6, 1e-5),
     "float16": (1e-3, 1e-3),
     "bfloat16": (8e-3, 8e-3),
+    "float64": (1e-14, 1e-13),
 }
 
 
 def kernel_name(op: str, naive: bool = False) -> str:
     return f"{LIBRARY}::{'Naive' if naive else ''}{op}"
+
+
+# What the optimized kernel of an operator is, where it is not the row engine.
+ENGINE: dict[str, str] = {
+    "CDist": "blocked |a|^2 + |b|^2 - 2ab with exact recomputation of close pairs",
+    "GatherBlockQuantized": "blockwise dequantization of the gathered rows",
+}

@@ -20,14 +20,15 @@ def registrations() -> list[olc_core.KernelRegistration]:
                     domain=manifest.DOMAIN,
                     op_type=spec.op,
                     kernel_name=manifest.kernel_name(spec.op, naive),
-                    types={"T": manifest.TYPES, "U": manifest.STATS},
+                    types=spec.types,
                     inputs=spec.inputs,
                     outputs=spec.outputs,
                     factory=ext.vtable(spec.op, naive),
                     since_version=1,
                     family=FAMILY,
                     description=(f"{spec.op}: plain scalar reference" if naive
-                                 else f"{spec.op}: one-pass row engine, scalar/AVX2/AVX-512"),
+                                 else f"{spec.op}: {manifest.ENGINE.get(spec.op, 'one-pass row engine')}, "
+                                      "scalar/AVX2/AVX-512"),
                     implementation="naive" if naive else "optimized",
                 )
             )
