@@ -1,0 +1,199 @@
+#include "attn_driver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <vector>
+
+namespace olc_attn {
+
+void key_bounds(const AttnProblem& p, int64_t b, int64_t i, int64_t* lo, int64_t* hi) {
+  const int64_t pos = (p.q_off ? p.q_off[b] : 0) + i;
+  int64_t h = p.T, l = 0;
+  if (p.kv_len) h = std::min(h, p.kv_len[b]);
+  if (p.causal) h = std::min(h, pos + 1);
+  if (p.right >= 0) h = std::min(h, pos + p.right + 1);
+  if (p.left >= 0) l = std::max<int64_t>(l, pos - p.left);
+  *lo = l;
+  *hi = std::max(h, l);
+}
+
+namespace {
+
+struct AttendJob {
+  const IsaKernels* k;
+  const AttnProblem* p;
+  const WorkItem* units;
+  std::atomic<bool>* oom;
+};
+
+void attend_range(void* user, int64_t begin, int64_t end) {
+  const AttendJob& j = *static_cast<const AttendJob*>(user);
+  for (int64_t u = begin; u < end; ++u) {
+    try {
+      j.k->attend(j.p, &j.units[u]);
+    } catch (...) {  // std::bad_alloc of the scratch: reported after the loop
+      j.oom->store(true);
+    }
+  }
+}
+
+struct ReduceJob {
+  const IsaKernels* k;
+  const AttnProblem* p;
+  const WorkItem* items;
+  const int64_t* first;      // per split item: its first part
+  const int64_t* count;
+  float* const* parts;
+};
+
+void reduce_range(void* user, int64_t begin, int64_t end) {
+  const ReduceJob& j = *static_cast<const ReduceJob*>(user);
+  for (int64_t u = begin; u < end; ++u) j.k->reduce(j.p, &j.items[u], j.parts + j.first[u], j.count[u]);
+}
+
+}  // namespace
+
+int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const AttnProblem& p,
+                      const EngineTuning& tune) {
+  if (p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0) return OLC_OK;
+  const int64_t G = p.Hq / p.Hkv;
+  const int64_t br = std::max<int64_t>(1, std::min(p.Sq, tune.rows / G));
+  const int64_t nqb = (p.Sq + br - 1) / br;
+  std::vector<WorkItem> items;
+  items.reserve(static_cast<size_t>(p.B * p.Hkv * nqb));
+  for (int64_t b = 0; b < p.B; ++b)
+    for (int64_t g = 0; g < p.Hkv; ++g)
+      for (int64_t qb = 0; qb < nqb; ++qb) {
+        WorkItem w;
+        w.b = b;
+        w.g = g;
+        w.i0 = qb * br;
+        w.i1 = std::min(p.Sq, w.i0 + br);
+        if (p.qk) {
+          w.t0 = 0;  // every score is an output
+          w.t1 = p.T;
+        } else {
+          w.t0 = p.T;
+          w.t1 = 0;
+          for (int64_t i = w.i0; i < w.i1; ++i) {
+            int64_t lo, hi;
+            key_bounds(p, b, i, &lo, &hi);
+            if (hi > lo) {
+              w.t0 = std::min(w.t0, lo);
+              w.t1 = std::max(w.t1, hi);
+            }
+          }
+          if (w.t1 <= w.t0) w.t0 = w.t1 = 0;
+        }
+        items.push_back(w);
+      }
+
+  // Split-KV: with fewer items than about four per thread, an item's keys
+  // are cut into parts of at least split_min_keys (whole tiles), each part
+  // keeps its own max / sum / accumulator, and a second pass combines them.
+  const int64_t conc = api->concurrency(ctx);
+  const int64_t n_items = static_cast<int64_t>(items.size());
+  const int64_t want = (conc > 1 && !p.qk && n_items < 4 * conc) ? (4 * conc + n_items - 1) / n_items : 1;
+  const int64_t R = G * br;
+  const int64_t part_floats = 2 * R + R * p.Dv;
+  std::vector<WorkItem> units;
+  std::vector<int64_t> first, count;
+  std::vector<WorkItem> split_items;
+  int64_t n_parts = 0;
+  if (want > 1) {
+    for (const WorkItem& w : items) {
+      const int64_t keys = w.t1 - w.t0;
+      const int64_t ns = std::max<int64_t>(1, std::min(want, keys / std::max<int64_t>(1, tune.split_min_keys)));
+      if (ns > 1) n_parts += ns;
+    }
+  }
+  std::vector<float> parts_buf;
+  std::vector<float*> parts;
+  if (n_parts > 0) {
+    try {
+      parts_buf.resize(static_cast<size_t>(n_parts * part_floats));
+    } catch (const std::bad_alloc&) {
+      return api->set_error(ctx, "out of memory (split-KV partial results)");
+    }
+    parts.reserve(static_cast<size_t>(n_parts));
+  }
+  units.reserve(static_cast<size_t>(n_items + n_parts));
+  for (const WorkItem& w : items) {
+    const int64_t keys = w.t1 - w.t0;
+    const int64_t ns = n_parts > 0 ? std::max<int64_t>(1, std::min(want, keys / std::max<int64_t>(1, tune.split_min_keys)))
+                                   : 1;
+    if (ns == 1) {
+      units.push_back(w);
+      continue;
+    }
+    first.push_back(static_cast<int64_t>(parts.size()));
+    count.push_back(ns);
+    split_items.push_back(w);
+    const int64_t tiles = (keys + 63) / 64;
+    for (int64_t s = 0; s < ns; ++s) {
+      WorkItem u = w;
+      u.t0 = w.t0 + (tiles * s / ns) * 64;
+      u.t1 = std::min(w.t1, w.t0 + (tiles * (s + 1) / ns) * 64);
+      u.part = parts_buf.data() + static_cast<size_t>(parts.size() * part_floats);
+      parts.push_back(u.part);
+      units.push_back(u);
+    }
+  }
+
+  std::atomic<bool> oom{false};
+  AttendJob job{k, &p, units.data(), &oom};
+  api->parallel_for(ctx, static_cast<int64_t>(units.size()), 1, 0, &attend_range, &job);
+  if (oom.load()) return api->set_error(ctx, "out of memory (attention scratch)");
+  if (!split_items.empty()) {
+    ReduceJob rj{k, &p, split_items.data(), first.data(), count.data(), parts.data()};
+    api->parallel_for(ctx, static_cast<int64_t>(split_items.size()), 1, 0, &reduce_range, &rj);
+  }
+  return OLC_OK;
+}
+
+namespace {
+
+struct CacheJob {
+  const IsaKernels* k;
+  const CacheWrite* c;
+};
+
+void cache_range(void* user, int64_t begin, int64_t end) {
+  const CacheJob& j = *static_cast<const CacheJob*>(user);
+  const CacheWrite& c = *j.c;
+  const size_t es = c.dt == kF32 ? 4 : 2;
+  const size_t row = static_cast<size_t>(c.D) * es;
+  for (int64_t bh = begin; bh < end; ++bh) {
+    const int64_t b = bh / c.H, h = bh % c.H;
+    char* out = static_cast<char*>(c.out) + static_cast<size_t>(bh * c.T) * row;
+    const int64_t pl = std::min(c.T, c.past_len ? c.past_len[b] : c.P);
+    const char* past = static_cast<const char*>(c.past.data) + static_cast<size_t>(b * c.past.sb + h * c.past.sh) * es;
+    for (int64_t t = 0; t < pl; ++t) std::memcpy(out + t * row, past + static_cast<size_t>(t * c.past.ss) * es, row);
+    const char* cur = static_cast<const char*>(c.cur.data) + static_cast<size_t>(b * c.cur.sb + h * c.cur.sh) * es;
+    const int64_t ns = std::min(c.S, c.T - pl);
+    for (int64_t s = 0; s < ns; ++s) {
+      const char* src = cur + static_cast<size_t>(s * c.cur.ss) * es;
+      char* dst = out + (pl + s) * row;
+      if (c.rope) j.k->rope_row(c.dt, c.rope, c.rope->pos[b * c.rope->pos_sb + s], src, dst, c.D);
+      else std::memcpy(dst, src, row);
+    }
+    for (int64_t t = pl + ns; t < c.T; ++t) {
+      if (t < c.P) std::memcpy(out + t * row, past + static_cast<size_t>(t * c.past.ss) * es, row);
+      else std::memset(out + t * row, 0, row);
+    }
+  }
+}
+
+}  // namespace
+
+void write_cache(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const CacheWrite& c) {
+  const int64_t n = c.B * c.H;
+  if (n == 0 || c.T == 0 || c.D == 0) return;
+  CacheJob j{k, &c};
+  const int64_t per = std::max<int64_t>(1, c.T * c.D);
+  api->parallel_for(ctx, n, std::max<int64_t>(1, 65536 / per), 0, &cache_range, &j);
+}
+
+}  // namespace olc_attn
