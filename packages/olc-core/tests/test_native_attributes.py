@@ -15,11 +15,14 @@ import olc_core
 from olc_core import KernelRegistration, _native, hookimpl
 
 
-def _strings_to_codes(node):
+def _strings_to_codes(node, shapes):
     """The test hook: a STRINGS attribute 'words' as their lengths (INTS),
-    a TENSOR attribute 'table' as its values (FLOATS); a word 'bad' is
+    a TENSOR attribute 'table' as its values (FLOATS), the input's shape as
+    INTS 'shape' (-1 for a dim that is not a number); a word 'bad' is
     refused."""
     out = []
+    if shapes and shapes[0] is not None:
+        out.append(("shape", AttributeProto.INTS, np.array([d if isinstance(d, int) else -1 for d in shapes[0]])))
     for a in node.attribute:
         if a.name == "words":
             if b"bad" in a.strings:
@@ -115,6 +118,14 @@ def test_native_attributes_hook(plugin):
     i, f = s.run(None, {})
     assert i.tolist() == [2, 0, 3]
     assert f.tolist() == [1.5, -2.0, 0.25, 8.0]
+
+
+def test_native_attributes_hook_sees_input_shapes(plugin):
+    model = _model("Hooked", words=["abc"])
+    model.graph.node[0].input.append("x")
+    model.graph.input.append(helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 5]))
+    i, _ = olc_core.Session(model, strict=True).run(None, {"x": np.zeros((2, 5), np.float32)})
+    assert i.tolist() == [-1, 5, 3]
 
 
 def test_native_attributes_hook_error_names_the_node(plugin):

@@ -67,11 +67,13 @@ class KernelRegistration:
     ``supports(node) -> str | None`` may decline a node by its attributes
     (the reason); the next registration covering the node is then tried.
 
-    ``native_attributes(node)``, for a native kernel of an op whose
-    attributes the ABI cannot carry as they are (STRINGS, TENSOR), returns
-    the node's attributes as the kernel takes them: ``(name, type code,
-    value)`` tuples, INTS and FLOATS as int64 / float64 arrays. A
-    ``ValueError`` it raises is an OlcError naming the node.
+    ``native_attributes(node, input_shapes)``, for a native kernel of an op
+    whose attributes the ABI cannot carry as they are (STRINGS, TENSOR),
+    returns the node's attributes as the kernel takes them: ``(name, type
+    code, value)`` tuples, INTS and FLOATS as int64 / float64 arrays.
+    ``input_shapes`` holds each input's inferred dims (ints, symbolic names
+    or None) or None, so facts such as a feature count can be checked at
+    creation. A ``ValueError`` it raises is an OlcError naming the node.
 
     ``implementation`` is ``"optimized"`` (the default) or ``"naive"``: a
     naive registration is a plainly written reference of an op the family
@@ -94,7 +96,7 @@ class KernelRegistration:
     description: str = ""
     supports: Callable[[Any], str | None] | None = field(default=None, compare=False)
     implementation: str = "optimized"
-    native_attributes: Callable[[Any], Sequence[tuple[str, int, Any]]] | None = field(default=None, compare=False)
+    native_attributes: Callable[[Any, Sequence[Any]], Sequence[tuple[str, int, Any]]] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "domain", normalize_domain(self.domain))

@@ -1197,7 +1197,8 @@ class Session:
 
         if reg is not None and reg.native_attributes is not None:
             try:
-                attributes = [(n, int(t), v) for n, t, v in reg.native_attributes(node)]
+                shapes = [_shape_of(self._types.get(n)) if n else None for n in node.input]
+                attributes = [(n, int(t), v) for n, t, v in reg.native_attributes(node, shapes)]
             except ValueError as exc:
                 raise OlcError(f"{_label(name, node.op_type)}: {exc}") from None
         else:
