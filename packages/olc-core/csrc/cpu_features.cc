@@ -125,6 +125,8 @@ Detected detect() {
   if (max_leaf >= 7) {
     const Regs l7 = cpuid(7, 0);
     if (os_ymm && (f & OLC_CPU_AVX) && bit(l7.ebx, 5)) f |= OLC_CPU_AVX2;
+    // AVX-VNNI: leaf 7 subleaf 1, eax bit 4 (VEX-encoded, YMM state only).
+    if (os_ymm && (f & OLC_CPU_AVX2) && l7.eax >= 1 && bit(cpuid(7, 1).eax, 4)) f |= OLC_CPU_AVX_VNNI;
     if (os_zmm && bit(l7.ebx, 16)) {
       f |= OLC_CPU_AVX512F;
       if (bit(l7.ebx, 17)) f |= OLC_CPU_AVX512DQ;
@@ -167,7 +169,7 @@ const Detected& detected() {
 constexpr uint64_t kScalarFeatures =
     OLC_CPU_SSE2 | OLC_CPU_SSE3 | OLC_CPU_SSSE3 | OLC_CPU_SSE41 | OLC_CPU_SSE42;
 constexpr uint64_t kAvx2Features =
-    kScalarFeatures | OLC_CPU_AVX | OLC_CPU_AVX2 | OLC_CPU_FMA | OLC_CPU_F16C;
+    kScalarFeatures | OLC_CPU_AVX | OLC_CPU_AVX2 | OLC_CPU_FMA | OLC_CPU_F16C | OLC_CPU_AVX_VNNI;
 
 // -1: uncapped. Written by the env var (once) and by set_simd_cap().
 std::atomic<int32_t> g_cap{-1};

@@ -36,6 +36,7 @@ CPUINFO_FLAG = {
     "amx_tile": "amx_tile",
     "amx_int8": "amx_int8",
     "amx_bf16": "amx_bf16",
+    "avx_vnni": "avx_vnni",
 }
 
 
@@ -125,6 +126,8 @@ def test_cap_avx2_drops_avx512_and_amx():
         feats = simd.cpu_features()
         assert feats["avx2"] and feats["fma"] and feats["f16c"]
         assert not any(v for k, v in feats.items() if k.startswith(("avx512", "amx")))
+        # AVX-VNNI is VEX-encoded, an AVX2-level extension: the cap keeps it.
+        assert feats["avx_vnni"] == simd.detected_cpu_features()["avx_vnni"]
         # The detected view ignores the cap.
         assert simd.detected_simd_level() != "scalar"
         assert simd.detected_cpu_features()["avx2"]

@@ -22,6 +22,7 @@ _FEATURE_NAMES: tuple[str, ...] = (
     "avx512f", "avx512bw", "avx512vl", "avx512dq",
     "avx512_bf16", "avx512_fp16", "avx512_vnni",
     "amx_tile", "amx_int8", "amx_bf16",
+    "avx_vnni",
 )  # fmt: skip
 
 # Spellings accepted for a level, as in OLC_SIMD ("sse2" is the scalar level:

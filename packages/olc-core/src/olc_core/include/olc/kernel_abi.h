@@ -93,7 +93,11 @@ enum olc_cpu_feature {
   OLC_CPU_AVX512_VNNI = 1ull << 15,
   OLC_CPU_AMX_TILE = 1ull << 16,
   OLC_CPU_AMX_INT8 = 1ull << 17,
-  OLC_CPU_AMX_BF16 = 1ull << 18
+  OLC_CPU_AMX_BF16 = 1ull << 18,
+  /* VEX-encoded VNNI (vpdpbusd on xmm/ymm): Alder Lake and later client
+   * CPUs, Sapphire Rapids, Zen 5. An AVX2-level extension: it stays visible
+   * under an avx2 cap. */
+  OLC_CPU_AVX_VNNI = 1ull << 19
 };
 
 /* Header-only helpers (not part of the binary interface). */
