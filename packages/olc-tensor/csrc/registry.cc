@@ -131,7 +131,9 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"Pad", nullptr},       {"CumSum", nullptr},    {"GatherND", nullptr},
                     {"ScatterElements", nullptr}, {"OneHot", nullptr}, {"ConstantOfShape", nullptr},
                     {"EyeLike", nullptr},   {"Trilu", nullptr},     {"DepthToSpace", nullptr},
-                    {"SpaceToDepth", nullptr}, {"Pool", nullptr},     {"Resize", nullptr}};
+                    {"SpaceToDepth", nullptr}, {"Pool", nullptr},     {"Resize", nullptr},
+                    {"RoiAlign", nullptr},  {"MaxRoiPool", nullptr}, {"GridSample", nullptr},
+                    {"Col2Im", nullptr},    {"MaxUnpool", nullptr}};
 void declare_parallel_params() {
   for (ParParam& p : g_par)
     p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
@@ -301,6 +303,11 @@ std::vector<std::pair<std::string, Factory>> factories() {
       {"GlobalLpPool", &make_global_lp_pool},
       {"Resize", &make_resize},
       {"Upsample", &make_upsample},
+      {"RoiAlign", &make_roi_align},
+      {"MaxRoiPool", &make_max_roi_pool},
+      {"GridSample", &make_grid_sample},
+      {"Col2Im", &make_col2im},
+      {"MaxUnpool", &make_max_unpool},
   };
 }
 

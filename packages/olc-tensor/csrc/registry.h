@@ -56,6 +56,11 @@ Kernel* make_global_average_pool(const olc_node_info* node, std::string* error);
 Kernel* make_global_lp_pool(const olc_node_info* node, std::string* error);
 Kernel* make_resize(const olc_node_info* node, std::string* error);
 Kernel* make_upsample(const olc_node_info* node, std::string* error);
+Kernel* make_roi_align(const olc_node_info* node, std::string* error);
+Kernel* make_max_roi_pool(const olc_node_info* node, std::string* error);
+Kernel* make_grid_sample(const olc_node_info* node, std::string* error);
+Kernel* make_col2im(const olc_node_info* node, std::string* error);
+Kernel* make_max_unpool(const olc_node_info* node, std::string* error);
 
 std::vector<std::pair<std::string, Factory>> factories();
 

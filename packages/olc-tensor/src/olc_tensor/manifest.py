@@ -164,6 +164,32 @@ def _resize_rows() -> tuple[TensorOp, ...]:
     )
 
 
+def _sampling_rows() -> tuple[TensorOp, ...]:
+    """RoiAlign, MaxRoiPool, GridSample, Col2Im, MaxUnpool: the float types
+    (bfloat16 from 22, where it joins these schemas); Col2Im every numeric
+    type. GridSample's X (T1) and grid (T2) may differ in type."""
+    bf = ("bfloat16",)
+    fl = _split(1, {1: POOL_FLOAT, 22: POOL_FLOAT + bf})
+    col2im = NUMERIC + bf
+    return (
+        TensorOp("RoiAlign", (Segment(10, 21, POOL_FLOAT), Segment(22, MAX_OPSET, POOL_FLOAT + bf)),
+                 ("T1", "T1", "T2"), (("T2", INT64),), "tap plan per block of bins, SIMD gathers per channel",
+                 outputs=("T1",)),
+        TensorOp("MaxRoiPool", fl, ("T", "T"), description="rows of bins reduced by the SIMD pooling rows",
+                 outputs=("T",)),
+        TensorOp("GridSample", (Segment(16, 21, POOL_FLOAT),), ("T1", "T2"), (("T2", POOL_FLOAT),),
+                 "tap plan per chunk of points, SIMD gathers per channel", outputs=("T1",)),
+        TensorOp("GridSample", (Segment(22, MAX_OPSET, POOL_FLOAT + bf),), ("T1", "T2"), (("T2", POOL_FLOAT + bf),),
+                 outputs=("T1",)),
+        TensorOp("Col2Im", (Segment(18, MAX_OPSET, col2im),), ("T", None, None),
+                 description="per plane, kernel offsets in order, SIMD row adds", outputs=("T",)),
+        TensorOp("MaxUnpool", (Segment(9, 21, POOL_FLOAT), Segment(22, MAX_OPSET, POOL_FLOAT + bf)),
+                 ("T1", "T2", None), (("T2", INT64),), outputs=("T1",)),
+    )
+
+
+SAMPLING_OPS = ("RoiAlign", "MaxRoiPool", "GridSample", "Col2Im", "MaxUnpool")
+
 RESIZE_OPS = ("Resize", "Upsample")
 
 POOL_OPS = ("MaxPool", "AveragePool", "LpPool", "GlobalMaxPool", "GlobalAveragePool", "GlobalLpPool")
@@ -236,7 +262,7 @@ OPS: tuple[TensorOp, ...] = (
     # mode (DCR/CRD): DepthToSpace from 11, SpaceToDepth from 28.
     TensorOp("DepthToSpace", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
     TensorOp("SpaceToDepth", _bf16_from_13(1), ("T",), description="row by row, each row read once"),
-) + _quantize_rows() + _pool_rows() + _resize_rows()
+) + _quantize_rows() + _pool_rows() + _resize_rows() + _sampling_rows()
 
 BY_NAME: dict[str, list[TensorOp]] = {}
 for _o in OPS:
