@@ -43,7 +43,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise ImportError("olc_core.dask needs dask and distributed: pip install 'olc-core[dask]'") from exc
 
-from .errors import OlcError
+from .errors import InvalidModelError, OlcError
 from .session import PlanEntry, Session, load_model
 from .threads import default_thread_count
 
@@ -119,12 +119,14 @@ def _model_ref(model: Any) -> tuple[_Model, onnx.ModelProto]:
         return _Model(hashlib.sha256(data).hexdigest(), None, data), load_model(data)
     if isinstance(model, (str, os.PathLike)):
         path = os.path.abspath(os.fspath(model))
-        proto = load_model(path)
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        return _Model(digest.hexdigest(), path), proto
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            # The graph only: each worker loads the model, external data files included.
+            proto = onnx.load_from_string(data)
+        except Exception as exc:  # noqa: BLE001 - OSError, or protobuf's several types
+            raise InvalidModelError(f"cannot load model {path}: {exc}") from exc
+        return _Model(hashlib.sha256(data).hexdigest(), path), proto
     raise TypeError(f"model must be a path, bytes or onnx.ModelProto, not {type(model).__name__}")
 
 
@@ -543,6 +545,13 @@ def score(
     return (result, lazy_report) if report else result
 
 
+def _shared(job: _Job) -> Any:
+    """The job (and the model's bytes in it) as one key of the graph that every
+    partition task depends on: a distributed worker receives it once, not once
+    per task."""
+    return dask.delayed(job, pure=True, traverse=False)
+
+
 def _feed_names(proto: onnx.ModelProto, given: Sequence[str]) -> dict[str, onnx.ValueInfoProto]:
     required = {vi.name: vi for vi in _graph_inputs(proto)}
     every = {vi.name: vi for vi in proto.graph.input}
@@ -584,7 +593,8 @@ def _score_arrays(proto: onnx.ModelProto, data: Any, outputs: Any, common: dict[
     _check_collect(job)
     blocks = [a.to_delayed().ravel() for a in arrays.values()]
     starts = np.concatenate([[0], np.cumsum(row_chunks)]).astype(int)
-    parts = [dask.delayed(_score_block, pure=True)(job, i, int(starts[i]), *(b[i] for b in blocks))
+    job_key = _shared(job)
+    parts = [dask.delayed(_score_block, pure=True)(job_key, i, int(starts[i]), *(b[i] for b in blocks))
              for i in range(len(row_chunks))]
     collections = []
     for name, dtype, trailing in zip(names, job.dtypes, job.trailing):
@@ -653,7 +663,8 @@ def _score_frame_collection(proto: onnx.ModelProto, data: Any, columns: Any, out
                frame_columns=tuple(frame_columns), **common)
     meta = pd.DataFrame({c: np.empty(0, d) for cols, d in zip(frame_columns, job.dtypes) for c in cols},
                         index=data._meta.index[:0])
-    parts = [dask.delayed(_score_frame, pure=True)(job, i, p) for i, p in enumerate(data.to_delayed())]
+    job_key = _shared(job)
+    parts = [dask.delayed(_score_frame, pure=True)(job_key, i, p) for i, p in enumerate(data.to_delayed())]
     frames = [dask.delayed(_frame_of, pure=True)(p) for p in parts]
     scores = dd.from_delayed(frames, meta=meta, divisions=data.divisions, verify_meta=False)
     # The report of a frame is a frame's reduction too: computing a delayed
