@@ -18,21 +18,30 @@ HIDDEN = (1, 7, 768, 4095)
 ROWS = {1: (1, 1), 3: (1, 3), 128: (2, 64)}  # rows -> (batch, sequence)
 
 NP_TYPE = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16),
-           "bfloat16": np.dtype(ml_dtypes.bfloat16)}
-ONNX_TYPE = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16}
+           "bfloat16": np.dtype(ml_dtypes.bfloat16), "float64": np.dtype(np.float64),
+           "int32": np.dtype(np.int32), "int64": np.dtype(np.int64), "uint8": np.dtype(np.uint8),
+           "uint4": np.dtype(ml_dtypes.uint4), "int4": np.dtype(ml_dtypes.int4)}
+ONNX_TYPE = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
+             "float64": TensorProto.DOUBLE, "int32": TensorProto.INT32, "int64": TensorProto.INT64,
+             "uint8": TensorProto.UINT8, "uint4": TensorProto.UINT4, "int4": TensorProto.INT4}
 
 
-def make_model(op, inputs, outputs, attrs=None):
+def make_model(op, inputs, outputs, attrs=None, initializers=None):
     """inputs: (name, type name) pairs, name "" for an absent optional input;
     outputs: names, "" for an absent optional output (types left to the
-    registration, as for any com.microsoft node)."""
+    registration, as for any com.microsoft node); initializers: name ->
+    array for inputs that are constants of the model."""
+    from onnx import numpy_helper
+
+    inits = dict(initializers or {})
     node = helper.make_node(op, [n for n, _ in inputs], list(outputs), name="n0", domain=DOMAIN, **(attrs or {}))
     graph = helper.make_graph(
         [node], "g",
-        [helper.make_tensor_value_info(n, ONNX_TYPE[t], None) for n, t in inputs if n],
-        [helper.make_value_info(n, helper.TypeProto()) for n in outputs if n])
+        [helper.make_tensor_value_info(n, ONNX_TYPE[t], None) for n, t in inputs if n and n not in inits],
+        [helper.make_value_info(n, helper.TypeProto()) for n in outputs if n],
+        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in inits.items()])
     m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(DOMAIN, 1)])
-    m.ir_version = 9
+    m.ir_version = 10
     return m
 
 
@@ -60,6 +69,7 @@ def ort_run(model, feeds):
     import onnxruntime as ort
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = 1
+    opts.log_severity_level = 3
     s = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     return s.run(None, feeds)
 

@@ -11,42 +11,56 @@ from olc_contrib_microsoft import manifest
 
 import olc_core
 
+# op -> one small valid call: (shape, element type) per input, "T" for the
+# op's float type (parametrized), and the attributes.
 SMALL = {
-    "SkipLayerNormalization": [(2, 3, 4), (2, 3, 4), (4,), (4,), (4,)],
-    "SkipSimplifiedLayerNormalization": [(2, 3, 4), (2, 3, 4), (4,), (4,)],
-    "BiasGelu": [(2, 3, 4), (4,)],
-    "FastGelu": [(2, 3, 4), (4,)],
-    "QuickGelu": [(2, 3, 4)],
-    "Gelu": [(2, 3, 4)],
-    "BiasAdd": [(2, 3, 4), (4,), (2, 3, 4)],
+    "SkipLayerNormalization": ([((2, 3, 4), "T"), ((2, 3, 4), "T"), ((4,), "T"), ((4,), "T"), ((4,), "T")], {}),
+    "SkipSimplifiedLayerNormalization": ([((2, 3, 4), "T"), ((2, 3, 4), "T"), ((4,), "T"), ((4,), "T")], {}),
+    "BiasGelu": ([((2, 3, 4), "T"), ((4,), "T")], {}),
+    "FastGelu": ([((2, 3, 4), "T"), ((4,), "T")], {}),
+    "QuickGelu": ([((2, 3, 4), "T")], {}),
+    "Gelu": ([((2, 3, 4), "T")], {}),
+    "BiasAdd": ([((2, 3, 4), "T"), ((4,), "T"), ((2, 3, 4), "T")], {}),
+    "EmbedLayerNormalization": ([((2, 3), "int32"), ((2, 3), "int32"), ((5, 4), "T"), ((3, 4), "T"), ((2, 4), "T"),
+                                 ((4,), "T"), ((4,), "T")], {}),
+    "BiasSoftmax": ([((2, 3, 4), "T"), ((2, 1, 4), "T")], {"axis": 2, "is_inner_broadcast": 1}),
+    "CDist": ([((3, 4), "T"), ((5, 4), "T")], {}),
+    "GatherBlockQuantized": ([((6, 32), "uint4"), ((2,), "int64"), ((6, 2), "T")], {"block_size": 16}),
 }
 
 
-def test_every_op_is_registered_twice():
-    regs = [r for r in olc_core.registered_kernels() if r.family == manifest.FAMILY]
-    got = {(r.op_type, r.implementation, r.kernel_name) for r in regs}
-    want = {(o.op, impl, manifest.kernel_name(o.op, impl == "naive")) for o in manifest.OPS
-            for impl in ("optimized", "naive")}
-    assert got == want
-    assert all(r.domain == "com.microsoft" for r in regs)
-    assert set(SMALL) == set(manifest.BY_NAME)
+def _float_types(op):
+    spec = manifest.BY_NAME[op]
+    name = {"GatherBlockQuantized": "T2"}.get(op, "T")
+    return spec.types[name]
+
+
+CASES = [(op, t) for op in sorted(SMALL) for t in _float_types(op)]
 
 
 @pytest.mark.parametrize("naive", [False, True, "olc-contrib-microsoft", ["olc-contrib-microsoft"], "olc-core"])
-@pytest.mark.parametrize("t", manifest.TYPES)
-@pytest.mark.parametrize("op", sorted(SMALL))
+@pytest.mark.parametrize("op,t", CASES)
 def test_the_session_option_picks_the_implementation(op, t, naive):
-    shapes = SMALL[op]
+    shapes, attrs = SMALL[op]
     names = [f"i{k}" for k in range(len(shapes))]
-    m = make_model(op, [(n, t) for n in names], ["y"])
+    types = [t if kind == "T" else kind for _, kind in shapes]
+    m = make_model(op, list(zip(names, types)), ["y"], attrs)
     s = olc_core.Session(m, strict=True, record_usage=True, naive=naive)
     want = manifest.kernel_name(op, naive is not False and naive != "olc-core")
     assert [e.kernel for e in s.kernel_plan()] == [want]
     rng = np.random.default_rng(1)
-    arrays = [rng.uniform(0.5, 2.0, sh).astype(NP_TYPE[t]) for sh in shapes]
+    arrays = []
+    for (shape, _), ty in zip(shapes, types):
+        if ty in ("int32", "int64"):
+            arrays.append(rng.integers(0, 2, shape).astype(NP_TYPE[ty]))
+        elif ty in ("uint4", "int4"):
+            arrays.append(rng.integers(0, 8, shape).astype(NP_TYPE[ty]))
+        else:
+            arrays.append(rng.uniform(0.5, 2.0, shape).astype(NP_TYPE[ty]))
     (y,) = s.run(None, dict(zip(names, arrays)))
     assert s.kernel_usage() == [want]
-    assert y.shape == shapes[0] and y.dtype == arrays[0].dtype
+    out_shape = {"CDist": (3, 5), "EmbedLayerNormalization": (2, 3, 4), "GatherBlockQuantized": (2, 32)}
+    assert y.shape == out_shape.get(op, shapes[0][0]) and y.dtype == NP_TYPE[t]
     assert np.all(np.isfinite(y.astype(np.float64)))
 
 
