@@ -53,7 +53,11 @@ list of dicts (or anything with those attributes)::
 the model (a weight: olc may pre-pack it at session creation) instead of a
 feed. A case may give ``"model"``: a callable returning a whole ModelProto
 (several nodes, its own initializers); its graph inputs, in order, take the
-arrays generated from ``inputs`` and ``op`` only labels the case. The
+arrays generated from ``inputs`` and ``op`` only labels the case. For an op
+onnxruntime's CPU has no kernel for, ``"ort_model"``: a callable taking the
+case's model and returning the model onnxruntime runs instead, computing the
+same function with the same input and output names (BiasSoftmax as Add +
+Softmax); the report lists its ops under ``ort_nodes``. The
 function may take a ``sizes`` keyword (the ``--sizes``).
 
 The module giving the cases may also define
@@ -184,6 +188,7 @@ class Case:
     atol: float = 1e-5
     group: str | None = None
     model: Callable[[], Any] | None = None  # builds a multi-node model; inputs feed its graph inputs
+    ort_model: Callable[[Any], Any] | None = None  # the model onnxruntime runs instead, from olc's
 
     @property
     def label(self) -> str:
@@ -217,7 +222,7 @@ def case_from_family(obj: Any, suite: str) -> Case:
                 attributes=dict(_field(obj, "attributes", {}) or {}), outputs=outputs,
                 expected_kernel=_field(obj, "expected_kernel"), name=_field(obj, "name"), size=size,
                 rtol=float(_field(obj, "rtol", 1e-4)), atol=float(_field(obj, "atol", 1e-5)),
-                group=_field(obj, "group"), model=_field(obj, "model"))
+                group=_field(obj, "group"), model=_field(obj, "model"), ort_model=_field(obj, "ort_model"))
 
 
 def _call_case_function(fn: Callable[..., Any], sizes: Sequence[int]) -> list[Any]:
@@ -428,15 +433,17 @@ class Runner:
         return self.ort.run(self.out_names, self.feeds)
 
 
-def prepare(model: Any, threads: int, feeds: dict[str, np.ndarray]) -> tuple[Runner, Any]:
-    """Returns the timing runner and a usage-recording olc session for checks."""
+def prepare(model: Any, threads: int, feeds: dict[str, np.ndarray], ort_model: Any = None) -> tuple[Runner, Any]:
+    """Returns the timing runner and a usage-recording olc session for checks
+    (onnxruntime runs ``ort_model`` when given, else the same model)."""
     import olc_core
     from olc_core.compare import onnxruntime_session
 
     data = model.SerializeToString()
     out_names = [o.name for o in model.graph.output]
     checker = olc_core.Session(data, threads=threads, record_usage=True)
-    runner = Runner(olc_core.Session(data, threads=threads), onnxruntime_session(model, threads), feeds, out_names)
+    runner = Runner(olc_core.Session(data, threads=threads), onnxruntime_session(ort_model or model, threads), feeds,
+                    out_names)
     return runner, checker
 
 
@@ -636,7 +643,10 @@ def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, An
     try:
         model, feeds = case_model(case, make_arrays(case.inputs, args.seed))
         rec["nodes"] = len(model.graph.node)
-        runner, checker = prepare(model, threads, feeds)
+        ort_model = case.ort_model(model) if case.ort_model is not None else None
+        if ort_model is not None:
+            rec["ort_nodes"] = [n.op_type for n in ort_model.graph.node]
+        runner, checker = prepare(model, threads, feeds, ort_model)
         rec.update(verify(case.expected_kernel, checker, runner, case.rtol, case.atol))
     except Exception as exc:  # a case that cannot even be prepared is a finding, not a crash
         rec.update(status="error", detail=f"{type(exc).__name__}: {exc}")
