@@ -80,9 +80,10 @@ struct IntKernel {
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
 //   y[n] = sum_b scale[n, b] * dot(q block, a block) - dot(sz[n, :], asum)
 //          (+ bias[n])
-// where sz = scale * zero point and asum holds the per-block sums of a. For
-// 4 bits, `a` is permuted per chunk of 2 * chunk lanes: the even-k values,
-// then the odd-k values (low and high nibbles of the same bytes).
+// where sz = scale * zero point and asum holds the per-block sums of a.
+// With f = 8 / bits values per byte, `a` is permuted per span of f * chunk
+// lanes: the k = 0 mod f values, then k = 1 mod f, ... (the bit fields of
+// the same bytes, low bits first).
 struct NbGemv {
   int bits;
   int chunk;  // bytes per inner step (from nbits_chunk())

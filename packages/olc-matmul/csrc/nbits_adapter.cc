@@ -1,12 +1,16 @@
 // com.microsoft MatMulNBits: Y[..., N] = A[..., K] x dequant(B)^T (+ bias),
-// B blockwise quantized to 4 or 8 bits: B [N, k_blocks, blob_size] uint8,
-// scales [N * k_blocks], zero points packed uint8 [N * ceil(k_blocks * bits
-// / 8)] or float [N * k_blocks] (default 2^(bits - 1)), g_idx unsupported.
+// B blockwise quantized to 2, 4 or 8 bits: B [N, k_blocks, blob_size]
+// uint8, scales [N * k_blocks], zero points packed uint8 [N * ceil(k_blocks
+// * bits / 8)] or float [N * k_blocks] (default 2^(bits - 1)), g_idx
+// unsupported.
 //   w[n, k] = (q[n, k] - zp[n, k / block]) * scale[n, k / block]
-// Small M: a GEMV per activation row that dequantizes inside the dot
-// product. Larger M: each task dequantizes one K block of its columns into
-// the float32 microkernel's panel layout and runs the register-blocked
-// kernel over all rows; the whole weight matrix is never expanded.
+// accuracy_level 0 to 3, float32 activations: small M, a GEMV per
+// activation row that dequantizes inside the dot product; larger M, each
+// task dequantizes one K block of its columns into the float32
+// microkernel's panel layout and runs the register-blocked kernel over all
+// rows; the whole weight matrix is never expanded. accuracy_level 4: A is
+// quantized to int8 per block and the products are integer
+// (nbits_i8_driver.cc).
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -19,6 +23,7 @@
 #include "adapter_util.h"
 #include "gemm_driver.h"
 #include "nbits_adapter.h"
+#include "nbits_i8_driver.h"
 
 namespace olc_mm {
 namespace {
@@ -44,7 +49,15 @@ struct NbState {
   const void* const_scales = nullptr;
   const void* const_zp = nullptr;
   QuantParams qp;
-  std::string detail_gemv, detail_gemm;
+  // accuracy_level 4: int8 activations; with a constant B (and constant
+  // scales and zero points) the weights are packed once, here.
+  bool int8 = false;
+  NbI8Kernels i8{};
+  NbZp zmode = NbZp::kDefault;
+  std::shared_ptr<PackedB> i8pack;
+  NbI8Weights i8w{};
+  const void* const_b = nullptr;
+  std::string detail_gemv, detail_gemm, detail_i8;
 };
 
 float to_f32(int32_t dtype, const void* p, int64_t i) {
@@ -69,8 +82,10 @@ void build_quant(const NbState& st, const void* scales, const void* zp, QuantPar
       const float s = to_f32(st.a_type, scales, i);
       float z = def;
       if (zp && st.zp_type == OLC_DTYPE_UINT8) {
+        // Packed like B: 8 / bits values per byte, low bits first.
         const uint8_t* zr = static_cast<const uint8_t*>(zp) + n * st.zp_bytes_per_row;
-        z = st.bits == 8 ? zr[b] : static_cast<float>((zr[b / 2] >> (4 * (b & 1))) & 0xF);
+        const int64_t per = 8 / st.bits;
+        z = static_cast<float>((zr[b / per] >> (st.bits * (b % per))) & ((1 << st.bits) - 1));
       } else if (zp) {
         z = to_f32(st.zp_type, zp, i);
       }
@@ -96,8 +111,8 @@ void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error,
   if (st->K <= 0 || st->N <= 0)
     return fail_create(error, esize, "attributes K and N are required and must be positive, got K=%lld N=%lld",
                        (long long)st->K, (long long)st->N);
-  if (st->bits != 4 && st->bits != 8)
-    return fail_create(error, esize, "unsupported bits=%lld (4 and 8 are supported)", (long long)st->bits);
+  if (st->bits != 2 && st->bits != 4 && st->bits != 8)
+    return fail_create(error, esize, "unsupported bits=%lld (2, 4 and 8 are supported)", (long long)st->bits);
   if (!is_pow2(st->bs) || st->bs < 16 || st->bs > 256)
     return fail_create(error, esize, "block_size must be a power of two from 16 to 256, got %lld", (long long)st->bs);
   if (acc < 0 || acc > 4) return fail_create(error, esize, "accuracy_level must be 0 to 4, got %lld", (long long)acc);
@@ -123,6 +138,18 @@ void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error,
   st->zp_bytes_per_row = (st->kb * st->bits + 7) / 8;
   st->ks = select_kernels(api);
   st->gemv_max_m = 4;
+  // accuracy_level is the lowest precision A may be computed in: 1 to 3
+  // (float32, float16, bfloat16) run in float32, 4 quantizes A to int8.
+  st->int8 = acc == 4;
+  st->zmode = st->zp_type == OLC_DTYPE_UNDEFINED ? NbZp::kDefault
+              : st->zp_type == OLC_DTYPE_UINT8  ? NbZp::kUint8
+                                                : NbZp::kFloat;
+  if (st->int8) {
+    // use_vnni = 0 takes the vpmaddubsw kernels on a VNNI machine (tests).
+    const olc_tuning_param* vnni =
+        api->tuning_declare_int("olc_matmul", "MatMulNBits", "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
+    st->i8 = select_nbits_i8(api, api->tuning_read_int(vnni) != 0);
+  }
   // Constant scales and zero points: dequantization parameters once.
   const olc_tensor* c = node->input_constants;
   if (c && c[2].data && (st->zp_type == OLC_DTYPE_UNDEFINED || c[3].data)) {
@@ -139,10 +166,29 @@ void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error,
     st->const_scales = c[2].data;
     st->const_zp = st->zp_type == OLC_DTYPE_UNDEFINED ? nullptr : c[3].data;
   }
+  std::string pack_note;
+  if (st->int8 && st->quant_const && c[1].data && c[1].dtype == OLC_DTYPE_UINT8 &&
+      olc_element_count(&c[1]) == st->N * st->kb * st->blob) {
+    st->i8pack = make_packed(PackLayout::kNBits, nbits_i8_packed_bytes(static_cast<int>(st->bits), st->bs, st->kb,
+                                                                       st->N, st->zmode));
+    if (st->i8pack) {
+      nbits_i8_pack(static_cast<int>(st->bits), st->bs, st->kb, st->N, static_cast<const uint8_t*>(c[1].data),
+                    st->qp.scales.data(), st->zmode, st->qp.zp.data(), st->qp.nzs.data(), st->i8pack->data,
+                    &st->i8w);
+      st->const_b = c[1].data;
+      if (OLC_API_HAS(api, report_prepacked))
+        api->report_prepacked(node, st->i8pack.get(), static_cast<int64_t>(st->i8pack->bytes));
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " prepacked-B %.1f KiB", st->i8pack->bytes / 1024.0);
+      pack_note = buf;
+    }
+  }
   const std::string base = std::string(st->ks.isa_name) + " " + std::to_string(st->bits) + "-bit block " +
                            std::to_string(st->bs);
   st->detail_gemv = base + " gemv";
   st->detail_gemm = base + " gemm";
+  st->detail_i8 = std::string(st->i8.name ? st->i8.name : "") + " " + std::to_string(st->bits) + "-bit block " +
+                  std::to_string(st->bs) + " int8" + pack_note;
   return st.release();
 }
 
@@ -270,7 +316,7 @@ int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
   void* y = g_api->allocate_output(ctx, 0, st->a_type, a.ndim, out_shape.data());
   if (!y && M * st->N > 0) return OLC_ERROR;
   const bool gemv = M <= st->gemv_max_m;
-  g_api->record_usage_detail(ctx, (gemv ? st->detail_gemv : st->detail_gemm).c_str());
+  g_api->record_usage_detail(ctx, (st->int8 ? st->detail_i8 : gemv ? st->detail_gemv : st->detail_gemm).c_str());
   if (M == 0) return OLC_OK;
 
   QuantParams local;
@@ -300,7 +346,22 @@ int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
   }
   const int64_t threads = g_api->concurrency(ctx);
   const uint8_t* B = static_cast<const uint8_t*>(b.data);
-  if (gemv) {
+  if (st->int8) {
+    const NbI8Weights* w = &st->i8w;
+    std::unique_ptr<void, void (*)(void*)> buf(nullptr, &std::free);
+    NbI8Weights local_w;
+    if (!st->i8pack || b.data != st->const_b || qp != &st->qp) {
+      // Weights fed at run time: packed for this run.
+      const size_t bytes = nbits_i8_packed_bytes(static_cast<int>(st->bits), st->bs, st->kb, st->N, st->zmode);
+      buf.reset(std::aligned_alloc(64, (bytes + 63) & ~size_t(63)));
+      if (!buf) return fail_run(ctx, "out of memory for the packed weights");
+      nbits_i8_pack(static_cast<int>(st->bits), st->bs, st->kb, st->N, B, qp->scales.data(), st->zmode,
+                    qp->zp.data(), qp->nzs.data(), buf.get(), &local_w);
+      w = &local_w;
+    }
+    if (!nbits_i8_run(g_api, ctx, st->i8, *w, st->K, st->N, A, M, bias_p, Y))
+      return fail_run(ctx, "out of memory for the quantized activations");
+  } else if (gemv) {
     const IsaKernels* isa = st->ks.isa;
     const int chunk = isa->nbits_chunk(static_cast<int>(st->bits), st->bs);
     const int64_t kpad = st->kb * st->bs;
@@ -312,17 +373,14 @@ int32_t nb_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
         for (int64_t k = bk * st->bs; k < std::min(st->K, (bk + 1) * st->bs); ++k) s += arow[k];
         asum[bk] = s;
       }
-      if (st->bits == 4) {
-        const int64_t span = 2 * chunk;
-        for (int64_t base = 0; base < kpad; base += span)
+      // Per span of f * chunk lanes: the k = 0 mod f values, then 1 mod f, ...
+      const int64_t f = 8 / st->bits, span = f * chunk;
+      for (int64_t base = 0; base < kpad; base += span)
+        for (int64_t j = 0; j < f; ++j)
           for (int i = 0; i < chunk; ++i) {
-            const int64_t k0 = base + 2 * i, k1 = k0 + 1;
-            ap[base + i] = k0 < st->K ? arow[k0] : 0.0f;
-            ap[base + chunk + i] = k1 < st->K ? arow[k1] : 0.0f;
+            const int64_t k = base + f * i + j;
+            ap[base + j * chunk + i] = k < st->K ? arow[k] : 0.0f;
           }
-      } else {
-        for (int64_t k = 0; k < kpad; ++k) ap[k] = k < st->K ? arow[k] : 0.0f;
-      }
       GemvJob job{st, {}, 64};
       job.p.bits = static_cast<int>(st->bits);
       job.p.chunk = chunk;

@@ -1,7 +1,8 @@
-// AVX-512 MatMulNBits kernels: the GEMV (four weight rows per pass sharing
-// the activation loads, nibbles widened with vpmovzxbd) and the panel
-// dequantization for the GEMM path (16 columns per vpgatherdd, 8 nibbles or
-// 4 bytes per gathered dword).
+// AVX-512 MatMulNBits kernels (float activations): the GEMV for 4 and 8
+// bits (four weight rows per pass sharing the activation loads, nibbles
+// widened with vpmovzxbd; 2 bits take the generic one) and the panel
+// dequantization for the GEMM path (16 columns per vpgatherdd, 16, 8 or 4
+// values per gathered dword).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -74,7 +75,7 @@ void rows_t(const NbGemv* p, int64_t n) {
 }  // namespace
 
 void nbits_gemv_fast(const NbGemv* p, int64_t n0, int64_t n1) {
-  if (p->chunk != 16) return nbits_gemv_generic(p, n0, n1);
+  if (p->chunk != 16 || p->bits == 2) return nbits_gemv_generic(p, n0, n1);
   const bool four = p->bits == 4;
   int64_t n = n0;
   for (; n + 4 <= n1; n += 4) four ? rows_t<4, true>(p, n) : rows_t<4, false>(p, n);
@@ -87,8 +88,8 @@ void nbits_dequant_fast(const NbDequant* p) {
   const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
   const __m512i idx_b = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(rs)));
   const __m512i idx_s = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(p->kb)));
-  const __m512i mlow = _mm512_set1_epi32(p->bits == 4 ? 15 : 255);
-  const int per = p->bits == 4 ? 8 : 4;  // values per gathered dword
+  const __m512i mlow = _mm512_set1_epi32((1 << p->bits) - 1);
+  const int per = 32 / p->bits;  // values per gathered dword
   const int shift = p->bits;
   const int64_t kend = p->k0 + p->kc;
   for (int64_t j = 0; j * NR < p->nc; ++j) {
@@ -112,7 +113,7 @@ void nbits_dequant_fast(const NbDequant* p) {
         const int64_t bend = std::min(kend, (b + 1) * p->bs);
         for (; k < bend; k += per) {
           const int64_t r = k - b * p->bs;
-          const int64_t off = b * p->blob + (p->bits == 4 ? r / 2 : r);
+          const int64_t off = b * p->blob + r * p->bits / 8;
           const __m512i dw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), m, idx_b, base + off, 1);
           const int nt = static_cast<int>(std::min<int64_t>(per, bend - k));
           float* o = dg + (k - p->k0) * NR;

@@ -28,29 +28,30 @@ def make_weights(rng, N, K, bits, bs, zp_kind, t):
     return B, scales, zp
 
 
+def unpack_q(B, bits):
+    """B [N, kb, blob] -> the quantized values [N, kb, blob * 8 / bits] (low bits first)."""
+    per = 8 // bits
+    q = np.empty(B.shape[:2] + (B.shape[2] * per,), np.int64)
+    for f in range(per):
+        q[:, :, f::per] = (B >> (bits * f)) & ((1 << bits) - 1)
+    return q
+
+
+def zero_points(zp, N, kb, bits):
+    """The zero point of every (column, block) as float64 [N, kb]."""
+    if zp is None:
+        return np.full((N, kb), float(1 << (bits - 1)))
+    if zp.dtype == np.uint8:
+        zr = zp.reshape(N, -1)
+        return unpack_q(zr[:, None, :], bits)[:, 0, :kb].astype(np.float64)
+    return zp.astype(np.float64).reshape(N, kb)
+
+
 def dequant(B, scales, zp, N, K, bits, bs):
     kb = B.shape[1]
-    if bits == 4:
-        q = np.empty((N, kb, bs), np.float64)
-        q[:, :, 0::2] = B & 0xF
-        q[:, :, 1::2] = B >> 4
-    else:
-        q = B.astype(np.float64)
+    q = unpack_q(B, bits).astype(np.float64)
     s = scales.astype(np.float64).reshape(N, kb)
-    if zp is None:
-        z = np.full((N, kb), float(1 << (bits - 1)))
-    elif zp.dtype == np.uint8:
-        zr = zp.reshape(N, -1)
-        if bits == 8:
-            z = zr[:, :kb].astype(np.float64)
-        else:
-            z = np.empty((N, zr.shape[1] * 2))
-            z[:, 0::2] = zr & 0xF
-            z[:, 1::2] = zr >> 4
-            z = z[:, :kb]
-    else:
-        z = zp.astype(np.float64).reshape(N, kb)
-    w = (q - z[:, :, None]) * s[:, :, None]
+    w = (q - zero_points(zp, N, kb, bits)[:, :, None]) * s[:, :, None]
     return w.reshape(N, kb * bs)[:, :K]
 
 

@@ -3,7 +3,9 @@
 Groups: ``gemm`` (the float32 Gemm corpus of 19 shapes), ``const`` (its
 constant-B cases, also listed in ``gemm``), ``matmul`` (batched, broadcast
 and vector MatMul), ``bf16``, ``integer`` (MatMulInteger), ``nbits_m1`` and
-``nbits_m128`` (MatMulNBits 4-bit, block 32), ``einsum`` (attention,
+``nbits_m128`` (MatMulNBits 4-bit, block 32), ``nbits_int8_m1`` and
+``nbits_int8_m128`` (the same with accuracy_level 4, with and without zero
+points), ``einsum`` (attention,
 batched-matmul and projection contractions, transposes, reductions, outer
 product), ``conv`` (ResNet 3x3 and 1x1, depthwise 3x3, a 1-D audio
 conv, a 2x upsampling ConvTranspose). ``benchmark_gates()`` gives
@@ -157,6 +159,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
         for K in (2048, 4096):
             for N in (2048, 4096):
                 cases.append(_nbits(M, N, K))
+    cases += nbits_int8_cases()
     cases += [_mmi(n) for n in (128, 512, 1024)]
     cases += einsum_cases()
     cases += conv_cases()
@@ -176,17 +179,36 @@ def _gen_scales(rng, shape, dtype):
     return rng.uniform(0.002, 0.02, size=shape).astype(dtype)
 
 
-def _nbits(M, N, K, bits=4, bs=32):
+def nbits_int8_cases() -> list[dict[str, Any]]:
+    """MatMulNBits 4-bit block 32 with accuracy_level 4 (int8 activations, as
+    onnxruntime-genai writes CPU int4 decoder models), with and without zero
+    points: groups ``nbits_int8_m1`` and ``nbits_int8_m128``."""
+    return [_nbits(M, N, K, acc=4, zp=zp) for M in (1, 128) for zp in (False, True)
+            for K in (2048, 4096) for N in (2048, 4096)]
+
+
+def _nbits(M, N, K, bits=4, bs=32, *, acc=None, zp=True):
     kb = (K + bs - 1) // bs
+    attrs = {"K": K, "N": N, "bits": bits, "block_size": bs}
+    inputs = [_inp((M, K)), _inp((N, kb, bs * bits // 8), "uint8", _gen_u8, True),
+              _inp((N * kb,), F32, _gen_scales, True)]
+    if zp:
+        inputs.append(_inp((N * ((kb * bits + 7) // 8),), "uint8", _gen_u8, True))
+    name = f"MatMulNBits {bits}-bit block {bs} M={M} N={N} K={K}"
+    group = "nbits_m1" if M == 1 else "nbits_m128"
+    rtol, atol = 1e-4, 1e-3
+    if acc is not None:
+        attrs["accuracy_level"] = acc
+        name = f"MatMulNBits {bits}-bit block {bs} acc{acc} {'zp' if zp else 'no-zp'} M={M} N={N} K={K}"
+        group = "nbits_int8_m1" if M == 1 else "nbits_int8_m128"
+        # Both runtimes quantize A to int8 per block the same way; they differ
+        # only in float rounding of the block sums (and a rare tie in the
+        # quantization itself, worth one unit of a block's scale).
+        rtol, atol = 1e-3, 2e-2
     return {
-        "op": "MatMulNBits", "domain": "com.microsoft", "opset": 1,
-        "attributes": {"K": K, "N": N, "bits": bits, "block_size": bs},
-        "inputs": [_inp((M, K)), _inp((N, kb, bs * bits // 8), "uint8", _gen_u8, True),
-                   _inp((N * kb,), F32, _gen_scales, True),
-                   _inp((N * ((kb * bits + 7) // 8),), "uint8", _gen_u8, True)],
-        "outputs": [F32], "expected_kernel": "olc_matmul::MatMulNBits",
-        "name": f"MatMulNBits {bits}-bit block {bs} M={M} N={N} K={K}", "size": M * N * K,
-        "rtol": 1e-4, "atol": 1e-3, "group": "nbits_m1" if M == 1 else "nbits_m128",
+        "op": "MatMulNBits", "domain": "com.microsoft", "opset": 1, "attributes": attrs, "inputs": inputs,
+        "outputs": [F32], "expected_kernel": "olc_matmul::MatMulNBits", "name": name, "size": M * N * K,
+        "rtol": rtol, "atol": atol, "group": group,
     }
 
 
@@ -207,6 +229,10 @@ def benchmark_gates() -> list[dict[str, Any]]:
         {"name": "MatMul batched/broadcast/vector", "group": "matmul", "median_at_least": 1.0, "min_at_least": 0.85},
         {"name": "MatMulNBits 4-bit M=1", "group": "nbits_m1", "median_at_least": 1.0, "min_at_least": None},
         {"name": "MatMulNBits 4-bit M=128", "group": "nbits_m128", "median_at_least": 0.9, "min_at_least": None},
+        {"name": "MatMulNBits 4-bit accuracy_level 4 M=1", "group": "nbits_int8_m1", "median_at_least": 1.2,
+         "min_at_least": None},
+        {"name": "MatMulNBits 4-bit accuracy_level 4 M=128", "group": "nbits_int8_m128", "median_at_least": 1.0,
+         "min_at_least": None},
         {"name": "MatMulInteger", "group": "integer", "median_at_least": 1.0, "min_at_least": None},
         {"name": "Einsum", "group": "einsum", "median_at_least": 1.0, "min_at_least": None},
     ]
