@@ -265,15 +265,18 @@ int32_t OnnxAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* 
     vnew = {V.data, L * Hkv * Dv, Dv, Hkv * Dv};
     p.y = {y, Sq * Hq * Dv, Dv, Hq * Dv};
   }
-  // present = past ++ new, written once; the engine reads the keys from
-  // it. Without a past, the inputs themselves (present is their copy).
+  // present = past ++ new, written once (by the engine: see run_attention),
+  // and the keys are read from it. Without a past the keys are the inputs
+  // themselves, and a wanted present is their copy.
   const size_t es = storage_size(dt);
   std::vector<char> tmp_k, tmp_v;
-  const View* kv_src[2] = {&knew, &vnew};
+  CacheWrite cw[2];
+  const View* cur[2] = {&knew, &vnew};
   void* outs[2] = {ok_out, ov_out};
   const int64_t dims[2] = {D, Dv};
   std::vector<char>* tmps[2] = {&tmp_k, &tmp_v};
-  View* dsts[2] = {&p.k, &p.v};
+  View* src[2] = {&p.k, &p.v};
+  const CacheWrite** fills[2] = {&p.fill_k, &p.fill_v};
   for (int w = 0; w < 2; ++w) {
     const int64_t d = dims[w];
     void* dst = outs[w];
@@ -281,18 +284,18 @@ int32_t OnnxAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* 
       tmps[w]->resize(static_cast<size_t>(B * Hkv * T * d) * es);
       dst = tmps[w]->data();
     }
-    if (dst) {
-      CacheWrite cw;
-      cw.dt = dt;
-      cw.B = B, cw.H = Hkv, cw.T = T, cw.D = d;
-      if (pk) cw.past = {w == 0 ? pk->data : pv->data, Hkv * P * d, P * d, d};
-      cw.P = P;
-      cw.cur = *kv_src[w];
-      cw.S = L;
-      cw.out = dst;
-      write_cache(g_api, c.ctx, isa, cw);
-    }
-    *dsts[w] = pk ? View{dst, Hkv * T * d, T * d, d} : *kv_src[w];
+    *src[w] = *cur[w];
+    if (!dst) continue;
+    cw[w].k = isa;
+    cw[w].dt = dt;
+    cw[w].B = B, cw[w].H = Hkv, cw[w].T = T, cw[w].D = d;
+    if (pk) cw[w].past = {w == 0 ? pk->data : pv->data, Hkv * P * d, P * d, d};
+    cw[w].P = P;
+    cw[w].cur = *cur[w];
+    cw[w].S = L;
+    cw[w].out = dst;
+    *fills[w] = &cw[w];
+    if (pk) *src[w] = View{dst, Hkv * T * d, T * d, d};
   }
   p.scale = static_cast<float>([&] {
     const double sq = rounded_sqrt_scale(dt, has_scale ? scale : 1.0 / std::sqrt(static_cast<double>(D)));

@@ -54,6 +54,13 @@ struct V16 {
   static R max(R a, R b) { return _mm512_max_ps(a, b); }
   static float hsum(R v) { return _mm512_reduce_add_ps(v); }
   static float hmax(R v) { return _mm512_reduce_max_ps(v); }
+  static void hsum4(R a, R b, R c, R d, float* out) {
+    // 512 -> 256 bits each, then pairwise horizontal adds.
+    auto half = [](R v) { return _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1)); };
+    const __m256 ab = _mm256_hadd_ps(half(a), half(b)), cd = _mm256_hadd_ps(half(c), half(d));
+    const __m256 abcd = _mm256_hadd_ps(ab, cd);
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+  }
   static R round(R a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static R exp2i(R n) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));

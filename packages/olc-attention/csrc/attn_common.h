@@ -55,6 +55,29 @@ struct Rope {
   int64_t pos_sb = 0;
 };
 
+struct IsaKernels;
+
+// A KV cache written once: out (B, H, T, D) contiguous, row t of (b, h) is
+//   past row t            for t < past_len[b]   (past_len null: P),
+//   new row t - past_len  for the next S rows, rotated by `rope` at
+//                         position rope->pos[b * pos_sb + s] when rope is given,
+//   past row t            after that while t < P, else zero.
+struct CacheWrite {
+  const IsaKernels* k = nullptr;  // for the rotation
+  int dt = kF32;
+  int64_t B = 0, H = 0, T = 0, D = 0;
+  View past;
+  int64_t P = 0;
+  const int64_t* past_len = nullptr;
+  View cur;
+  int64_t S = 0;
+  const Rope* rope = nullptr;
+  void* out = nullptr;
+};
+
+// Writes rows [t0, t1) of (b, h) of the cache c (attn_driver.cc).
+void fill_cache_rows(const CacheWrite& c, int64_t b, int64_t h, int64_t t0, int64_t t1);
+
 // What the debug score output holds (ai.onnx qk_matmul_output_mode).
 enum QkMode : int { kQkRaw = 0, kQkCapped = 1, kQkBiased = 2, kQkProbs = 3 };
 
@@ -84,6 +107,11 @@ struct AttnProblem {
   Rope rope;                        // applied to Q rows as they are loaded
   void* qk = nullptr;               // (B, Hq, Sq, T) scores of type dt, or null
   int qk_mode = kQkRaw;
+  // Caches the engine fills itself (decode: k, v are views of their outputs):
+  // a work item writes the rows [fill0, fill1) of its kv head, each tile's
+  // rows just before it reads them, so they are read back from cache.
+  const CacheWrite* fill_k = nullptr;
+  const CacheWrite* fill_v = nullptr;
 };
 
 // One unit of work: query rows [i0, i1) of the Hq / Hkv query heads of kv
@@ -93,6 +121,7 @@ struct AttnProblem {
 struct WorkItem {
   int64_t b = 0, g = 0, i0 = 0, i1 = 0, t0 = 0, t1 = 0;
   float* part = nullptr;
+  int64_t fill0 = 0, fill1 = 0;  // cache rows this item writes (AttnProblem::fill_k / fill_v)
 };
 
 struct IsaKernels {

@@ -55,12 +55,23 @@ void reduce_range(void* user, int64_t begin, int64_t end) {
 
 }  // namespace
 
-int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const AttnProblem& p,
+int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const AttnProblem& problem,
                       const EngineTuning& tune) {
-  if (p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0) return OLC_OK;
-  const int64_t G = p.Hq / p.Hkv;
+  AttnProblem p = problem;
+  const bool empty = p.B == 0 || p.Hq == 0 || p.Sq == 0 || p.Dv == 0;
+  const int64_t G = empty ? 1 : p.Hq / p.Hkv;
   const int64_t br = std::max<int64_t>(1, std::min(p.Sq, tune.rows / G));
-  const int64_t nqb = (p.Sq + br - 1) / br;
+  const int64_t nqb = empty ? 0 : (p.Sq + br - 1) / br;
+  // The caches: written by the work items themselves when each kv head has
+  // one item (decode: its rows are then read back from cache), else in a
+  // pass of their own before the attention.
+  const bool fused = nqb == 1 && (p.fill_k || p.fill_v);
+  if (!fused) {
+    if (p.fill_k) write_cache(api, ctx, *p.fill_k);
+    if (p.fill_v) write_cache(api, ctx, *p.fill_v);
+    p.fill_k = p.fill_v = nullptr;
+  }
+  if (empty) return OLC_OK;
   std::vector<WorkItem> items;
   items.reserve(static_cast<size_t>(p.B * p.Hkv * nqb));
   for (int64_t b = 0; b < p.B; ++b)
@@ -69,6 +80,7 @@ int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernel
         WorkItem w;
         w.b = b;
         w.g = g;
+        if (fused) w.fill1 = p.T;
         w.i0 = qb * br;
         w.i1 = std::min(p.Sq, w.i0 + br);
         if (p.qk) {
@@ -136,6 +148,10 @@ int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernel
       WorkItem u = w;
       u.t0 = w.t0 + (tiles * s / ns) * 64;
       u.t1 = std::min(w.t1, w.t0 + (tiles * (s + 1) / ns) * 64);
+      if (fused) {  // the parts split the item's cache rows: the first and last take the rows around [t0, t1)
+        u.fill0 = s == 0 ? 0 : u.t0;
+        u.fill1 = s == ns - 1 ? p.T : u.t1;
+      }
       u.part = parts_buf.data() + static_cast<size_t>(parts.size() * part_floats);
       parts.push_back(u.part);
       units.push_back(u);
@@ -153,47 +169,42 @@ int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernel
   return OLC_OK;
 }
 
-namespace {
-
-struct CacheJob {
-  const IsaKernels* k;
-  const CacheWrite* c;
-};
-
-void cache_range(void* user, int64_t begin, int64_t end) {
-  const CacheJob& j = *static_cast<const CacheJob*>(user);
-  const CacheWrite& c = *j.c;
+void fill_cache_rows(const CacheWrite& c, int64_t b, int64_t h, int64_t t0, int64_t t1) {
   const size_t es = c.dt == kF32 ? 4 : 2;
   const size_t row = static_cast<size_t>(c.D) * es;
-  for (int64_t bh = begin; bh < end; ++bh) {
-    const int64_t b = bh / c.H, h = bh % c.H;
-    char* out = static_cast<char*>(c.out) + static_cast<size_t>(bh * c.T) * row;
-    const int64_t pl = std::min(c.T, c.past_len ? c.past_len[b] : c.P);
-    const char* past = static_cast<const char*>(c.past.data) + static_cast<size_t>(b * c.past.sb + h * c.past.sh) * es;
-    for (int64_t t = 0; t < pl; ++t) std::memcpy(out + t * row, past + static_cast<size_t>(t * c.past.ss) * es, row);
-    const char* cur = static_cast<const char*>(c.cur.data) + static_cast<size_t>(b * c.cur.sb + h * c.cur.sh) * es;
-    const int64_t ns = std::min(c.S, c.T - pl);
-    for (int64_t s = 0; s < ns; ++s) {
+  char* out = static_cast<char*>(c.out) + static_cast<size_t>((b * c.H + h) * c.T) * row;
+  const int64_t pl = std::min(c.T, c.past_len ? c.past_len[b] : c.P);
+  const char* past = static_cast<const char*>(c.past.data) + static_cast<size_t>(b * c.past.sb + h * c.past.sh) * es;
+  const char* cur = static_cast<const char*>(c.cur.data) + static_cast<size_t>(b * c.cur.sb + h * c.cur.sh) * es;
+  for (int64_t t = t0; t < t1; ++t) {
+    char* dst = out + t * row;
+    const int64_t s = t - pl;
+    if (t < pl || (s >= c.S && t < c.P)) {
+      std::memcpy(dst, past + static_cast<size_t>(t * c.past.ss) * es, row);
+    } else if (s < c.S) {
       const char* src = cur + static_cast<size_t>(s * c.cur.ss) * es;
-      char* dst = out + (pl + s) * row;
-      if (c.rope) j.k->rope_row(c.dt, c.rope, c.rope->pos[b * c.rope->pos_sb + s], src, dst, c.D);
+      if (c.rope) c.k->rope_row(c.dt, c.rope, c.rope->pos[b * c.rope->pos_sb + s], src, dst, c.D);
       else std::memcpy(dst, src, row);
-    }
-    for (int64_t t = pl + ns; t < c.T; ++t) {
-      if (t < c.P) std::memcpy(out + t * row, past + static_cast<size_t>(t * c.past.ss) * es, row);
-      else std::memset(out + t * row, 0, row);
+    } else {
+      std::memset(dst, 0, row);
     }
   }
 }
 
+namespace {
+
+void cache_range(void* user, int64_t begin, int64_t end) {
+  const CacheWrite& c = *static_cast<const CacheWrite*>(user);
+  for (int64_t bh = begin; bh < end; ++bh) fill_cache_rows(c, bh / c.H, bh % c.H, 0, c.T);
+}
+
 }  // namespace
 
-void write_cache(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const CacheWrite& c) {
+void write_cache(const olc_core_api* api, olc_context* ctx, const CacheWrite& c) {
   const int64_t n = c.B * c.H;
   if (n == 0 || c.T == 0 || c.D == 0) return;
-  CacheJob j{k, &c};
   const int64_t per = std::max<int64_t>(1, c.T * c.D);
-  api->parallel_for(ctx, n, std::max<int64_t>(1, 65536 / per), 0, &cache_range, &j);
+  api->parallel_for(ctx, n, std::max<int64_t>(1, 65536 / per), 0, &cache_range, const_cast<CacheWrite*>(&c));
 }
 
 }  // namespace olc_attn

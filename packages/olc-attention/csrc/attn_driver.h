@@ -21,23 +21,8 @@ struct EngineTuning {
 int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const AttnProblem& p,
                       const EngineTuning& tune);
 
-// A KV cache written once: out (B, H, T, D) contiguous, row t of (b, h) is
-//   past row t            for t < past_len[b]   (past_len null: P),
-//   new row t - past_len  for the next S rows, rotated by `rope` at
-//                         position rope->pos[b * pos_sb + s] when rope is given,
-//   past row t            after that while t < P, else zero.
-struct CacheWrite {
-  int dt = kF32;
-  int64_t B = 0, H = 0, T = 0, D = 0;
-  View past;
-  int64_t P = 0;
-  const int64_t* past_len = nullptr;
-  View cur;
-  int64_t S = 0;
-  const Rope* rope = nullptr;
-  void* out = nullptr;
-};
-void write_cache(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, const CacheWrite& c);
+// Writes every row of the cache (see CacheWrite in attn_common.h) on the executor.
+void write_cache(const olc_core_api* api, olc_context* ctx, const CacheWrite& c);
 
 }  // namespace olc_attn
 

@@ -80,6 +80,9 @@ struct V1 {
   static R max(R a, R b) { return a > b ? a : b; }
   static float hsum(R v) { return v; }
   static float hmax(R v) { return v; }
+  static void hsum4(R a, R b, R c, R d, float* out) {
+    out[0] = a, out[1] = b, out[2] = c, out[3] = d;
+  }
   static R round(R a) { return std::nearbyint(a); }
   static R exp2i(R n) {
     if (!(n >= -126.0f && n <= 127.0f)) return 1.0f;  // NaN (the caller's result is NaN already)
