@@ -208,7 +208,7 @@ def test_int8_integer_reference(level, vnni, kname, threads):
 @pytest.mark.parametrize("t", ["float16", "bfloat16"])
 def test_int8_half_activations(t):
     rng = np.random.default_rng(zlib.crc32(t.encode()))
-    level, vnni, kname = KERNELS[-1]
+    level, vnni, _ = KERNELS[-1]
     for M, N, K, bits, bs, zk in CASES[:6]:
         B, scales, zp = make_weights(rng, N, K, bits, bs, zk, t)
         bias = rng.standard_normal(N).astype(NP[t])
