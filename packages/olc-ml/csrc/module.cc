@@ -4,15 +4,73 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <list>
+#include <cstring>
+#include <string_view>
 
+#include "half.h"
+#include "ml_adapter.h"
 #include "olc/python_api.h"
-#include "tree_adapter.h"
 
 namespace py = pybind11;
 
+namespace {
+
+olc_ml::VtableTable g_vtables;
+
+// Reads a protobuf varint at p (< end); false when it runs past end.
+bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t* v) {
+  *v = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    const uint8_t b = *p++;
+    *v |= static_cast<uint64_t>(b & 0x7f) << shift;
+    if (!(b & 0x80)) return true;
+  }
+  return false;
+}
+
+// The `strings` (field 9) of a serialized onnx.AttributeProto, each as the
+// index of the equal entry of `names` or -1: a STRINGS attribute of
+// millions of entries without a Python object per entry.
+py::array_t<int64_t> string_codes(const py::bytes& serialized, const std::vector<std::string>& names) {
+  const std::string_view data = serialized;
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(data.data());
+  const uint8_t* end = p + data.size();
+  std::vector<int64_t> codes;
+  while (p < end) {
+    uint64_t tag = 0, len = 0;
+    if (!read_varint(p, end, &tag)) throw py::value_error("malformed attribute");
+    switch (tag & 7) {
+      case 0:
+        if (!read_varint(p, end, &len)) throw py::value_error("malformed attribute");
+        break;
+      case 1: p += 8; break;
+      case 5: p += 4; break;
+      case 2: {
+        if (!read_varint(p, end, &len) || len > static_cast<uint64_t>(end - p))
+          throw py::value_error("malformed attribute");
+        if ((tag >> 3) == 9) {
+          const std::string_view s(reinterpret_cast<const char*>(p), static_cast<size_t>(len));
+          int64_t code = -1;
+          for (size_t k = 0; k < names.size(); ++k)
+            if (s == names[k]) code = static_cast<int64_t>(k);
+          codes.push_back(code);
+        }
+        p += len;
+        break;
+      }
+      default: throw py::value_error("malformed attribute");
+    }
+  }
+  if (p != end) throw py::value_error("malformed attribute");
+  py::array_t<int64_t> out(static_cast<py::ssize_t>(codes.size()));
+  if (!codes.empty()) std::memcpy(out.mutable_data(), codes.data(), codes.size() * sizeof(int64_t));
+  return out;
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_ext, m) {
-  m.doc() = "olc ai.onnx.ml kernels (TreeEnsembleRegressor, TreeEnsembleClassifier): vtables for olc-core";
+  m.doc() = "olc ai.onnx.ml kernels: vtables for olc-core";
   try {
     py::module_::import("olc_core._native");
   } catch (py::error_already_set& e) {
@@ -25,76 +83,35 @@ PYBIND11_MODULE(_ext, m) {
     throw py::import_error("olc_ml: the installed olc-core API table is too small (api_size " +
                            std::to_string(api->api_size) + "); upgrade olc-core");
   }
-  olc_ml::set_core_api(api);
+  olc_ml::register_tree_kernels(api, &g_vtables);
 
   m.def(
       "vtable",
       [](const std::string& op_type) {
-        const olc_kernel_vtable* vt = olc_ml::vtable(op_type);
-        if (!vt) throw py::key_error("olc_ml has no kernel for op " + op_type);
-        return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
+        auto it = g_vtables.find(op_type);
+        if (it == g_vtables.end()) throw py::key_error("olc_ml has no native kernel for op " + op_type);
+        return py::reinterpret_steal<py::object>(olc_kernel_capsule(it->second));
       },
       py::arg("op_type"), "The kernel vtable capsule of op_type (a KernelRegistration factory).");
-  m.def("ops", &olc_ml::op_names, "Operators with a kernel in this extension.");
   m.def(
-      "check_attributes",
-      [](const std::string& op_type, const py::dict& attrs) {
-        // name -> int | str | list[int] or integer array (INTS) | list[float] or float array (FLOATS),
-        // as the ABI passes them.
-        std::list<std::string> names, strings;
-        std::list<std::vector<int64_t>> ints;
-        std::list<std::vector<double>> floats;
-        std::vector<olc_attribute> out;
-        for (auto item : attrs) {
-          olc_attribute a{};
-          names.push_back(py::cast<std::string>(item.first));
-          a.name = names.back().c_str();
-          py::handle v = item.second;
-          if (py::isinstance<py::str>(v)) {
-            strings.push_back(py::cast<std::string>(v));
-            a.type = OLC_ATTR_STRING;
-            a.s = strings.back().c_str();
-          } else if (py::isinstance<py::int_>(v)) {
-            a.type = OLC_ATTR_INT;
-            a.i = py::cast<int64_t>(v);
-          } else if (py::isinstance<py::float_>(v)) {
-            a.type = OLC_ATTR_FLOAT;
-            a.f = py::cast<double>(v);
-          } else if (py::isinstance<py::array>(v)) {
-            py::array arr = py::reinterpret_borrow<py::array>(v);
-            if (arr.dtype().kind() == 'f') {
-              auto f = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(arr);
-              floats.emplace_back(f.data(), f.data() + f.size());
-              a.type = OLC_ATTR_FLOATS;
-              a.count = static_cast<int64_t>(floats.back().size());
-              a.floats = floats.back().data();
-            } else {
-              auto q = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(arr);
-              ints.emplace_back(q.data(), q.data() + q.size());
-              a.type = OLC_ATTR_INTS;
-              a.count = static_cast<int64_t>(ints.back().size());
-              a.ints = ints.back().data();
-            }
-          } else {
-            py::list l = py::cast<py::list>(v);
-            bool all_int = true;
-            for (auto e : l) all_int = all_int && py::isinstance<py::int_>(e);
-            if (all_int && l.size() > 0) {
-              ints.push_back(py::cast<std::vector<int64_t>>(l));
-              a.type = OLC_ATTR_INTS;
-              a.count = static_cast<int64_t>(ints.back().size());
-              a.ints = ints.back().data();
-            } else {
-              floats.push_back(py::cast<std::vector<double>>(l));
-              a.type = l.size() == 0 ? OLC_ATTR_INTS : OLC_ATTR_FLOATS;
-              a.count = static_cast<int64_t>(floats.back().size());
-              a.floats = floats.back().data();
-            }
-          }
-          out.push_back(a);
-        }
-        return olc_ml::check_attributes(op_type, out.data(), static_cast<int>(out.size()));
+      "ops",
+      [] {
+        std::vector<std::string> names;
+        for (const auto& kv : g_vtables) names.push_back(kv.first);
+        return names;
       },
-      py::arg("op_type"), py::arg("attributes"),
-      "Checks a restated node's attributes as create() would: '' or the reason.");
+      "Operators with a native kernel in this extension.");
+  m.def("string_codes", &string_codes, py::arg("serialized_attribute"), py::arg("names"),
+        "The strings of a serialized STRINGS AttributeProto as indices into names (-1: not there).");
+  // The float16 conversions the kernels use, for the tests.
+  m.def("_float_to_half", [](py::array_t<float, py::array::c_style | py::array::forcecast> x) {
+    py::array_t<uint16_t> y(x.size());
+    olc_ml::float_to_half(x.data(), y.mutable_data(), x.size());
+    return y;
+  });
+  m.def("_half_to_float", [](py::array_t<uint16_t, py::array::c_style | py::array::forcecast> x) {
+    py::array_t<float> y(x.size());
+    olc_ml::half_to_float(x.data(), y.mutable_data(), x.size());
+    return y;
+  });
 }

@@ -1,13 +1,18 @@
-// The TreeEnsembleRegressor / TreeEnsembleClassifier adapter: reads the
-// attributes of the restated node (see olc_ml/passes.py), compiles the forest
-// once, and at run time checks the input, allocates the outputs and splits
-// the work (rows, or trees when rows are few) over the session's executor.
-#include "tree_adapter.h"
-
+// The tree ensemble adapters: TreeEnsembleRegressor / TreeEnsembleClassifier
+// (ai.onnx.ml 1-4) and TreeEnsemble (ai.onnx.ml 5). create() reads the
+// attributes (as olc_ml/attributes.py restates them: modes as codes,
+// float64 tensors as FLOATS, the input's feature count when inference knows
+// it), checks them and compiles the forest once; run() checks the input,
+// allocates the outputs and splits the work (rows, or trees when rows are
+// few) over the session's executor.
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
+#include "attrs.h"
+#include "half.h"
+#include "ml_adapter.h"
 #include "tree_engine.h"
 
 namespace olc_ml {
@@ -23,133 +28,129 @@ struct Tuning {
 };
 Tuning g_tuning;
 
-const olc_attribute* find(const olc_attribute* attrs, int n, const char* name) {
-  for (int i = 0; i < n; ++i)
-    if (std::strcmp(attrs[i].name, name) == 0) return &attrs[i];
-  return nullptr;
-}
+enum class Form { kRegressor, kClassifier, kEnsemble };
 
-std::string get_ints(const olc_attribute* attrs, int n, const char* name, std::vector<int64_t>* out) {
-  out->clear();
-  const olc_attribute* a = find(attrs, n, name);
-  if (!a) return "";
-  if (a->type != OLC_ATTR_INTS) return std::string("attribute ") + name + " must be a list of ints";
-  out->assign(a->ints, a->ints + a->count);
-  return "";
-}
-
-// Values given as FLOATS (`name`) or as float64 bit patterns (`name`_f64,
-// INTS; the graph pass's restatement of `name`_as_tensor).
-std::string get_values(const olc_attribute* attrs, int n, const std::string& name, std::vector<double>* out) {
-  out->clear();
-  const olc_attribute* a = find(attrs, n, name.c_str());
-  const olc_attribute* b = find(attrs, n, (name + "_f64").c_str());
-  if (a && b) return "attributes " + name + " and " + name + "_as_tensor are both set";
-  if (a) {
-    if (a->type != OLC_ATTR_FLOATS) return "attribute " + name + " must be a list of floats";
-    out->assign(a->floats, a->floats + a->count);
-  } else if (b) {
-    if (b->type != OLC_ATTR_INTS) return "attribute " + name + "_f64 must be a list of ints";
-    out->resize(static_cast<size_t>(b->count));
-    for (int64_t i = 0; i < b->count; ++i) std::memcpy(&(*out)[static_cast<size_t>(i)], &b->ints[i], 8);
-  }
-  return "";
-}
-
-std::string get_string(const olc_attribute* attrs, int n, const char* name, const char* dflt, std::string* out) {
-  const olc_attribute* a = find(attrs, n, name);
-  if (!a) {
-    *out = dflt;
-    return "";
-  }
-  if (a->type != OLC_ATTR_STRING) return std::string("attribute ") + name + " must be a string";
-  *out = a->s;
-  return "";
-}
-
-#define OLC_TRY(expr)                   \
-  do {                                  \
-    std::string _e = (expr);            \
-    if (!_e.empty()) return _e;         \
-  } while (0)
-
-std::string parse_spec(bool classifier, const olc_attribute* at, int na, EnsembleSpec* s, int64_t* n_features) {
-  s->classifier = classifier;
-  OLC_TRY(get_ints(at, na, "nodes_treeids", &s->treeids));
-  OLC_TRY(get_ints(at, na, "nodes_nodeids", &s->nodeids));
-  OLC_TRY(get_ints(at, na, "nodes_featureids", &s->featureids));
-  OLC_TRY(get_ints(at, na, "nodes_truenodeids", &s->truenodeids));
-  OLC_TRY(get_ints(at, na, "nodes_falsenodeids", &s->falsenodeids));
-  OLC_TRY(get_ints(at, na, "nodes_missing_value_tracks_true", &s->missing_true));
-  std::vector<int64_t> modes;
-  OLC_TRY(get_ints(at, na, "nodes_mode_codes", &modes));
-  OLC_TRY(get_values(at, na, "nodes_values", &s->values));
-  const size_t n = s->nodeids.size();
-  const std::pair<const char*, size_t> lens[] = {
-      {"nodes_treeids", s->treeids.size()},       {"nodes_featureids", s->featureids.size()},
-      {"nodes_truenodeids", s->truenodeids.size()}, {"nodes_falsenodeids", s->falsenodeids.size()},
-      {"nodes_modes", modes.size()},              {"nodes_values", s->values.size()}};
-  for (const auto& l : lens)
-    if (l.second != n)
-      return std::string(l.first) + " has " + std::to_string(l.second) + " entries, nodes_nodeids has " +
-             std::to_string(n);
-  if (s->missing_true.empty()) s->missing_true.assign(n, 0);
-  if (s->missing_true.size() != n)
-    return "nodes_missing_value_tracks_true has " + std::to_string(s->missing_true.size()) +
-           " entries, nodes_nodeids has " + std::to_string(n);
-  s->modes.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (modes[i] < 0 || modes[i] > kLeaf) return "nodes_modes[" + std::to_string(i) + "] is not a known mode";
-    s->modes[i] = static_cast<uint32_t>(modes[i]);
-  }
-  const char* p = classifier ? "class_" : "target_";
-  OLC_TRY(get_ints(at, na, (std::string(p) + "treeids").c_str(), &s->w_treeids));
-  OLC_TRY(get_ints(at, na, (std::string(p) + "nodeids").c_str(), &s->w_nodeids));
-  OLC_TRY(get_ints(at, na, (std::string(p) + "ids").c_str(), &s->w_ids));
-  OLC_TRY(get_values(at, na, std::string(p) + "weights", &s->w_values));
-  const size_t nw = s->w_ids.size();
-  if (s->w_treeids.size() != nw || s->w_nodeids.size() != nw || s->w_values.size() != nw)
-    return std::string(p) + "ids, " + p + "nodeids, " + p + "treeids and " + p + "weights differ in length";
-  OLC_TRY(get_values(at, na, "base_values", &s->base_values));
-  std::string post, agg;
-  OLC_TRY(get_string(at, na, "post_transform", "NONE", &post));
-  if (post == "NONE") s->post = kNone;
-  else if (post == "SOFTMAX") s->post = kSoftmax;
-  else if (post == "LOGISTIC") s->post = kLogistic;
-  else if (post == "SOFTMAX_ZERO") s->post = kSoftmaxZero;
-  else if (post == "PROBIT") s->post = kProbit;
+std::string parse_post(const std::string& post, PostTransform* out) {
+  if (post == "NONE") *out = kNone;
+  else if (post == "SOFTMAX") *out = kSoftmax;
+  else if (post == "LOGISTIC") *out = kLogistic;
+  else if (post == "SOFTMAX_ZERO") *out = kSoftmaxZero;
+  else if (post == "PROBIT") *out = kProbit;
   else return "unknown post_transform '" + post + "' (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT)";
+  return "";
+}
+
+// ai.onnx.ml 1-4: the node tables, leaf weights and output rules.
+std::string parse_v3(bool classifier, const Attrs& at, SpecV3* s, OutputSpec* out) {
+  const olc_attribute* nodeids = at.ints("nodes_nodeids");
+  if (!nodeids) return "attribute nodes_nodeids is required";
+  const int64_t n = nodeids->count;
+  s->n_nodes = n;
+  s->nodeids = nodeids->ints;
+  OLC_TRY(at.ints_of_length("nodes_treeids", n, &s->treeids));
+  OLC_TRY(at.ints_of_length("nodes_featureids", n, &s->featureids));
+  OLC_TRY(at.ints_of_length("nodes_truenodeids", n, &s->truenodeids));
+  OLC_TRY(at.ints_of_length("nodes_falsenodeids", n, &s->falsenodeids));
+  OLC_TRY(at.ints_of_length("nodes_modes", n, &s->modes));
+  OLC_TRY(at.floats_of_length("nodes_values", n, &s->values));
+  OLC_TRY(at.optional_ints_of_length("nodes_missing_value_tracks_true", n, &s->missing_true));
+  const std::string p = classifier ? "class_" : "target_";
+  const olc_attribute* ids = at.ints(p + "ids");
+  s->n_weights = ids ? ids->count : 0;
+  s->w_ids = ids ? ids->ints : nullptr;
+  OLC_TRY(at.optional_ints_of_length(p + "treeids", s->n_weights, &s->w_treeids));
+  OLC_TRY(at.optional_ints_of_length(p + "nodeids", s->n_weights, &s->w_nodeids));
+  OLC_TRY(at.optional_floats_of_length(p + "weights", s->n_weights, &s->w_values));
+  if (s->n_weights && !(s->w_treeids && s->w_nodeids && s->w_values))
+    return p + "ids, " + p + "nodeids, " + p + "treeids and " + p + "weights must all be set";
+  const olc_attribute* base = at.floats("base_values");
+  if (base) out->base_values.assign(base->floats, base->floats + base->count);
+  std::string post;
+  OLC_TRY(at.string("post_transform", "NONE", &post));
+  OLC_TRY(parse_post(post, &out->post));
+  out->classifier = classifier;
+  const size_t nb = out->base_values.size();
   if (classifier) {
-    OLC_TRY(get_ints(at, na, "classlabels_int64s", &s->class_labels));
-    if (s->class_labels.size() < 2) return "needs at least two int64 class labels";
-    s->n_targets = static_cast<int64_t>(s->class_labels.size());
-    const size_t nb = s->base_values.size();
-    if (nb != 0 && nb != s->class_labels.size() && !(s->class_labels.size() == 2 && nb == 1))
-      return "base_values has " + std::to_string(nb) + " entries for " + std::to_string(s->class_labels.size()) +
+    const olc_attribute* labels = at.ints("classlabels_int64s");
+    if (!labels || labels->count < 1) return "needs int64 class labels (classlabels_int64s)";
+    out->class_labels.assign(labels->ints, labels->ints + labels->count);
+    out->n_targets = labels->count;
+    if (out->n_targets < 2) return "needs at least two class labels";
+    if (nb != 0 && nb != out->class_labels.size() && !(out->class_labels.size() == 2 && nb == 1))
+      return "base_values has " + std::to_string(nb) + " entries for " + std::to_string(out->class_labels.size()) +
              " classes";
   } else {
-    OLC_TRY(get_string(at, na, "aggregate_function", "SUM", &agg));
-    if (agg == "SUM") s->aggregate = kSum;
-    else if (agg == "AVERAGE") s->aggregate = kAverage;
-    else if (agg == "MIN") s->aggregate = kMin;
-    else if (agg == "MAX") s->aggregate = kMax;
+    std::string agg;
+    OLC_TRY(at.string("aggregate_function", "SUM", &agg));
+    if (agg == "SUM") out->aggregate = kSum;
+    else if (agg == "AVERAGE") out->aggregate = kAverage;
+    else if (agg == "MIN") out->aggregate = kMin;
+    else if (agg == "MAX") out->aggregate = kMax;
     else return "unknown aggregate_function '" + agg + "' (SUM, AVERAGE, MIN or MAX)";
-    const olc_attribute* nt = find(at, na, "n_targets");
-    if (!nt || nt->type != OLC_ATTR_INT || nt->i < 1) return "n_targets must be set to a positive int";
-    s->n_targets = nt->i;
-    const size_t nb = s->base_values.size();
-    if (nb != 0 && nb != static_cast<size_t>(s->n_targets) && nb != 1)
-      return "base_values has " + std::to_string(nb) + " entries for " + std::to_string(s->n_targets) + " targets";
+    int64_t nt = 0;
+    OLC_TRY(at.integer("n_targets", 0, &nt));
+    if (nt < 1) return "n_targets must be set to a positive int";
+    out->n_targets = nt;
+    if (nb != 0 && nb != static_cast<size_t>(nt) && nb != 1)
+      return "base_values has " + std::to_string(nb) + " entries for " + std::to_string(nt) + " targets";
   }
-  const olc_attribute* nf = find(at, na, "n_features");
-  *n_features = nf && nf->type == OLC_ATTR_INT ? nf->i : -1;
+  return "";
+}
+
+// ai.onnx.ml 5.
+std::string parse_v5(const Attrs& at, SpecV5* s, OutputSpec* out) {
+  const olc_attribute* feats = at.ints("nodes_featureids");
+  if (!feats) return "attribute nodes_featureids is required";
+  const int64_t n = feats->count;
+  s->n_nodes = n;
+  s->featureids = feats->ints;
+  OLC_TRY(at.ints_of_length("nodes_truenodeids", n, &s->truenodeids));
+  OLC_TRY(at.ints_of_length("nodes_trueleafs", n, &s->trueleafs));
+  OLC_TRY(at.ints_of_length("nodes_falsenodeids", n, &s->falsenodeids));
+  OLC_TRY(at.ints_of_length("nodes_falseleafs", n, &s->falseleafs));
+  OLC_TRY(at.ints_of_length("nodes_modes", n, &s->modes));
+  OLC_TRY(at.floats_of_length("nodes_splits", n, &s->splits));
+  OLC_TRY(at.optional_ints_of_length("nodes_missing_value_tracks_true", n, &s->missing_true));
+  const olc_attribute* targets = at.ints("leaf_targetids");
+  if (!targets) return "attribute leaf_targetids is required";
+  s->n_leaves = targets->count;
+  s->leaf_targetids = targets->ints;
+  OLC_TRY(at.floats_of_length("leaf_weights", s->n_leaves, &s->leaf_weights));
+  const olc_attribute* roots = at.ints("tree_roots");
+  if (!roots || roots->count == 0) return "attribute tree_roots is required";
+  s->n_trees = roots->count;
+  s->tree_roots = roots->ints;
+  if (const olc_attribute* m = at.floats("membership_values")) {
+    s->membership = m->floats;
+    s->n_membership = m->count;
+  }
+  int64_t nt = 0, agg = 1, post = 0;
+  OLC_TRY(at.integer("n_targets", 0, &nt));
+  if (nt < 1) return "n_targets must be set to a positive int";
+  out->n_targets = nt;
+  OLC_TRY(at.integer("aggregate_function", 1, &agg));
+  // The schema's codes: AVERAGE 0, SUM 1, MIN 2, MAX 3.
+  switch (agg) {
+    case 0: out->aggregate = kAverage; break;
+    case 1: out->aggregate = kSum; break;
+    case 2: out->aggregate = kMin; break;
+    case 3: out->aggregate = kMax; break;
+    default: return "unknown aggregate_function " + std::to_string(agg) + " (0 AVERAGE, 1 SUM, 2 MIN, 3 MAX)";
+  }
+  OLC_TRY(at.integer("post_transform", 0, &post));
+  // The schema's codes: NONE 0, SOFTMAX 1, LOGISTIC 2, SOFTMAX_ZERO 3, PROBIT 4.
+  if (post < 0 || post > 4)
+    return "unknown post_transform " + std::to_string(post) +
+           " (0 NONE, 1 SOFTMAX, 2 LOGISTIC, 3 SOFTMAX_ZERO, 4 PROBIT)";
+  out->post = static_cast<PostTransform>(post);
   return "";
 }
 
 struct State {
-  bool classifier = false;
-  bool is_double = false;
+  Form form = Form::kRegressor;
   int32_t in_dtype = OLC_DTYPE_FLOAT;
+  int32_t out_dtype = OLC_DTYPE_FLOAT;
+  bool is_double = false;  // thresholds and sums in float64
   Forest<float> ff;
   Forest<double> fd;
   int64_t n_targets = 1;
@@ -158,35 +159,38 @@ struct State {
   int64_t n_trees = 0;
 };
 
-std::string build(bool classifier, const olc_attribute* at, int na, bool is_double, State* st) {
-  EnsembleSpec spec;
-  int64_t n_features = -1;
-  OLC_TRY(parse_spec(classifier, at, na, &spec, &n_features));
+std::string build(Form form, const Attrs& at, State* st) {
+  OutputSpec out;
   const int levels = g_tuning.branch_free ? static_cast<int>(g_api->tuning_read_int(g_tuning.branch_free)) : 10;
-  if (is_double) {
-    OLC_TRY(compile_forest(spec, levels, &st->fd));
-    st->max_feature = st->fd.max_feature;
-    st->sum_depth = st->fd.sum_depth;
-    st->n_trees = st->fd.n_trees;
+  std::string e;
+  if (form == Form::kEnsemble) {
+    SpecV5 spec;
+    OLC_TRY(parse_v5(at, &spec, &out));
+    e = st->is_double ? compile_v5(spec, out, levels, &st->fd) : compile_v5(spec, out, levels, &st->ff);
   } else {
-    OLC_TRY(compile_forest(spec, levels, &st->ff));
-    st->max_feature = st->ff.max_feature;
-    st->sum_depth = st->ff.sum_depth;
-    st->n_trees = st->ff.n_trees;
+    SpecV3 spec;
+    OLC_TRY(parse_v3(form == Form::kClassifier, at, &spec, &out));
+    e = st->is_double ? compile_v3(spec, out, levels, &st->fd) : compile_v3(spec, out, levels, &st->ff);
   }
-  st->n_targets = spec.n_targets;
+  if (!e.empty()) return e;
+  st->max_feature = st->is_double ? st->fd.max_feature : st->ff.max_feature;
+  st->sum_depth = st->is_double ? st->fd.sum_depth : st->ff.sum_depth;
+  st->n_trees = st->is_double ? st->fd.n_trees : st->ff.n_trees;
+  st->n_targets = out.n_targets;
+  int64_t n_features = -1;
+  OLC_TRY(at.integer("n_features", -1, &n_features));
   if (n_features >= 0 && st->max_feature >= n_features)
     return "a branch reads feature " + std::to_string(st->max_feature) + " but the input has " +
            std::to_string(n_features) + " features";
   return "";
 }
 
-template <typename T>
+template <typename T, typename O>
 struct Job {
   const Forest<T>* f;
   const T* x;
   int64_t nf, rows;
-  float* z;
+  O* z;
   int64_t* label;
   int64_t group;
   // tree-parallel
@@ -201,8 +205,8 @@ struct Job {
 // row group. The sum per row stays in tree order.
 constexpr int64_t kTreeChunkBytes = 192 * 1024;
 
-template <typename T>
-void score_rows(const Job<T>& j, int64_t r0, int64_t r1) {
+template <typename T, typename O>
+void score_rows(const Job<T, O>& j, int64_t r0, int64_t r1) {
   const Forest<T>& f = *j.f;
   const int64_t nt = f.n_targets;
   std::vector<T> acc(static_cast<size_t>((r1 - r0) * nt), T(0));
@@ -226,14 +230,14 @@ void score_rows(const Job<T>& j, int64_t r0, int64_t r1) {
                  j.label ? j.label + r : nullptr);
 }
 
-template <typename T>
+template <typename T, typename O>
 void rows_range(void* user, int64_t b, int64_t e) {
-  score_rows(*static_cast<const Job<T>*>(user), b, e);
+  score_rows(*static_cast<const Job<T, O>*>(user), b, e);
 }
 
-template <typename T>
+template <typename T, typename O>
 void trees_range(void* user, int64_t b, int64_t e) {
-  const Job<T>& j = *static_cast<const Job<T>*>(user);
+  const Job<T, O>& j = *static_cast<const Job<T, O>*>(user);
   const int64_t per = (j.f->n_trees + j.tree_chunks - 1) / j.tree_chunks;
   const size_t width = static_cast<size_t>(j.rows * j.f->n_targets);
   for (int64_t c = b; c < e; ++c) {
@@ -244,13 +248,13 @@ void trees_range(void* user, int64_t b, int64_t e) {
   }
 }
 
-template <typename T>
-int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, int64_t nf, float* z, int64_t* label) {
+template <typename T, typename O>
+int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, int64_t nf, O* z, int64_t* label) {
   const Forest<T>& f = *[&] {
     if constexpr (std::is_same<T, double>::value) return &st.fd;
     else return &st.ff;
   }();
-  Job<T> j{&f, x, nf, rows, z, label, 64, 0, nullptr, nullptr};
+  Job<T, O> j{&f, x, nf, rows, z, label, 64, 0, nullptr, nullptr};
   if (g_tuning.row_group) j.group = std::max<int64_t>(8, g_api->tuning_read_int(g_tuning.row_group));
   // Wide rows: a group's rows stay within about 16 KB (L1), in whole blocks.
   const int64_t fit = (16384 / std::max<int64_t>(1, nf * static_cast<int64_t>(sizeof(T)))) / 8 * 8;
@@ -266,7 +270,7 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
     // Large ranges (two per thread): each range reads the forest chunk by
     // chunk once, so small ranges would multiply the reads of a big forest.
     const int64_t grain = std::max<int64_t>(8, (rows + threads * 2 - 1) / (threads * 2));
-    g_api->parallel_for(ctx, rows, grain, 0, &rows_range<T>, &j);
+    g_api->parallel_for(ctx, rows, grain, 0, &rows_range<T, O>, &j);
     return OLC_OK;
   }
   // Few rows, many trees: each chunk of trees scores every row; partial
@@ -277,7 +281,7 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
   std::vector<uint8_t> has(acc.size(), 0);
   j.part_acc = &acc;
   j.part_has = &has;
-  g_api->parallel_for(ctx, j.tree_chunks, 1, 0, &trees_range<T>, &j);
+  g_api->parallel_for(ctx, j.tree_chunks, 1, 0, &trees_range<T, O>, &j);
   for (int64_t c = 1; c < j.tree_chunks; ++c)
     merge_scores(f, acc.data(), has.data(), acc.data() + c * width, has.data() + c * width,
                  static_cast<int64_t>(width));
@@ -287,22 +291,28 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
   return OLC_OK;
 }
 
-void* create_impl(bool classifier, const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+void* create_impl(Form form, const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
   auto fail = [&](const std::string& m) -> void* {
     std::snprintf(error, size, "%s", m.c_str());
     return nullptr;
   };
+  const bool classifier = form == Form::kClassifier;
   if (node->n_inputs != 1) return fail("expects one input");
   const int32_t dt = node->input_dtypes[0];
-  if (dt != OLC_DTYPE_FLOAT && dt != OLC_DTYPE_DOUBLE && dt != OLC_DTYPE_INT64 && dt != OLC_DTYPE_INT32)
-    return fail(std::string("input type ") + olc_dtype_name(dt) + " is not supported");
+  const bool ok = form == Form::kEnsemble
+                      ? (dt == OLC_DTYPE_FLOAT || dt == OLC_DTYPE_DOUBLE || dt == OLC_DTYPE_FLOAT16)
+                      : (dt == OLC_DTYPE_FLOAT || dt == OLC_DTYPE_DOUBLE || dt == OLC_DTYPE_INT64 ||
+                         dt == OLC_DTYPE_INT32);
+  if (!ok) return fail(std::string("input type ") + olc_dtype_name(dt) + " is not supported");
   if (node->input_ranks[0] > 2 || node->input_ranks[0] == 0) return fail("the input must be 1-D or 2-D");
   if (node->n_outputs != (classifier ? 2 : 1)) return fail(classifier ? "expects two outputs" : "expects one output");
   auto st = std::make_unique<State>();
-  st->classifier = classifier;
+  st->form = form;
   st->in_dtype = dt;
   st->is_double = dt == OLC_DTYPE_DOUBLE;
-  std::string e = build(classifier, node->attributes, node->n_attributes, st->is_double, st.get());
+  // TreeEnsemble writes the input's type; the older forms always float32.
+  st->out_dtype = form == Form::kEnsemble ? dt : OLC_DTYPE_FLOAT;
+  std::string e = build(form, Attrs(node->attributes, node->n_attributes), st.get());
   if (!e.empty()) return fail(e);
   return st.release();
 }
@@ -319,48 +329,66 @@ int32_t run_impl(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     return g_api->set_error(ctx, m.c_str());
   }
   int64_t* label = nullptr;
-  float* z = nullptr;
+  void* z = nullptr;
   const int64_t zshape[2] = {rows, st.n_targets};
-  if (st.classifier) {
+  if (st.form == Form::kClassifier) {
     label = static_cast<int64_t*>(g_api->allocate_output(ctx, 0, OLC_DTYPE_INT64, 1, zshape));
     if (!label && rows) return OLC_ERROR;
-    z = static_cast<float*>(g_api->allocate_output(ctx, 1, OLC_DTYPE_FLOAT, 2, zshape));
+    z = g_api->allocate_output(ctx, 1, OLC_DTYPE_FLOAT, 2, zshape);
   } else {
-    z = static_cast<float*>(g_api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, 2, zshape));
+    z = g_api->allocate_output(ctx, 0, st.out_dtype, 2, zshape);
   }
   if (!z && rows) return OLC_ERROR;
   if (rows == 0) return OLC_OK;
-  if (st.is_double) return run_typed<double>(st, ctx, static_cast<const double*>(X.data), rows, nf, z, label);
-  if (X.dtype == OLC_DTYPE_FLOAT) return run_typed<float>(st, ctx, static_cast<const float*>(X.data), rows, nf, z, label);
-  // Integer features compare as float (onnxruntime's float thresholds).
+  if (st.is_double) {
+    const double* x = static_cast<const double*>(X.data);
+    if (st.out_dtype == OLC_DTYPE_DOUBLE) return run_typed(st, ctx, x, rows, nf, static_cast<double*>(z), label);
+    return run_typed(st, ctx, x, rows, nf, static_cast<float*>(z), label);
+  }
+  if (X.dtype == OLC_DTYPE_FLOAT)
+    return run_typed(st, ctx, static_cast<const float*>(X.data), rows, nf, static_cast<float*>(z), label);
+  // Integer and float16 features compare as float32 (onnxruntime's float
+  // thresholds for integers; float16 splits are exact in float32).
   std::vector<float> xf(static_cast<size_t>(rows * nf));
   if (X.dtype == OLC_DTYPE_INT64) {
     const int64_t* p = static_cast<const int64_t*>(X.data);
     for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(p[i]);
-  } else {
+  } else if (X.dtype == OLC_DTYPE_INT32) {
     const int32_t* p = static_cast<const int32_t*>(X.data);
     for (size_t i = 0; i < xf.size(); ++i) xf[i] = static_cast<float>(p[i]);
+  } else {
+    half_to_float(static_cast<const uint16_t*>(X.data), xf.data(), static_cast<int64_t>(xf.size()));
   }
-  return run_typed<float>(st, ctx, xf.data(), rows, nf, z, label);
+  if (st.out_dtype != OLC_DTYPE_FLOAT16)
+    return run_typed(st, ctx, xf.data(), rows, nf, static_cast<float*>(z), label);
+  std::vector<float> zf(static_cast<size_t>(rows * st.n_targets));
+  const int32_t rc = run_typed(st, ctx, xf.data(), rows, nf, zf.data(), label);
+  if (rc == OLC_OK) float_to_half(zf.data(), static_cast<uint16_t*>(z), static_cast<int64_t>(zf.size()));
+  return rc;
 }
 
 void destroy_impl(void* state) { delete static_cast<State*>(state); }
 
 void* create_regressor(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
-  return create_impl(false, api, node, error, size);
+  return create_impl(Form::kRegressor, api, node, error, size);
 }
 void* create_classifier(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
-  return create_impl(true, api, node, error, size);
+  return create_impl(Form::kClassifier, api, node, error, size);
+}
+void* create_ensemble(const olc_core_api* api, const olc_node_info* node, char* error, size_t size) {
+  return create_impl(Form::kEnsemble, api, node, error, size);
 }
 
 const olc_kernel_vtable kRegressor = {OLC_ABI_VERSION, 0, "olc_ml::TreeEnsembleRegressor", &create_regressor,
                                       &run_impl, &destroy_impl};
 const olc_kernel_vtable kClassifier = {OLC_ABI_VERSION, 0, "olc_ml::TreeEnsembleClassifier", &create_classifier,
                                        &run_impl, &destroy_impl};
+const olc_kernel_vtable kEnsemble = {OLC_ABI_VERSION, 0, "olc_ml::TreeEnsemble", &create_ensemble, &run_impl,
+                                     &destroy_impl};
 
 }  // namespace
 
-void set_core_api(const olc_core_api* api) {
+void register_tree_kernels(const olc_core_api* api, VtableTable* table) {
   g_api = api;
   g_tuning.serial_steps = api->tuning_declare_int("olc_ml", "TreeEnsemble", "optimized", OLC_DTYPE_FLOAT,
                                                   "serial_node_visits", 20000);
@@ -368,19 +396,9 @@ void set_core_api(const olc_core_api* api) {
                                                  "branch_free_levels", 10);
   g_tuning.row_group = api->tuning_declare_int("olc_ml", "TreeEnsemble", "optimized", OLC_DTYPE_FLOAT,
                                                "row_group", 64);
-}
-
-const olc_kernel_vtable* vtable(const std::string& op_type) {
-  if (op_type == "TreeEnsembleRegressor") return &kRegressor;
-  if (op_type == "TreeEnsembleClassifier") return &kClassifier;
-  return nullptr;
-}
-
-std::vector<std::string> op_names() { return {"TreeEnsembleRegressor", "TreeEnsembleClassifier"}; }
-
-std::string check_attributes(const std::string& op_type, const olc_attribute* attrs, int n_attrs) {
-  State st;
-  return build(op_type == "TreeEnsembleClassifier", attrs, n_attrs, false, &st);
+  (*table)["TreeEnsembleRegressor"] = &kRegressor;
+  (*table)["TreeEnsembleClassifier"] = &kClassifier;
+  (*table)["TreeEnsemble"] = &kEnsemble;
 }
 
 }  // namespace olc_ml

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -11,12 +12,10 @@ namespace olc_ml {
 
 namespace {
 
+constexpr int64_t kMaxIndex = std::numeric_limits<int32_t>::max() / 2;
+
 uint64_t key_of(int64_t tree, int64_t node) {
   return (static_cast<uint64_t>(tree) << 32) ^ (static_cast<uint64_t>(node) & 0xffffffffull);
-}
-
-std::string where(int64_t tree, int64_t node) {
-  return "node " + std::to_string(node) + " of tree " + std::to_string(tree);
 }
 
 // Listed position of (tree, node id). Node ids are usually 0..n-1 per tree:
@@ -25,8 +24,7 @@ std::string where(int64_t tree, int64_t node) {
 class NodeIndex {
  public:
   // slot: the tree (in order of appearance) of each listed node; n_slots trees.
-  void build(const std::vector<int64_t>& nodeids, const std::vector<int32_t>& slot, size_t n_slots) {
-    const size_t n = nodeids.size();
+  void build(const int64_t* nodeids, size_t n, const std::vector<int32_t>& slot, size_t n_slots) {
     std::vector<int64_t> top(n_slots, -1);
     for (size_t i = 0; i < n; ++i) {
       int64_t& t = top[static_cast<size_t>(slot[i])];
@@ -70,133 +68,274 @@ class NodeIndex {
   std::unordered_map<uint64_t, int32_t> map_;
 };
 
-}  // namespace
+// ---- front ends: what the breadth-first emitter asks of a listed node ----
+//
+// A front end numbers every node it can be asked about ("listed" index) and
+// answers: the trees' roots, whether a node is a leaf, a branch's mode,
+// feature, split, missing flag and children (listed indices), a leaf's
+// weights, and a node's name for messages.
 
-template <typename T>
-std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest<T>* f) {
-  const size_t n = s.nodeids.size();
-  if (n == 0) return "the ensemble has no node";
-  if (n > static_cast<size_t>(std::numeric_limits<int32_t>::max() / 2)) return "too many nodes";
-  std::vector<int32_t> tree_first;  // first listed node of each tree, in order of appearance
-  std::vector<int64_t> tree_id;
-  std::unordered_map<int64_t, int32_t> tree_index;
-  std::vector<int32_t> slot(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (s.nodeids[i] < 0 || s.nodeids[i] > std::numeric_limits<int32_t>::max())
-      return "node id " + std::to_string(s.nodeids[i]) + " of tree " + std::to_string(s.treeids[i]) +
-             " is out of range";
-    if (i > 0 && s.treeids[i] == s.treeids[i - 1]) {  // nodes are usually listed tree by tree
-      slot[i] = slot[i - 1];
-      continue;
+// ai.onnx.ml 1-4: listed = position in the nodes_* tables.
+class SourceV3 {
+ public:
+  explicit SourceV3(const SpecV3& s) : s_(s) {}
+
+  std::string prepare(const OutputSpec& out) {
+    const size_t n = static_cast<size_t>(s_.n_nodes);
+    slot_.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (s_.nodeids[i] < 0 || s_.nodeids[i] > std::numeric_limits<int32_t>::max())
+        return "node id " + std::to_string(s_.nodeids[i]) + " of tree " + std::to_string(s_.treeids[i]) +
+               " is out of range";
+      const uint32_t m = static_cast<uint32_t>(s_.modes[i]);
+      if (s_.modes[i] < 0 || (m > kNeq && m != kLeaf))
+        return "nodes_modes[" + std::to_string(i) + "] is not a known mode";
+      if (i > 0 && s_.treeids[i] == s_.treeids[i - 1]) {  // nodes are usually listed tree by tree
+        slot_[i] = slot_[i - 1];
+        continue;
+      }
+      auto ins = tree_index_.emplace(s_.treeids[i], static_cast<int32_t>(tree_first_.size()));
+      if (ins.second) {
+        tree_first_.push_back(static_cast<int32_t>(i));
+        tree_id_.push_back(s_.treeids[i]);
+      }
+      slot_[i] = ins.first->second;
     }
-    auto ins = tree_index.emplace(s.treeids[i], static_cast<int32_t>(tree_first.size()));
-    if (ins.second) {
-      tree_first.push_back(static_cast<int32_t>(i));
-      tree_id.push_back(s.treeids[i]);
+    index_.build(s_.nodeids, n, slot_, tree_first_.size());
+    for (size_t i = 0; i < n; ++i)
+      if (!index_.insert(slot_[i], s_.treeids[i], s_.nodeids[i], static_cast<int32_t>(i)))
+        return node_name(s_.treeids[i], s_.nodeids[i]) + " is defined twice";
+    // Leaf weights, per listed node, in attribute order; weights of branches are ignored.
+    const size_t nw = static_cast<size_t>(s_.n_weights);
+    std::vector<int32_t> w_node(nw, -1);
+    w_start_.assign(n + 1, 0);
+    int32_t w_slot = -1;
+    for (size_t j = 0; j < nw; ++j) {
+      const int64_t id = s_.w_ids[j];
+      if (id < 0 || id >= out.n_targets) {
+        if (out.classifier)
+          return "class weight " + std::to_string(j) + " is for class " + std::to_string(id) + ", but there are " +
+                 std::to_string(out.n_targets) + " class labels";
+        return "target weight " + std::to_string(j) + " is for target " + std::to_string(id) +
+               ", but n_targets is " + std::to_string(out.n_targets);
+      }
+      if (j == 0 || s_.w_treeids[j] != s_.w_treeids[j - 1]) w_slot = slot_of(s_.w_treeids[j]);
+      const int32_t at = index_.find(w_slot, s_.w_treeids[j], s_.w_nodeids[j]);
+      if (at < 0)
+        return "weight " + std::to_string(j) + " names " + node_name(s_.w_treeids[j], s_.w_nodeids[j]) +
+               ", which does not exist";
+      if (s_.modes[at] != kLeaf) continue;
+      w_node[j] = at;
+      ++w_start_[static_cast<size_t>(at) + 1];
     }
-    slot[i] = ins.first->second;
+    for (size_t i = 0; i < n; ++i) w_start_[i + 1] += w_start_[i];
+    w_order_.resize(static_cast<size_t>(w_start_[n]));
+    std::vector<int32_t> fill(w_start_.begin(), w_start_.end() - 1);
+    for (size_t j = 0; j < nw; ++j)
+      if (w_node[j] >= 0) w_order_[static_cast<size_t>(fill[static_cast<size_t>(w_node[j])]++)] = static_cast<int32_t>(j);
+    return "";
   }
-  NodeIndex index;
-  index.build(s.nodeids, slot, tree_first.size());
-  for (size_t i = 0; i < n; ++i)
-    if (!index.insert(slot[i], s.treeids[i], s.nodeids[i], static_cast<int32_t>(i)))
-      return where(s.treeids[i], s.nodeids[i]) + " is defined twice";
-  auto slot_of = [&](int64_t tree) {
-    auto it = tree_index.find(tree);
-    return it == tree_index.end() ? -1 : it->second;
-  };
-  const bool one_target = s.n_targets == 1;
 
-  // Leaf weights, per listed node, in attribute order.
-  std::vector<int32_t> w_count(n, 0);
-  std::vector<int32_t> w_node(s.w_ids.size(), -1);
+  int64_t n_listed() const { return s_.n_nodes; }
+  int64_t n_trees() const { return static_cast<int64_t>(tree_first_.size()); }
+  std::string root(int64_t t, int32_t* at) const {
+    *at = tree_first_[static_cast<size_t>(t)];
+    return "";
+  }
+  std::string where(int32_t i) const { return node_name(s_.treeids[i], s_.nodeids[i]); }
+  bool leaf(int32_t i) const { return s_.modes[i] == kLeaf; }
+  uint32_t mode(int32_t i) const { return static_cast<uint32_t>(s_.modes[i]); }
+  int64_t feature(int32_t i) const { return s_.featureids[i]; }
+  double split(int32_t i) const { return s_.values[i]; }
+  bool missing(int32_t i) const { return s_.missing_true && s_.missing_true[i] != 0; }
+  int32_t set_of(int32_t) const { return -1; }
+  std::string child(int64_t t, int32_t i, int side, int32_t* at) const {
+    const int64_t id = side == 0 ? s_.truenodeids[i] : s_.falsenodeids[i];
+    *at = id > std::numeric_limits<int32_t>::max() ? -1 : index_.find(static_cast<int32_t>(t), tree_id_[t], id);
+    if (*at < 0)
+      return where(i) + ": its " + (side == 0 ? "true" : "false") + " branch points to node id " +
+             std::to_string(id) + ", which is not in tree " + std::to_string(tree_id_[t]);
+    return "";
+  }
+  int32_t weight_count(int32_t i) const { return w_start_[i + 1] - w_start_[i]; }
+  void weight(int32_t i, int32_t q, int32_t* target, double* value) const {
+    const size_t j = static_cast<size_t>(w_order_[static_cast<size_t>(w_start_[i] + q)]);
+    *target = static_cast<int32_t>(s_.w_ids[j]);
+    *value = s_.w_values[j];
+  }
+
+ private:
+  static std::string node_name(int64_t tree, int64_t node) {
+    return "node " + std::to_string(node) + " of tree " + std::to_string(tree);
+  }
+  int32_t slot_of(int64_t tree) const {
+    auto it = tree_index_.find(tree);
+    return it == tree_index_.end() ? -1 : it->second;
+  }
+
+  const SpecV3& s_;
+  std::vector<int32_t> slot_, tree_first_;
+  std::vector<int64_t> tree_id_;
+  std::unordered_map<int64_t, int32_t> tree_index_;
+  NodeIndex index_;
+  std::vector<int32_t> w_start_, w_order_;
+};
+
+// ai.onnx.ml 5: listed = branch index, or n_nodes + leaf index.
+class SourceV5 {
+ public:
+  explicit SourceV5(const SpecV5& s) : s_(s) {}
+
+  std::string prepare(const OutputSpec& out) {
+    if (s_.n_nodes + s_.n_leaves > kMaxIndex) return "too many nodes";
+    for (int64_t j = 0; j < s_.n_leaves; ++j)
+      if (s_.leaf_targetids[j] < 0 || s_.leaf_targetids[j] >= out.n_targets)
+        return "leaf " + std::to_string(j) + " is for target " + std::to_string(s_.leaf_targetids[j]) +
+               ", but n_targets is " + std::to_string(out.n_targets);
+    // The sets of the BRANCH_MEMBER nodes, in node order, each ended by a NaN.
+    set_of_.assign(static_cast<size_t>(s_.n_nodes), -1);
+    int64_t pos = 0;
+    for (int64_t i = 0; i < s_.n_nodes; ++i) {
+      if (s_.modes[i] < 0 || s_.modes[i] > kMember)
+        return "node " + std::to_string(i) + " has mode " + std::to_string(s_.modes[i]) +
+               ", not a known mode (0 to 6)";
+      if (s_.modes[i] != kMember) continue;
+      std::vector<double> set;
+      while (pos < s_.n_membership && !std::isnan(s_.membership[pos])) set.push_back(s_.membership[pos++]);
+      if (pos >= s_.n_membership)
+        return "node " + std::to_string(i) + " is BRANCH_MEMBER, but membership_values holds no set (ended by a "
+               "NaN) for it";
+      ++pos;
+      std::sort(set.begin(), set.end());
+      set.erase(std::unique(set.begin(), set.end()), set.end());
+      set_of_[static_cast<size_t>(i)] = static_cast<int32_t>(sets.size());
+      sets.push_back(std::move(set));
+    }
+    if (pos != s_.n_membership)
+      return "membership_values holds " + std::to_string(count_sets()) + " sets (ended by NaN), but " +
+             std::to_string(sets.size()) + " nodes are BRANCH_MEMBER";
+    return "";
+  }
+
+  int64_t n_listed() const { return s_.n_nodes + s_.n_leaves; }
+  int64_t n_trees() const { return s_.n_trees; }
+  std::string root(int64_t t, int32_t* at) const {
+    const int64_t r = s_.tree_roots[t];
+    if (r < 0 || r >= s_.n_nodes)
+      return "tree_roots[" + std::to_string(t) + "] is " + std::to_string(r) + ", but there are " +
+             std::to_string(s_.n_nodes) + " nodes";
+    // A tree that is one leaf: a root whose two branches are the same leaf
+    // is that leaf, the one numbered as the root itself (as onnxruntime and
+    // the ONNX reference read it).
+    if (s_.trueleafs[r] && s_.falseleafs[r] && s_.truenodeids[r] == s_.falsenodeids[r]) {
+      if (r >= s_.n_leaves)
+        return "tree " + std::to_string(t) + " is a single leaf, leaf " + std::to_string(r) + ", but there are " +
+               std::to_string(s_.n_leaves) + " leaves";
+      *at = static_cast<int32_t>(s_.n_nodes + r);
+      return "";
+    }
+    *at = static_cast<int32_t>(r);
+    return "";
+  }
+  std::string where(int32_t i) const {
+    return i < s_.n_nodes ? "node " + std::to_string(i) : "leaf " + std::to_string(i - s_.n_nodes);
+  }
+  bool leaf(int32_t i) const { return i >= s_.n_nodes; }
+  uint32_t mode(int32_t i) const { return static_cast<uint32_t>(s_.modes[i]); }
+  int64_t feature(int32_t i) const { return s_.featureids[i]; }
+  double split(int32_t i) const { return s_.modes[i] == kMember ? 0.0 : s_.splits[i]; }
+  bool missing(int32_t i) const { return s_.missing_true && s_.missing_true[i] != 0; }
+  int32_t set_of(int32_t i) const { return set_of_[static_cast<size_t>(i)]; }
+  std::string child(int64_t, int32_t i, int side, int32_t* at) const {
+    const int64_t id = side == 0 ? s_.truenodeids[i] : s_.falsenodeids[i];
+    const bool to_leaf = (side == 0 ? s_.trueleafs[i] : s_.falseleafs[i]) != 0;
+    const int64_t limit = to_leaf ? s_.n_leaves : s_.n_nodes;
+    if (id < 0 || id >= limit)
+      return where(i) + ": its " + (side == 0 ? "true" : "false") + " branch points to " +
+             (to_leaf ? "leaf " : "node ") + std::to_string(id) + ", but there are " + std::to_string(limit) +
+             (to_leaf ? " leaves" : " nodes");
+    *at = static_cast<int32_t>(to_leaf ? s_.n_nodes + id : id);
+    return "";
+  }
+  int32_t weight_count(int32_t) const { return 1; }
+  void weight(int32_t i, int32_t, int32_t* target, double* value) const {
+    *target = static_cast<int32_t>(s_.leaf_targetids[i - s_.n_nodes]);
+    *value = s_.leaf_weights[i - s_.n_nodes];
+  }
+
+  std::vector<std::vector<double>> sets;
+
+ private:
+  int64_t count_sets() const {
+    int64_t k = 0;
+    for (int64_t p = 0; p < s_.n_membership; ++p) k += std::isnan(s_.membership[p]) ? 1 : 0;
+    return k;
+  }
+
+  const SpecV5& s_;
+  std::vector<int32_t> set_of_;
+};
+
+// Trees breadth-first into f->nodes (see tree_engine.h), from any front end.
+template <typename T, typename Source>
+std::string emit(const Source& src, const OutputSpec& out, int branch_free_levels, Forest<T>* f) {
+  const int64_t n = src.n_listed();
+  if (src.n_trees() == 0) return "the ensemble has no tree";
+  if (n > kMaxIndex) return "too many nodes";
+  const bool one_target = out.n_targets == 1;
+  *f = Forest<T>{};
+  f->nodes.reserve(static_cast<size_t>(n));
+  f->leaf_first.reserve(static_cast<size_t>(n));
+  f->leaf_count.reserve(static_cast<size_t>(n));
   f->weights_all_positive = true;
-  std::vector<uint8_t> class_seen(static_cast<size_t>(s.n_targets), 0);
+  std::vector<uint8_t> class_seen(static_cast<size_t>(out.n_targets), 0);
   int64_t distinct = 0;
-  int32_t w_slot = -1;
-  for (size_t j = 0; j < s.w_ids.size(); ++j) {
-    if (s.w_values[j] < 0) f->weights_all_positive = false;
-    const int64_t id = s.w_ids[j];
-    if (id < 0 || id >= s.n_targets) {
-      if (s.classifier)
-        return "class weight " + std::to_string(j) + " is for class " + std::to_string(id) + ", but there are " +
-               std::to_string(s.n_targets) + " class labels";
-      return "target weight " + std::to_string(j) + " is for target " + std::to_string(id) + ", but n_targets is " +
-             std::to_string(s.n_targets);
-    }
-    if (!class_seen[static_cast<size_t>(id)]) {
-      class_seen[static_cast<size_t>(id)] = 1;
-      ++distinct;
-    }
-    if (j == 0 || s.w_treeids[j] != s.w_treeids[j - 1]) w_slot = slot_of(s.w_treeids[j]);
-    const int32_t at = index.find(w_slot, s.w_treeids[j], s.w_nodeids[j]);
-    if (at < 0)
-      return "weight " + std::to_string(j) + " names " + where(s.w_treeids[j], s.w_nodeids[j]) +
-             ", which does not exist";
-    if (s.modes[static_cast<size_t>(at)] != kLeaf) continue;  // weights of branches are ignored
-    w_node[j] = at;
-    ++w_count[static_cast<size_t>(at)];
-  }
-  std::vector<int32_t> w_start(n + 1, 0);
-  for (size_t i = 0; i < n; ++i) w_start[i + 1] = w_start[i] + w_count[i];
-  std::vector<int32_t> w_order(static_cast<size_t>(w_start[n]));
-  {
-    std::vector<int32_t> fill(w_start.begin(), w_start.end() - 1);
-    for (size_t j = 0; j < s.w_ids.size(); ++j)
-      if (w_node[j] >= 0) w_order[static_cast<size_t>(fill[static_cast<size_t>(w_node[j])]++)] = static_cast<int32_t>(j);
-  }
-
-  f->nodes.clear();
-  f->nodes.reserve(n);
-  f->leaf_first.clear();
-  f->leaf_count.clear();
-  f->w_target.clear();
-  f->w_value.clear();
-  f->roots.clear();
-  f->depth.clear();
-  f->fixed_depth.clear();
-  f->max_feature = -1;
-  f->missing = false;
-  f->sum_depth = 0;
   bool first_mode = true;
   uint32_t mode = kLeq;
-  std::vector<int32_t> placed(n, -1);
-  std::vector<int32_t> queue;
-  std::vector<int32_t> level;
-  for (size_t t = 0; t < tree_first.size(); ++t) {
-    const int64_t tid = tree_id[t];
+  std::vector<int32_t> stamp(static_cast<size_t>(n), -1);  // the tree that placed each listed node
+  std::vector<int32_t> queue, level;
+  for (int64_t t = 0; t < src.n_trees(); ++t) {
     const int32_t base = static_cast<int32_t>(f->nodes.size());
-    queue.clear();
-    level.clear();
-    queue.push_back(tree_first[t]);
-    level.push_back(0);
-    placed[static_cast<size_t>(tree_first[t])] = base;
+    int32_t root = -1;
+    std::string e = src.root(t, &root);
+    if (!e.empty()) return e;
+    queue.assign(1, root);
+    level.assign(1, 0);
+    stamp[static_cast<size_t>(root)] = static_cast<int32_t>(t);
     int32_t max_level = 0;
     // Breadth-first: queue[k] becomes node base + k.
     for (size_t k = 0; k < queue.size(); ++k) {
-      const size_t i = static_cast<size_t>(queue[k]);
+      const int32_t i = queue[k];
       const int32_t self = base + static_cast<int32_t>(k);
       Node<T> node{};
-      const uint32_t m = s.modes[i];
-      if (m == kLeaf) {
-        if (w_count[i] == 0) return "leaf " + where(tid, s.nodeids[i]) + " has no weight";
-        node.word = 0;
+      if (src.leaf(i)) {
+        const int32_t count = src.weight_count(i);
+        if (count == 0) return "leaf " + src.where(i) + " has no weight";
         node.child[0] = node.child[1] = self;
-        node.value = static_cast<T>(s.w_values[static_cast<size_t>(w_order[static_cast<size_t>(w_start[i])])]);
         f->leaf_first.push_back(static_cast<int32_t>(f->w_target.size()));
-        f->leaf_count.push_back(one_target ? 1 : w_count[i]);
-        for (int32_t q = 0; q < (one_target ? 1 : w_count[i]); ++q) {
-          const size_t j = static_cast<size_t>(w_order[static_cast<size_t>(w_start[i] + q)]);
-          f->w_target.push_back(static_cast<int32_t>(s.w_ids[j]));
-          f->w_value.push_back(static_cast<T>(s.w_values[j]));
+        f->leaf_count.push_back(one_target ? 1 : count);
+        for (int32_t q = 0; q < count; ++q) {
+          int32_t target = 0;
+          double value = 0;
+          src.weight(i, q, &target, &value);
+          if (value < 0) f->weights_all_positive = false;
+          if (!class_seen[static_cast<size_t>(target)]) {
+            class_seen[static_cast<size_t>(target)] = 1;
+            ++distinct;
+          }
+          if (q == 0) node.value = static_cast<T>(value);
+          if (one_target && q > 0) continue;
+          f->w_target.push_back(target);
+          f->w_value.push_back(static_cast<T>(value));
         }
       } else {
-        const int64_t feat = s.featureids[i];
+        const int64_t feat = src.feature(i);
         if (feat < 0 || feat > static_cast<int64_t>(kFeatureMask))
-          return where(tid, s.nodeids[i]) + " reads feature " + std::to_string(feat) + ", out of range";
+          return src.where(i) + " reads feature " + std::to_string(feat) + ", out of range";
         f->max_feature = std::max(f->max_feature, feat);
-        const bool miss = s.missing_true[i] != 0;
+        const bool miss = src.missing(i);
         f->missing = f->missing || miss;
+        const uint32_t m = src.mode(i);
         if (first_mode) {
           mode = m;
           first_mode = false;
@@ -204,25 +343,24 @@ std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest
           mode = kMixed;
         }
         node.word = static_cast<uint32_t>(feat) | (m << 28) | (miss ? kMissingTrue : 0u);
-        node.value = static_cast<T>(s.values[i]);
-        const int64_t kids[2] = {s.truenodeids[i], s.falsenodeids[i]};
+        if (m == kMember) {
+          const uint32_t set = static_cast<uint32_t>(src.set_of(i));
+          std::memcpy(&node.value, &set, sizeof(set));
+        } else {
+          node.value = static_cast<T>(src.split(i));
+        }
         for (int side = 0; side < 2; ++side) {
+          int32_t c = -1;
+          e = src.child(t, i, side, &c);
+          if (!e.empty()) return e;
           const char* which = side == 0 ? "true" : "false";
-          const int32_t at = kids[side] > std::numeric_limits<int32_t>::max()
-                                 ? -1
-                                 : index.find(static_cast<int32_t>(t), tid, kids[side]);
-          if (at < 0)
-            return where(tid, s.nodeids[i]) + ": its " + which + " branch points to node id " +
-                   std::to_string(kids[side]) + ", which is not in tree " + std::to_string(tid);
-          const size_t c = static_cast<size_t>(at);
-          if (c == i) return where(tid, s.nodeids[i]) + ": its " + which + " branch points to itself";
-          if (placed[c] >= 0) {
-            return where(tid, s.nodeids[i]) + ": its " + which + " branch reaches node " +
-                   std::to_string(s.nodeids[c]) + " a second time (the nodes do not form a tree)";
-          }
-          placed[c] = base + static_cast<int32_t>(queue.size());
-          node.child[side] = placed[c];
-          queue.push_back(static_cast<int32_t>(c));
+          if (c == i) return src.where(i) + ": its " + which + " branch points to itself";
+          if (stamp[static_cast<size_t>(c)] == static_cast<int32_t>(t))
+            return src.where(i) + ": its " + which + " branch reaches " + src.where(c) +
+                   " a second time (the nodes do not form a tree)";
+          stamp[static_cast<size_t>(c)] = static_cast<int32_t>(t);
+          node.child[side] = base + static_cast<int32_t>(queue.size());
+          queue.push_back(c);
           level.push_back(level[k] + 1);
           max_level = std::max(max_level, level[k] + 1);
         }
@@ -238,20 +376,63 @@ std::string compile_forest(const EnsembleSpec& s, int branch_free_levels, Forest
   }
   f->mode = first_mode ? kLeq : mode;
   f->n_trees = static_cast<int64_t>(f->roots.size());
-  f->n_targets = s.n_targets;
-  f->aggregate = s.aggregate;
-  f->post = s.post;
-  f->base_values.assign(s.base_values.begin(), s.base_values.end());
-  f->classifier = s.classifier;
-  f->class_labels = s.class_labels;
-  f->binary_case = s.classifier && s.n_targets == 2 && distinct == 1;
+  f->n_targets = out.n_targets;
+  f->aggregate = out.aggregate;
+  f->post = out.post;
+  f->base_values.assign(out.base_values.begin(), out.base_values.end());
+  f->classifier = out.classifier;
+  f->class_labels = out.class_labels;
+  f->binary_case = out.classifier && out.n_targets == 2 && distinct == 1;
+  return "";
+}
+
+}  // namespace
+
+template <typename T>
+std::string compile_v3(const SpecV3& spec, const OutputSpec& out, int branch_free_levels, Forest<T>* f) {
+  if (spec.n_nodes == 0) return "the ensemble has no node";
+  if (spec.n_nodes > kMaxIndex) return "too many nodes";
+  SourceV3 src(spec);
+  std::string e = src.prepare(out);
+  if (!e.empty()) return e;
+  return emit(src, out, branch_free_levels, f);
+}
+
+template <typename T>
+std::string compile_v5(const SpecV5& spec, const OutputSpec& out, int branch_free_levels, Forest<T>* f) {
+  SourceV5 src(spec);
+  std::string e = src.prepare(out);
+  if (!e.empty()) return e;
+  e = emit(src, out, branch_free_levels, f);
+  if (!e.empty()) return e;
+  f->set_first.assign(1, 0);
+  for (const auto& set : src.sets) {
+    for (double v : set) f->set_values.push_back(static_cast<T>(v));
+    f->set_first.push_back(static_cast<int32_t>(f->set_values.size()));
+  }
   return "";
 }
 
 namespace {
 
+// Whether v is in BRANCH_MEMBER set k (sorted; NaN is in no set).
+template <typename T>
+bool in_set(const Forest<T>& f, const T& bits, T v) {
+  uint32_t k;
+  std::memcpy(&k, &bits, sizeof(k));
+  const T* first = f.set_values.data() + f.set_first[k];
+  const T* last = f.set_values.data() + f.set_first[k + 1];
+  if (last - first <= 8) {
+    for (const T* p = first; p < last; ++p)
+      if (*p == v) return true;
+    return false;
+  }
+  const T* p = std::lower_bound(first, last, v);
+  return p != last && *p == v;
+}
+
 template <typename T, uint32_t MODE, bool MISS>
-inline int32_t step(const Node<T>* nodes, int32_t i, const T* x) {
+inline int32_t step(const Forest<T>& f, const Node<T>* nodes, int32_t i, const T* x) {
   const Node<T>& n = nodes[i];
   const uint32_t w = n.word;
   const T v = x[w & kFeatureMask];
@@ -264,6 +445,7 @@ inline int32_t step(const Node<T>* nodes, int32_t i, const T* x) {
     case kGt: c = v > n.value; break;
     case kEq: c = v == n.value; break;
     case kNeq: c = v != n.value; break;
+    case kMember: c = in_set(f, n.value, v); break;
     default: c = false; break;
   }
   if (MISS) c = c || ((w & kMissingTrue) != 0 && std::isnan(v));
@@ -321,11 +503,11 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
         rows[b] = x + (r + b) * nf;
       }
       for (int32_t d = 0; d < fixed; ++d)
-        for (int b = 0; b < kBlock; ++b) idx[b] = step<T, MODE, MISS>(nodes, idx[b], rows[b]);
+        for (int b = 0; b < kBlock; ++b) idx[b] = step<T, MODE, MISS>(f, nodes, idx[b], rows[b]);
       if (deep) {
         for (int b = 0; b < kBlock; ++b) {
           int32_t i = idx[b];
-          while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(nodes, i, rows[b]);
+          while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(f, nodes, i, rows[b]);
           idx[b] = i;
         }
       }
@@ -354,11 +536,11 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
       // Leaves point to themselves: walking a shallower tree past its
       // leaves leaves it there.
       for (int32_t d = 0; d < fixed; ++d)
-        for (int b = 0; b < kTreeBlock; ++b) idx[b] = step<T, MODE, MISS>(nodes, idx[b], row);
+        for (int b = 0; b < kTreeBlock; ++b) idx[b] = step<T, MODE, MISS>(f, nodes, idx[b], row);
       if (deep) {
         for (int b = 0; b < kTreeBlock; ++b) {
           int32_t i = idx[b];
-          while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(nodes, i, row);
+          while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(f, nodes, i, row);
           idx[b] = i;
         }
       }
@@ -367,9 +549,9 @@ void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
     for (; t < t1; ++t) {
       const size_t ts = static_cast<size_t>(t);
       int32_t i = f.roots[ts];
-      for (int32_t d = 0; d < f.fixed_depth[ts]; ++d) i = step<T, MODE, MISS>(nodes, i, row);
+      for (int32_t d = 0; d < f.fixed_depth[ts]; ++d) i = step<T, MODE, MISS>(f, nodes, i, row);
       if (f.depth[ts] > f.fixed_depth[ts])
-        while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(nodes, i, row);
+        while (nodes[i].child[0] != i) i = step<T, MODE, MISS>(f, nodes, i, row);
       take_leaf(f, i, a, h);
     }
   }
@@ -409,27 +591,29 @@ inline float erf_inv(float x) {
 inline float probit(float v) { return static_cast<float>(M_SQRT2) * erf_inv(2 * v - 1); }
 
 // Writes n >= 2 scores with the transform; value k is acc[k] when it has a
-// score, else 0.
-template <typename T>
-void write_scores(PostTransform post, T* acc, const uint8_t* has, int64_t n, float* z) {
+// score, else 0. Transforms are computed in float32, as onnxruntime computes
+// them for either output type (O = float or double); NONE writes the score
+// itself.
+template <typename T, typename O>
+void write_scores(PostTransform post, T* acc, const uint8_t* has, int64_t n, O* z) {
   auto val = [&](int64_t k) { return has[k] ? acc[k] : T(0); };
   switch (post) {
     case kProbit:
-      for (int64_t k = 0; k < n; ++k) z[k] = probit(static_cast<float>(val(k)));
+      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(probit(static_cast<float>(val(k))));
       break;
     case kLogistic:
-      for (int64_t k = 0; k < n; ++k) z[k] = logistic(static_cast<float>(val(k)));
+      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(logistic(static_cast<float>(val(k))));
       break;
     case kSoftmax: {
       float vmax = -std::numeric_limits<float>::max();
       for (int64_t k = 0; k < n; ++k) vmax = std::max(vmax, static_cast<float>(val(k)));
+      std::vector<float> e(static_cast<size_t>(n));
       float sum = 0.f;
       for (int64_t k = 0; k < n; ++k) {
-        const float e = std::exp(static_cast<float>(val(k)) - vmax);
-        z[k] = e;
-        sum += e;
+        e[static_cast<size_t>(k)] = std::exp(static_cast<float>(val(k)) - vmax);
+        sum += e[static_cast<size_t>(k)];
       }
-      for (int64_t k = 0; k < n; ++k) z[k] = z[k] / sum;
+      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(e[static_cast<size_t>(k)] / sum);
       break;
     }
     case kSoftmaxZero: {
@@ -448,11 +632,11 @@ void write_scores(PostTransform post, T* acc, const uint8_t* has, int64_t n, flo
           tmp[static_cast<size_t>(k)] = val(k) * static_cast<T>(exp_neg_max);
         }
       }
-      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<float>(tmp[static_cast<size_t>(k)] / sum);
+      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(static_cast<float>(tmp[static_cast<size_t>(k)] / sum));
       break;
     }
     default:
-      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<float>(val(k));
+      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(val(k));
       break;
   }
 }
@@ -482,8 +666,8 @@ void merge_scores(const Forest<T>& f, T* a, uint8_t* ha, const T* b, const uint8
   }
 }
 
-template <typename T>
-void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* label) {
+template <typename T, typename O>
+void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, O* z, int64_t* label) {
   const int64_t n = f.n_targets;
   const std::vector<T>& base = f.base_values;
   if (!f.classifier) {
@@ -495,7 +679,7 @@ void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* l
         case kAverage: s = acc[0] / static_cast<T>(f.n_trees) + origin; break;
         default: s = has[0] ? acc[0] + origin : origin; break;
       }
-      z[0] = f.post == kProbit ? probit(static_cast<float>(s)) : static_cast<float>(s);
+      z[0] = f.post == kProbit ? static_cast<O>(probit(static_cast<float>(s))) : static_cast<O>(s);
       return;
     }
     const bool use_base = base.size() == static_cast<size_t>(n);
@@ -592,9 +776,9 @@ void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* l
     return;
   }
   const T v = has[0] ? acc[0] : T(0);
-  z[1] = 0.f;
+  z[1] = O(0);
   if (f.post == kProbit) {
-    z[0] = probit(static_cast<float>(v));
+    z[0] = static_cast<O>(probit(static_cast<float>(v)));
     return;
   }
   switch (extra) {
@@ -605,38 +789,42 @@ void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* l
       // (onnxruntime: z1 = logistic(v), z0 = 1 - z1; other transforms
       // leave {1 - v, v}).
       if (f.post == kLogistic) {
-        z[1] = logistic(static_cast<float>(v));
-        z[0] = 1.0f - z[1];
+        const float p = logistic(static_cast<float>(v));
+        z[1] = static_cast<O>(p);
+        z[0] = static_cast<O>(1.0f - p);
       } else {
-        z[0] = static_cast<float>(T(1) - v);
-        z[1] = static_cast<float>(v);
+        z[0] = static_cast<O>(static_cast<float>(T(1) - v));
+        z[1] = static_cast<O>(static_cast<float>(v));
       }
       break;
     case 2:
     case 3:
       if (f.post == kLogistic) {
-        z[1] = logistic(static_cast<float>(v));
-        z[0] = logistic(static_cast<float>(-v));
+        z[1] = static_cast<O>(logistic(static_cast<float>(v)));
+        z[0] = static_cast<O>(logistic(static_cast<float>(-v)));
       } else {
-        z[0] = static_cast<float>(-v);
-        z[1] = static_cast<float>(v);
+        z[0] = static_cast<O>(static_cast<float>(-v));
+        z[1] = static_cast<O>(static_cast<float>(v));
       }
       break;
     default:
-      z[0] = static_cast<float>(v);
+      z[0] = static_cast<O>(static_cast<float>(v));
       break;
   }
 }
 
-template std::string compile_forest<float>(const EnsembleSpec&, int, Forest<float>*);
-template std::string compile_forest<double>(const EnsembleSpec&, int, Forest<double>*);
+template std::string compile_v3<float>(const SpecV3&, const OutputSpec&, int, Forest<float>*);
+template std::string compile_v3<double>(const SpecV3&, const OutputSpec&, int, Forest<double>*);
+template std::string compile_v5<float>(const SpecV5&, const OutputSpec&, int, Forest<float>*);
+template std::string compile_v5<double>(const SpecV5&, const OutputSpec&, int, Forest<double>*);
 template void accumulate<float>(const Forest<float>&, const float*, int64_t, int64_t, int64_t, int64_t, int64_t,
                                 float*, uint8_t*);
 template void accumulate<double>(const Forest<double>&, const double*, int64_t, int64_t, int64_t, int64_t, int64_t,
                                  double*, uint8_t*);
 template void merge_scores<float>(const Forest<float>&, float*, uint8_t*, const float*, const uint8_t*, int64_t);
 template void merge_scores<double>(const Forest<double>&, double*, uint8_t*, const double*, const uint8_t*, int64_t);
-template void finalize_row<float>(const Forest<float>&, float*, uint8_t*, float*, int64_t*);
-template void finalize_row<double>(const Forest<double>&, double*, uint8_t*, float*, int64_t*);
+template void finalize_row<float, float>(const Forest<float>&, float*, uint8_t*, float*, int64_t*);
+template void finalize_row<double, float>(const Forest<double>&, double*, uint8_t*, float*, int64_t*);
+template void finalize_row<double, double>(const Forest<double>&, double*, uint8_t*, double*, int64_t*);
 
 }  // namespace olc_ml

@@ -1,6 +1,7 @@
 // The tree ensemble engine: a forest compiled once from the node/leaf tables
-// of a TreeEnsembleRegressor / TreeEnsembleClassifier into one flat node
-// array, then evaluated for blocks of rows.
+// of a TreeEnsembleRegressor / TreeEnsembleClassifier (ai.onnx.ml 1-4) or a
+// TreeEnsemble (ai.onnx.ml 5) into one flat node array, then evaluated for
+// blocks of rows.
 //
 // Layout. Trees are renumbered breadth-first and stored one after the other,
 // so the top levels of every tree share a few cache lines. A node is
@@ -13,7 +14,8 @@
 // of rows at once so their loads overlap; rows that are still inside a node
 // after that continue with a leaf test per level. A leaf keeps its first
 // weight in `value` (the single-target case) and its weight range in
-// leaf_first / leaf_count (several targets or classes).
+// leaf_first / leaf_count (several targets or classes). A set-membership
+// branch (BRANCH_MEMBER) keeps the index of its set in the bits of `value`.
 #ifndef OLC_ML_TREE_ENGINE_H_
 #define OLC_ML_TREE_ENGINE_H_
 
@@ -23,7 +25,10 @@
 
 namespace olc_ml {
 
-enum Mode : uint32_t { kLeq = 0, kLt = 1, kGte = 2, kGt = 3, kEq = 4, kNeq = 5, kLeaf = 6, kMixed = 7 };
+// Branch comparisons as stored in a node's word (and in the spec's modes,
+// where kLeaf marks a leaf of the v1-3 tables). kMixed is only a forest's
+// summary: its branches compare in several ways.
+enum Mode : uint32_t { kLeq = 0, kLt = 1, kGte = 2, kGt = 3, kEq = 4, kNeq = 5, kMember = 6, kLeaf = 7, kMixed = 8 };
 enum Aggregate { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
 enum PostTransform { kNone = 0, kSoftmax = 1, kLogistic = 2, kSoftmaxZero = 3, kProbit = 4 };
 
@@ -37,20 +42,41 @@ struct Node {
   T value;
 };
 
-// What the adapter parsed from the node's attributes (already checked for
-// consistent lengths); thresholds and weights in double.
-struct EnsembleSpec {
-  std::vector<int64_t> treeids, nodeids, featureids, truenodeids, falsenodeids, missing_true;
-  std::vector<uint32_t> modes;  // Mode per node
-  std::vector<double> values;
-  std::vector<int64_t> w_treeids, w_nodeids, w_ids;
-  std::vector<double> w_values;
-  std::vector<double> base_values;
-  int64_t n_targets = 1;
+// The aggregation and output rules shared by both forms of the operator.
+struct OutputSpec {
+  int64_t n_targets = 1;  // targets, or classes of a classifier
   Aggregate aggregate = kSum;
   PostTransform post = kNone;
+  std::vector<double> base_values;
   bool classifier = false;
   std::vector<int64_t> class_labels;
+};
+
+// The node tables are read in place from the node's attributes (they
+// outlive the compile only); lengths are checked by the adapter.
+//
+// ai.onnx.ml 1-4: nodes keyed by (tree id, node id), leaf weights listed
+// apart and keyed the same way; modes as Mode codes (kLeaf for leaves).
+struct SpecV3 {
+  int64_t n_nodes = 0, n_weights = 0;
+  const int64_t *treeids = nullptr, *nodeids = nullptr, *featureids = nullptr, *truenodeids = nullptr;
+  const int64_t *falsenodeids = nullptr, *missing_true = nullptr, *modes = nullptr;
+  const double* values = nullptr;
+  const int64_t *w_treeids = nullptr, *w_nodeids = nullptr, *w_ids = nullptr;
+  const double* w_values = nullptr;
+};
+
+// ai.onnx.ml 5: branches indexed 0..n-1, leaves 0..m-1, each child either a
+// branch or (its *leafs flag set) a leaf; one target per leaf; modes 0-6
+// (kLeq .. kMember).
+struct SpecV5 {
+  int64_t n_nodes = 0, n_leaves = 0, n_trees = 0;
+  const int64_t *featureids = nullptr, *truenodeids = nullptr, *falsenodeids = nullptr;
+  const int64_t *trueleafs = nullptr, *falseleafs = nullptr, *missing_true = nullptr, *modes = nullptr;
+  const int64_t *tree_roots = nullptr, *leaf_targetids = nullptr;
+  const double *splits = nullptr, *leaf_weights = nullptr;
+  const double* membership = nullptr;  // the sets of the BRANCH_MEMBER nodes in node order, NaN after each
+  int64_t n_membership = 0;
 };
 
 template <typename T>
@@ -63,6 +89,8 @@ struct Forest {
   std::vector<int32_t> w_target;
   std::vector<T> w_value;
   std::vector<T> base_values;
+  std::vector<T> set_values;        // BRANCH_MEMBER sets, sorted, one after the other
+  std::vector<int32_t> set_first;   // per set: its first value; set_first[k + 1] ends it
   int64_t n_targets = 1;
   int64_t n_trees = 0;
   int64_t max_feature = -1;  // highest feature a branch reads
@@ -78,11 +106,13 @@ struct Forest {
   int64_t sum_depth = 0;
 };
 
-// Compiles spec into forest; returns "" or the reason the tables are invalid.
+// Compile the tables into `forest`; "" or the reason they are invalid.
 // branch_free_levels: how many top levels of each tree are walked without
 // leaf tests.
 template <typename T>
-std::string compile_forest(const EnsembleSpec& spec, int branch_free_levels, Forest<T>* forest);
+std::string compile_v3(const SpecV3& spec, const OutputSpec& out, int branch_free_levels, Forest<T>* forest);
+template <typename T>
+std::string compile_v5(const SpecV5& spec, const OutputSpec& out, int branch_free_levels, Forest<T>* forest);
 
 // Per-row scores of rows [r0, r1) over trees [t0, t1): acc holds
 // (r1 - r0) * n_targets scores, has the matching "has a score" flags; both
@@ -96,9 +126,10 @@ template <typename T>
 void merge_scores(const Forest<T>& f, T* a, uint8_t* ha, const T* b, const uint8_t* hb, int64_t n);
 
 // Final values of one row: z receives the output scores (n_targets or
-// n_classes floats), label the class label (classifier only).
-template <typename T>
-void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, float* z, int64_t* label);
+// n_classes values, O = float or double), label the class label (classifier
+// only).
+template <typename T, typename O>
+void finalize_row(const Forest<T>& f, T* acc, uint8_t* has, O* z, int64_t* label);
 
 }  // namespace olc_ml
 

@@ -218,3 +218,43 @@ def test_forest_larger_than_a_tree_chunk(kind, threads):
         x = rng.standard_normal((rows, 30)).astype(np.float32)
         np.testing.assert_allclose(olc_run(model, {"X": x}, "TreeEnsembleRegressor", threads)[0],
                                    ort_run(model, {"X": x})[0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["binary", "multi"])
+def test_string_class_labels(kind):
+    """String labels: the native forest on class indices inside the Python
+    kernel that maps them to the labels; labels equal onnxruntime's."""
+    names = np.array(["cat", "dog", "émeu"])
+    y = (X[:, 0] > 0).astype(int) + ((X[:, 1] > 0.3) if kind == "multi" else 0)
+    for model in (sklearn.RandomForestClassifier(n_estimators=8, max_depth=6, random_state=0),
+                  sklearn.GradientBoostingClassifier(n_estimators=8, max_depth=3, random_state=0)):
+        model.fit(X, names[y])
+        onx = skl2onnx.to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}, options={"zipmap": False})
+        for data in (X, X_NAN, X[:1]):
+            s = olc_core.Session(onx, strict=True)
+            assert s.kernel_plan()[0].kernel.endswith("TreeEnsembleClassifierStrings")
+            got, want = s.run(None, {"X": data}), ort_run(onx, {"X": data})
+            assert got[0].tolist() == want[0].tolist()
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-5, atol=1e-6)
+
+
+def test_v3_forms_at_ml_opset_5():
+    """Exporters still write TreeEnsembleRegressor / Classifier in models
+    importing ai.onnx.ml 5 (the schema marks them deprecated there)."""
+    y = X[:, 0] * 2 + X[:, 1]
+    for model in (sklearn.RandomForestRegressor(n_estimators=5, max_depth=5, random_state=0).fit(X, y),
+                  sklearn.RandomForestClassifier(n_estimators=5, max_depth=5, random_state=0).fit(X, y > 0)):
+        options = {"zipmap": False} if hasattr(model, "classes_") else None
+        onx = skl2onnx.to_onnx(model, X[:1], target_opset={"": 21, "ai.onnx.ml": 5}, options=options)
+        got = olc_core.Session(onx, strict=True).run(None, {"X": X_NAN})
+        for g, w in zip(got, ort_run(onx, {"X": X_NAN})):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_native_without_fusion():
+    y = X[:, 0] * 2 + X[:, 1]
+    onx = skl2onnx.to_onnx(sklearn.RandomForestRegressor(n_estimators=4, max_depth=4, random_state=0).fit(X, y),
+                           X[:1], target_opset={"": 17, "ai.onnx.ml": 3})
+    s = olc_core.Session(onx, strict=True, fusion=False, record_usage=True)
+    np.testing.assert_allclose(s.run(None, {"X": X})[0], ort_run(onx, {"X": X})[0], rtol=1e-5, atol=1e-5)
+    assert s.kernel_usage() == [kernel_name("TreeEnsembleRegressor")]

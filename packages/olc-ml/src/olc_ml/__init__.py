@@ -1,5 +1,6 @@
-"""olc-ml: ai.onnx.ml TreeEnsembleRegressor and TreeEnsembleClassifier for
-olc-core, on a forest compiled once into a flat breadth-first node array."""
+"""olc-ml: the ai.onnx.ml operators for olc-core: tree ensembles on a forest
+compiled once into a flat breadth-first node array, and the other operators
+of scikit-learn pipelines."""
 
 from .manifest import ML_OPS, kernel_name
 

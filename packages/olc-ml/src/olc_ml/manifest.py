@@ -1,46 +1,83 @@
-"""The one table of olc-ml's kernels: registration (plugin.py), the graph
-pass (passes.py), the tests and the benchmarks read it.
+"""The one table of olc-ml's kernels: registration (plugin.py), the tests and
+the benchmarks read it.
 
-Each operator of ai.onnx.ml is restated by the graph pass as the same
-operator in ``RESTATED_DOMAIN`` with attributes the native ABI carries
-(``nodes_modes`` as integer codes, ``*_as_tensor`` as float64 bit patterns);
-the native kernel is registered for that domain.
+Numeric operators run on native kernels (``csrc/``), registered directly for
+their ai.onnx.ml nodes; attributes the kernel ABI cannot carry (STRINGS,
+TENSOR) are restated by a ``native_attributes`` hook (attributes.py).
+Operators over strings and maps, which a native kernel cannot see, run on
+Python kernels (python_kernels.py); a classifier with string class labels
+runs its native kernel on class indices inside a Python kernel that maps
+them to the labels.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from olc_core.registration import MAX_OPSET
 
 ML_DOMAIN = "ai.onnx.ml"
-RESTATED_DOMAIN = "olc.ml"
 FAMILY = "olc-ml"
 
-# Comparison codes of the restated node (csrc/tree_engine.h, enum Mode).
+# Branch codes of the native engine (csrc/tree_engine.h, enum Mode), for
+# the v1-3 nodes_modes strings.
 MODE_CODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 3, "BRANCH_EQ": 4, "BRANCH_NEQ": 5,
-              "LEAF": 6}
+              "LEAF": 7}
 
-INPUT_TYPES = ("float32", "float64", "int64", "int32")
+NUMERIC = ("float32", "float64", "int64", "int32")
+FLOAT = ("float32",)
+
+
+def _no_string_labels(node: Any) -> str | None:
+    if any(a.name == "classlabels_strings" and len(a.strings) for a in node.attribute):
+        return "string class labels (the Python kernel maps class indices to them)"
+    return None
+
+
+def _string_labels_only(node: Any) -> str | None:
+    return None if _no_string_labels(node) else "int64 class labels (the native kernel)"
 
 
 @dataclass(frozen=True)
 class MlOp:
+    """One registration: ``kind`` "native" (a vtable of csrc/, restated by
+    the ``attributes`` hook of attributes.py) or "python" (the factory of
+    python_kernels.py named ``python``)."""
+
     op: str
-    since: int        # ai.onnx.ml opsets the pass restates
+    since: int
     until: int
-    weights: str      # prefix of the leaf weight attributes
-    outputs: tuple[str, ...]
+    kind: str
+    types: Mapping[str, tuple[str, ...]]
+    inputs: tuple[str | None, ...]
+    outputs: tuple[str | None, ...]
+    description: str
+    attributes: str = "plain"        # attributes.py hook (native)
+    python: str = ""                 # python_kernels.py factory (python)
+    supports: Callable[[Any], str | None] | None = field(default=None, compare=False)
+    priority: int = 0
+    name: str = ""                   # kernel name suffix, default op
+
+    @property
+    def kernel_name(self) -> str:
+        return f"olc_ml::{self.name or self.op}"
 
 
 ML_OPS: tuple[MlOp, ...] = (
-    MlOp("TreeEnsembleRegressor", 1, 4, "target_", ("Y",)),
-    MlOp("TreeEnsembleClassifier", 1, 4, "class_", ("Y", "Z")),
+    MlOp("TreeEnsembleRegressor", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",),
+         "compiled breadth-first forest, row blocks, row/tree parallel", attributes="tree_ensemble_v3"),
+    MlOp("TreeEnsembleClassifier", 1, MAX_OPSET, "native", {"T": NUMERIC, "L": ("int64",), "Y": FLOAT}, ("T",), ("L", "Y"),
+         "compiled breadth-first forest, row blocks, row/tree parallel", attributes="tree_ensemble_v3",
+         supports=_no_string_labels),
+    MlOp("TreeEnsembleClassifier", 1, MAX_OPSET, "python", {"T": NUMERIC, "L": ("string",), "Y": FLOAT}, ("T",), ("L", "Y"),
+         "the native forest on class indices, mapped to the string labels", python="string_labels",
+         supports=_string_labels_only, priority=-1, name="TreeEnsembleClassifierStrings"),
+    MlOp("TreeEnsemble", 5, MAX_OPSET, "native", {"T": ("float32", "float64", "float16")}, ("T",), ("T",),
+         "compiled breadth-first forest (BRANCH_MEMBER sets), row blocks, row/tree parallel",
+         attributes="tree_ensemble_v5"),
 )
-BY_NAME = {o.op: o for o in ML_OPS}
-
-# Scores are computed in the threshold type (float32 for float32 and integer
-# inputs, float64 for float64) and written as float32; the order of the sum
-# over trees changes only when trees are split over threads.
-SCORE_RTOL = {"float32": 1e-5, "float64": 1e-6}
 
 
 def kernel_name(op: str) -> str:

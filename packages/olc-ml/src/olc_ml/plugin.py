@@ -1,32 +1,32 @@
-"""olc-core plugin: the tree ensemble kernels of manifest.py and the graph
-pass that restates ai.onnx.ml nodes for them (passes.py)."""
+"""olc-core plugin: the registrations of manifest.py."""
 
 from __future__ import annotations
 
 import olc_core
 
-from . import manifest, passes
+from . import attributes, manifest, python_kernels
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
     ext = olc_core.load_extension("olc_ml._ext")
     out = []
     for spec in manifest.ML_OPS:
-        classifier = spec.op == "TreeEnsembleClassifier"
-        types = {"T1": manifest.INPUT_TYPES, "TZ": ("float32",)}
-        if classifier:
-            types["TL"] = ("int64",)
+        native = spec.kind == "native"
         out.append(olc_core.KernelRegistration(
-            domain=manifest.RESTATED_DOMAIN,
+            domain=manifest.ML_DOMAIN,
             op_type=spec.op,
-            kernel_name=manifest.kernel_name(spec.op),
-            types=types,
-            inputs=("T1",),
-            outputs=("TL", "TZ") if classifier else ("TZ",),
-            factory=ext.vtable(spec.op),
+            kernel_name=spec.kernel_name,
+            types=spec.types,
+            inputs=spec.inputs,
+            outputs=spec.outputs,
+            factory=ext.vtable(spec.op) if native else getattr(python_kernels, spec.python),
+            since_version=spec.since,
+            until_version=spec.until,
             family=manifest.FAMILY,
-            description=f"ai.onnx.ml {spec.op} (restated by the {passes.PASS_NAME} pass): compiled breadth-first "
-                        "forest, row blocks, row/tree parallel",
+            description=spec.description,
+            supports=spec.supports,
+            priority=spec.priority,
+            native_attributes=getattr(attributes, spec.attributes) if native else None,
         ))
     return out
 
@@ -34,8 +34,3 @@ def registrations() -> list[olc_core.KernelRegistration]:
 @olc_core.hookimpl
 def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
-
-
-@olc_core.hookimpl
-def olc_register_graph_passes() -> list[olc_core.GraphPass]:
-    return [passes.GRAPH_PASS]
