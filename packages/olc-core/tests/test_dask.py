@@ -398,6 +398,16 @@ def test_a_partition_of_another_dtype_in_a_frame(where):
     np.testing.assert_array_equal(got.iloc[200:].to_numpy(), x[200:])
 
 
+def test_a_partition_without_a_feature_column():
+    model = make_model([helper.make_node("Flatten", ["x"], ["y"], axis=1, name="flatten")],
+                       [tensor("x", TensorProto.FLOAT, ["n", 2])], [tensor("y", TensorProto.FLOAT, None)])
+    pdf = pd.DataFrame(float_data(20, 2), columns=["a", "b"])
+    parts = [dask.delayed(pdf.iloc[:10].copy, pure=True)(), dask.delayed(pdf.iloc[10:].drop, pure=True)(columns="b")]
+    df = dd.from_delayed(parts, meta=pdf.iloc[:0], verify_meta=False)
+    with pytest.raises(olc_core.OlcError, match=r"^partition 1: input 'x': the partition lacks column\(s\) .*'b'"):
+        olc_dask.score(model, df).compute(scheduler="threads")
+
+
 def test_checks_on_the_client():
     model = embedding_model()
     ids = da.from_array(ids_data(), chunks=CHUNK)

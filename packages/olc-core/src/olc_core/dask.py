@@ -58,8 +58,9 @@ class SessionInfo:
     """One cached session: the worker holding it ("" for dask's local
     schedulers), its process, its number among the sessions that process
     built (1 for the first), its threads, the model's content hash (first 16
-    hex digits) and the partitions it scored (in a :class:`Report`: in that
-    computation; from :func:`session_stats`: since it was built)."""
+    hex digits) and the partitions it ran (in a :class:`Report`: in that
+    computation, failed ones included; from :func:`session_stats`: scored
+    since it was built)."""
 
     worker: str
     pid: int
@@ -414,7 +415,10 @@ def _score_frame(job: _Job, index: int, frame: Any) -> _Part:
     def feeds() -> dict[str, np.ndarray]:
         out = {}
         for name, cols, rank in zip(job.inputs, job.columns, job.input_ranks):
-            values = frame[cols].to_numpy() if isinstance(cols, str) else frame[list(cols)].to_numpy()
+            try:
+                values = frame[cols].to_numpy() if isinstance(cols, str) else frame[list(cols)].to_numpy()
+            except KeyError as exc:  # a partition unlike the frame's meta
+                raise OlcError(f"input '{name}': the partition lacks column(s) {exc}") from exc
             out[name] = np.ascontiguousarray(values.reshape(-1, 1) if isinstance(cols, str) and rank == 2 else values)
         return out
 
