@@ -8,6 +8,7 @@
     nox -s lint
     nox -s sanitize       core + elementwise built with ASan/UBSan, their tests under it
                           (-- all: every family; -- olc-matmul ...: the families named)
+    nox -s tsan           core + elementwise built with ThreadSanitizer, the concurrency tests under it
     nox -s fuzz           a seeded run of tools/fuzz_models.py on every family (-- --long: a long run)
 
 Wheels are built into ``wheelhouse/``: olc-core first (``pip wheel --no-deps``),
@@ -38,9 +39,18 @@ nox.options.error_on_external_run = True
 
 ROOT = Path(__file__).resolve().parent
 WHEELHOUSE = ROOT / "wheelhouse"
-# Sanitizer builds must never be picked up by --find-links wheelhouse
-# (pip does not look into subfolders).
-SANITIZE_WHEELHOUSE = WHEELHOUSE / "sanitize"
+
+# The instrumented builds: OLC_SANITIZE's value for CMake, the runtimes to
+# preload (CPython itself is not instrumented), the symbol prefix an
+# instrumented module holds, and the wheelhouse subfolder (pip's
+# --find-links wheelhouse never looks into subfolders, so a plain build
+# cannot pick one up).
+SANITIZERS: dict[str, dict[str, object]] = {
+    "address": {"cmake": "address", "runtimes": ("libasan.so", "libubsan.so"), "marker": b"__asan_",
+                "folder": "sanitize", "label": "ASan + UBSan"},
+    "thread": {"cmake": "thread", "runtimes": ("libtsan.so",), "marker": b"__tsan_",
+               "folder": "tsan", "label": "TSan"},
+}
 
 CORE = "olc-core"
 # The conformance suite's expected failures were measured with this onnx.
@@ -90,12 +100,13 @@ def _build_env(session: nox.Session) -> dict[str, str]:
     return env
 
 
-def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> Path:
-    """Builds ``dist`` into the wheelhouse once per nox invocation; returns the wheel."""
-    key = (dist, sanitize)
+def _build_wheel(session: nox.Session, dist: str, *, sanitizer: str | None = None) -> Path:
+    """Builds ``dist`` (instrumented with ``sanitizer``, a key of SANITIZERS)
+    into the wheelhouse once per nox invocation; returns the wheel."""
+    key = (dist, sanitizer)
     if key in _built:
         return _built[key]
-    outdir = SANITIZE_WHEELHOUSE if sanitize else WHEELHOUSE
+    outdir = WHEELHOUSE / str(SANITIZERS[sanitizer]["folder"]) if sanitizer else WHEELHOUSE
     outdir.mkdir(parents=True, exist_ok=True)
     existing = sorted(outdir.glob(_wheel_glob(dist)))
     if existing and os.environ.get("OLC_REUSE_WHEELS") == "1":
@@ -104,8 +115,8 @@ def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> 
         return existing[-1]
     if dist != CORE:
         # The family build-requires olc-core for its headers, and imports it to
-        # find them: always the plain wheel (an ASan-instrumented olc-core
-        # cannot be imported by the build without LD_PRELOAD).
+        # find them: always the plain wheel (an instrumented olc-core cannot
+        # be imported by the build without LD_PRELOAD).
         _build_wheel(session, CORE)
     for old in existing:
         old.unlink()
@@ -115,14 +126,16 @@ def _build_wheel(session: nox.Session, dist: str, *, sanitize: bool = False) -> 
     # for the whole compile; the lines logged here say what is being built
     # and how long it took instead. A failing build still prints its log.
     args = ["python", "-m", "pip", "wheel", "-q", "--no-deps", "--wheel-dir", str(outdir)]
-    if sanitize:
+    if sanitizer:
         # scikit-build-core's hatchling hook does not see PEP 517 config
         # settings (--config-settings=cmake.define...); it does read SKBUILD_*
         # from the environment, which pip passes into the isolated build.
-        env["SKBUILD_CMAKE_DEFINE"] = "OLC_SANITIZE=ON"
+        # Unstripped, so that a sanitizer's report names our functions.
+        env["SKBUILD_CMAKE_DEFINE"] = f"OLC_SANITIZE={SANITIZERS[sanitizer]['cmake']}"
+        env["SKBUILD_INSTALL_STRIP"] = "false"
     if dist != CORE:
         args += ["--find-links", str(WHEELHOUSE)]
-    what = f"{dist}{' (sanitizers)' if sanitize else ''}"
+    what = f"{dist}{' (' + str(SANITIZERS[sanitizer]['label']) + ')' if sanitizer else ''}"
     session.log(f"building {what}: compiling its C++ extension ...")
     start = time.monotonic()
     session.run(*args, str(_project_dir(dist)), env=env)
@@ -144,7 +157,7 @@ def _has_test_extra(dist: str) -> bool:
     return "test" in _pyproject(dist).get("project", {}).get("optional-dependencies", {})
 
 
-def _install(session: nox.Session, dists: list[str], *extra: str, sanitize: bool = False,
+def _install(session: nox.Session, dists: list[str], *extra: str, sanitizer: str | None = None,
              test_extras: bool = True) -> None:
     """Builds (once) and installs the given olc wheels, with their ``test``
     extras unless ``test_extras`` is false, plus ``extra`` requirements, in
@@ -152,7 +165,7 @@ def _install(session: nox.Session, dists: list[str], *extra: str, sanitize: bool
     session.install("--upgrade", "pip")
     wheels = []
     for dist in dists:
-        wheel = str(_build_wheel(session, dist, sanitize=sanitize))
+        wheel = str(_build_wheel(session, dist, sanitizer=sanitizer))
         wheels.append(f"{wheel}[test]" if test_extras and _has_test_extra(dist) else wheel)
     # The wheels are named by path, so pip cannot take olc-* from anywhere else.
     start = time.monotonic()
@@ -298,9 +311,9 @@ def lint(session: nox.Session) -> None:
         session.error(f"lint failed: {', '.join(failed)}")
 
 
-def _sanitizer_runtime(session: nox.Session) -> str:
+def _sanitizer_runtime(session: nox.Session, sanitizer: str) -> str:
     libs = []
-    for name in ("libasan.so", "libubsan.so"):
+    for name in SANITIZERS[sanitizer]["runtimes"]:  # type: ignore[attr-defined]
         path = subprocess.run(
             ["g++", f"-print-file-name={name}"], capture_output=True, text=True, check=True
         ).stdout.strip()
@@ -316,13 +329,13 @@ def _extension_module(dist: str) -> str:
     return f"{package}._native" if dist == CORE else f"{package}._ext"
 
 
-def _check_instrumented(session: nox.Session, module: str, env: dict[str, str]) -> None:
+def _check_instrumented(session: nox.Session, module: str, sanitizer: str, env: dict[str, str]) -> None:
     """Fails when the sanitize option did not reach CMake (an uninstrumented build proves nothing)."""
     code = (
         "import importlib, pathlib, sys\n"
         f"m = importlib.import_module({module!r})\n"
         "data = pathlib.Path(m.__file__).read_bytes()\n"
-        "sys.exit(0 if b'__asan_' in data else 1)\n"
+        f"sys.exit(0 if {SANITIZERS[sanitizer]['marker']!r} in data else 1)\n"
     )
     session.run("python", "-c", code, env=env)
 
@@ -349,9 +362,9 @@ def sanitize(session: nox.Session) -> None:
     """olc-core and olc-elementwise (or the families named after --, or -- all) built with
     -DOLC_SANITIZE=ON (ASan + UBSan), their tests under it."""
     targets = _sanitize_targets(session)
-    _install(session, targets, *TEST_DEPS, sanitize=True)
+    _install(session, targets, *TEST_DEPS, sanitizer="address")
     env = {
-        "LD_PRELOAD": _sanitizer_runtime(session),
+        "LD_PRELOAD": _sanitizer_runtime(session, "address"),
         # detect_leaks=0: Python's own allocations are never freed at exit.
         # No detect_stack_use_after_return: its fake stack frames break the
         # 64-byte alignment of AVX-512 locals (aligned moves then fault).
@@ -363,16 +376,50 @@ def sanitize(session: nox.Session) -> None:
         "OLC_SANITIZER": "address,undefined",
     }
     for dist in targets:
-        _check_instrumented(session, _extension_module(dist), env)
+        _check_instrumented(session, _extension_module(dist), "address", env)
     failed = []
     for path in map(_tests_of, targets):
         try:
-            # Without faulthandler, a crash is reported by ASan, with its stack.
-            _pytest(session, path, "-p", "no:faulthandler", env=env)
+            # Without faulthandler, a crash is reported by ASan, with its stack;
+            # --capture=sys leaves file descriptor 2 alone, so the report of a
+            # sanitizer that ends the process is printed, not swallowed.
+            _pytest(session, path, "-p", "no:faulthandler", "--capture=sys", env=env)
         except nox.command.CommandFailed:
             failed.append(path)
     if failed:
         session.error(f"failed under the sanitizers: {', '.join(failed)}")
+
+
+# What `nox -s tsan` runs: the tests that drive the executor from several
+# threads (one session from several Python threads, sessions at once, nested
+# regions, subgraphs sharing a pool, the shape cache) and the threaded
+# kernel tests of the family built with it.
+TSAN_TESTS = [
+    "packages/olc-core/tests/test_concurrency.py",
+    "packages/olc-core/tests/test_session.py",
+    "packages/olc-core/tests/test_control_flow.py",
+    "packages/olc-core/tests/test_shape_plan.py",
+    "packages/olc-elementwise/tests/test_binary.py::test_plan_cache_concurrent_runs",
+    "packages/olc-elementwise/tests/test_unary.py::test_threads_identical",
+]
+
+
+@nox.session
+def tsan(session: nox.Session) -> None:
+    """olc-core and olc-elementwise built with -DOLC_SANITIZE=thread (ThreadSanitizer); the
+    concurrency and executor tests under it (a data race halts the run with its report)."""
+    targets = [CORE, "olc-elementwise"]
+    _install(session, targets, *TEST_DEPS, sanitizer="thread")
+    env = {
+        "LD_PRELOAD": _sanitizer_runtime(session, "thread"),
+        # halt_on_error: the first race fails the run (exit code 66) with its report.
+        "TSAN_OPTIONS": "halt_on_error=1:second_deadlock_stack=1",
+        "OLC_SANITIZER": "thread",
+    }
+    for dist in targets:
+        _check_instrumented(session, _extension_module(dist), "thread", env)
+    session.run("pytest", "-ra", "-p", "no:cacheprovider", "-p", "no:faulthandler", "--capture=sys",
+                *TSAN_TESTS, *session.posargs, env=env)
 
 
 @nox.session

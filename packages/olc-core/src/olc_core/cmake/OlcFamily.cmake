@@ -32,7 +32,17 @@ if(NOT EXISTS "${OLC_CORE_INCLUDE}/olc/kernel_abi.h")
   message(FATAL_ERROR "olc/kernel_abi.h not found under OLC_CORE_INCLUDE=${OLC_CORE_INCLUDE}")
 endif()
 
-option(OLC_SANITIZE "Build with AddressSanitizer and UBSan" OFF)
+# OLC_SANITIZE: OFF; ON or "address" (AddressSanitizer + UBSan); "thread"
+# (ThreadSanitizer, which cannot be combined with ASan). OLC_SANITIZE_FLAGS
+# holds the matching -fsanitize= flag for targets a family adds itself.
+set(OLC_SANITIZE OFF CACHE STRING "OFF, ON/address (ASan + UBSan) or thread (TSan)")
+if(OLC_SANITIZE STREQUAL "thread")
+  set(OLC_SANITIZE_FLAGS "-fsanitize=thread")
+elseif(OLC_SANITIZE STREQUAL "address" OR OLC_SANITIZE)
+  set(OLC_SANITIZE_FLAGS "-fsanitize=address,undefined")
+else()
+  set(OLC_SANITIZE_FLAGS "")
+endif()
 
 # Per-file ISA flags for the SIMD variants. The AVX-512 set is the one every
 # AVX-512 level of olc_core.simd_level() guarantees; FMA and the float16
@@ -54,9 +64,9 @@ function(olc_add_kernel_extension target)
   # -Wno-maybe-uninitialized: GCC 12 false positives on _mm*_undefined_*
   # inside intrinsics headers.
   target_compile_options(${target} PRIVATE -O3 -Wall -Wextra -Wno-unused-parameter -Wno-maybe-uninitialized)
-  if(OLC_SANITIZE)
-    target_compile_options(${target} PRIVATE -fsanitize=address,undefined -fno-omit-frame-pointer)
-    target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  if(OLC_SANITIZE_FLAGS)
+    target_compile_options(${target} PRIVATE ${OLC_SANITIZE_FLAGS} -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE ${OLC_SANITIZE_FLAGS})
   endif()
   install(TARGETS ${target} LIBRARY DESTINATION ${ARG_PACKAGE})
 endfunction()
