@@ -393,8 +393,9 @@ int32_t run_cdist(Ctx& c, const olc_tensor* in, int32_t n_inputs) {
   const bool parallel = go_parallel(st, c.ctx, M * N * K);
   const bool prepacked = st->b_packed && st->b_rows == N && st->b_cols == K;
   if (M <= g_api->tuning_read_int(st->direct_max_rows)) {
-    // Few rows: exact sums, each B row read once.
-    const int64_t grain = std::max<int64_t>(1, g_api->tuning_read_int(st->grain_elements) / std::max<int64_t>(1, M * K));
+    // Few rows: exact sums, each B row read once; ranges of about 64K
+    // multiply-adds (the rows stream from memory: two threads help early).
+    const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, M * K));
     for_ranges(c.ctx, parallel, N, grain, &cdist_direct_items, &j);
     return OLC_OK;
   }
