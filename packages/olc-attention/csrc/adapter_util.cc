@@ -5,6 +5,8 @@
 #include <cstring>
 #include <new>
 
+#include "attn_naive.h"
+
 namespace olc_attn {
 
 const olc_core_api* g_api = nullptr;
@@ -139,6 +141,24 @@ std::vector<int64_t> read_int64(const olc_tensor& t) {
   const int64_t n = olc_element_count(&t);
   const int64_t* p = static_cast<const int64_t*>(t.data);
   return std::vector<int64_t>(p, p + n);
+}
+
+std::vector<int64_t> read_int32(const olc_tensor& t) {
+  const int64_t n = olc_element_count(&t);
+  const int32_t* p = static_cast<const int32_t*>(t.data);
+  return std::vector<int64_t>(p, p + n);
+}
+
+std::vector<float> read_floats(const Kernel& k, int dt, const olc_tensor& t) {
+  const int64_t n = olc_element_count(&t);
+  std::vector<float> out(static_cast<size_t>(n));
+  if (n == 0) return out;
+  if (k.isa) {
+    k.isa->to_f32(dt, t.data, out.data(), n);
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = static_cast<float>(naive::load(dt, t.data, i));
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------- vtables

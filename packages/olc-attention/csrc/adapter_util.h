@@ -79,8 +79,17 @@ void init_common(Kernel* k, const olc_node_info* node, bool naive, const char* k
 // the data (null: error set, unless the tensor is empty).
 void* alloc_out(RunCtx& c, const Kernel& k, int32_t o, int32_t dtype, const std::vector<int64_t>& shape, bool* ok);
 
-// An input's int64 values, copied (shape already checked).
+// An input's int64 / int32 values, copied as int64 (shape already checked).
 std::vector<int64_t> read_int64(const olc_tensor& t);
+std::vector<int64_t> read_int32(const olc_tensor& t);
+
+// An input of storage type dt as float32 values.
+std::vector<float> read_floats(const Kernel& k, int dt, const olc_tensor& t);
+
+// Rotates every head row of x (rank 4 (B, H, S, hd) or rank 3 (B, S, H * hd))
+// into y on the executor, row (b, s) at position rope.pos[b * pos_sb + s].
+int32_t run_rope_rows(RunCtx& c, const IsaKernels* k, int dt, int rank, int64_t B, int64_t H, int64_t S, int64_t hd,
+                      const void* x, void* y, const Rope& rope);
 
 // One operator: its domain and type, the kernel name (without library and
 // Naive prefix), its factory and its vtable flags (OLC_KERNEL_*).

@@ -211,6 +211,125 @@ void rotary(const Rotary& a) {
     }
 }
 
+// ---------------------------------------------------------------- GroupQueryAttention
+
+void gqa(const Gqa& a) {
+  const double ninf = -std::numeric_limits<double>::infinity();
+  const bool packed = a.k == nullptr;
+  const int64_t qw = packed ? (a.Hq + 2 * a.Hkv) * a.D : a.Hq * a.D;  // row width of the query input
+  const int64_t kw = a.Hkv * a.D;
+  const bool first = a.S == a.total;
+  const int64_t half = a.rot / 2;
+  // Element d of head h at token s of batch b, from the query input's
+  // column `col0` onwards (packed: Q, then K, then V), or from x.
+  auto at = [&](const void* x, int64_t width, int64_t col0, int64_t b, int64_t s, int64_t h, int64_t d) {
+    return load(a.dt, x, (b * a.S + s) * width + col0 + h * a.D + d);
+  };
+  auto q_el = [&](int64_t b, int64_t s, int64_t h, int64_t d) { return at(a.q, qw, 0, b, s, h, d); };
+  auto k_el = [&](int64_t b, int64_t s, int64_t g, int64_t d) {
+    return packed ? at(a.q, qw, a.Hq * a.D, b, s, g, d) : at(a.k, kw, 0, b, s, g, d);
+  };
+  auto v_el = [&](int64_t b, int64_t s, int64_t g, int64_t d) {
+    return packed ? at(a.q, qw, (a.Hq + a.Hkv) * a.D, b, s, g, d) : at(a.v, kw, 0, b, s, g, d);
+  };
+  // A head row, rotated at `pos` when do_rotary.
+  auto rotated = [&](std::vector<double>& x, int64_t pos) {
+    if (a.rot == 0) return;
+    std::vector<double> out = x;
+    for (int64_t k = 0; k < half; ++k) {
+      const double c = load(a.dt, a.cos, pos * half + k), sn = load(a.dt, a.sin, pos * half + k);
+      const int64_t i1 = a.interleaved ? 2 * k : k, i2 = a.interleaved ? 2 * k + 1 : k + half;
+      out[i1] = x[i1] * c - x[i2] * sn;
+      out[i2] = x[i1] * sn + x[i2] * c;
+    }
+    x = out;
+  };
+  const double scale = a.scale != 0 ? a.scale : 1.0 / std::sqrt(static_cast<double>(a.D));
+  const int64_t G = a.Hq / a.Hkv;
+  std::vector<double> row(static_cast<size_t>(a.D));
+  for (int64_t b = 0; b < a.B; ++b) {
+    const int64_t tl = a.seqlens[b] + 1;
+    const int64_t past = first ? 0 : tl - a.S;
+    auto position = [&](int64_t s) {
+      if (a.position_ids) return first ? a.position_ids[0] + s : a.position_ids[b * a.S + s];
+      return past + s;
+    };
+    // The present caches: past rows, the new (rotated) rows, then the rest
+    // of the past buffer, zero beyond it.
+    std::vector<double> pk(static_cast<size_t>(a.Hkv * a.Tp * a.D)), pv(pk.size());
+    for (int64_t g = 0; g < a.Hkv; ++g)
+      for (int64_t t = 0; t < a.Tp; ++t) {
+        const int64_t s = t - past;
+        for (int64_t d = 0; d < a.D; ++d) {
+          double kv = 0, vv = 0;
+          if (t < past || (s >= a.S && t < a.P)) {
+            kv = load(a.dt, a.past_k, ((b * a.Hkv + g) * a.P + t) * a.D + d);
+            vv = load(a.dt, a.past_v, ((b * a.Hkv + g) * a.P + t) * a.D + d);
+          } else if (s < a.S) {
+            kv = k_el(b, s, g, d);
+            vv = v_el(b, s, g, d);
+          }
+          pk[static_cast<size_t>((g * a.Tp + t) * a.D + d)] = kv;
+          pv[static_cast<size_t>((g * a.Tp + t) * a.D + d)] = vv;
+        }
+        if (s >= 0 && s < a.S && a.rot) {
+          for (int64_t d = 0; d < a.D; ++d) row[static_cast<size_t>(d)] = pk[static_cast<size_t>((g * a.Tp + t) * a.D + d)];
+          rotated(row, position(s));
+          for (int64_t d = 0; d < a.D; ++d) pk[static_cast<size_t>((g * a.Tp + t) * a.D + d)] = row[static_cast<size_t>(d)];
+        }
+      }
+    for (int64_t g = 0; g < a.Hkv; ++g)
+      for (int64_t t = 0; t < a.Tp; ++t)
+        for (int64_t d = 0; d < a.D; ++d) {
+          const int64_t o = ((b * a.Hkv + g) * a.Tp + t) * a.D + d;
+          if (a.present_k) store(a.dt, a.present_k, o, pk[static_cast<size_t>((g * a.Tp + t) * a.D + d)]);
+          if (a.present_v) store(a.dt, a.present_v, o, pv[static_cast<size_t>((g * a.Tp + t) * a.D + d)]);
+        }
+    // The keys as the cache holds them (rounded to the type).
+    auto key = [&](int64_t g, int64_t t, int64_t d) {
+      uint32_t buf = 0;
+      store(a.dt, &buf, 0, pk[static_cast<size_t>((g * a.Tp + t) * a.D + d)]);
+      return load(a.dt, &buf, 0);
+    };
+    for (int64_t h = 0; h < a.Hq; ++h) {
+      const int64_t g = h / G;
+      for (int64_t s = 0; s < a.S; ++s) {
+        for (int64_t d = 0; d < a.D; ++d) row[static_cast<size_t>(d)] = q_el(b, s, h, d);
+        rotated(row, position(s));
+        const int64_t p = past + s;
+        std::vector<double> score(static_cast<size_t>(tl), ninf);
+        double mx = ninf;
+        for (int64_t t = 0; t < tl; ++t) {
+          if (a.causal && t > p) continue;
+          if (a.local > 0 && t <= p - a.local) continue;
+          double dot = 0;
+          for (int64_t d = 0; d < a.D; ++d) dot += row[static_cast<size_t>(d)] * key(g, t, d);
+          double sc = dot * scale;
+          if (a.softcap > 0) sc = a.softcap * std::tanh(sc / a.softcap);
+          if (a.bias)
+            sc += load(a.dt, a.bias,
+                       (((a.bias_b == 1 ? 0 : b) * a.bias_h + (a.bias_h == 1 ? 0 : h)) * a.S + s) * a.bias_t + t);
+          score[static_cast<size_t>(t)] = sc;
+          if (sc > mx) mx = sc;
+        }
+        const bool with_sink = a.sink || a.smooth;
+        const double sink = a.sink ? load(a.dt, a.sink, h) : 0.0;
+        if (with_sink && sink > mx) mx = sink;
+        double den = with_sink ? std::exp(sink - mx) : 0.0;
+        for (int64_t t = 0; t < tl; ++t)
+          if (score[static_cast<size_t>(t)] != ninf) den += std::exp(score[static_cast<size_t>(t)] - mx);
+        for (int64_t c = 0; c < a.D; ++c) {
+          double acc = 0;
+          for (int64_t t = 0; t < tl; ++t)
+            if (score[static_cast<size_t>(t)] != ninf)
+              acc += std::exp(score[static_cast<size_t>(t)] - mx) / den * pv[static_cast<size_t>((g * a.Tp + t) * a.D + c)];
+          store(a.dt, a.y, (b * a.S + s) * a.Hq * a.D + h * a.D + c, mx == ninf ? 0.0 : acc);
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- TensorScatter
 
 void tensor_scatter(const Scatter& a) {

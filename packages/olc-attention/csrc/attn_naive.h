@@ -57,6 +57,35 @@ struct Rotary {
 };
 void rotary(const Rotary& a);
 
+// com.microsoft GroupQueryAttention as onnxruntime defines it: query (B, S,
+// Hq * D) or packed (B, S, (Hq + 2 Hkv) * D); past caches (B, Hkv, P, D);
+// total length of batch b tl = seqlens[b] + 1; the first prompt (S equal to
+// total_sequence_length) has no past, else the past length is tl - S.
+struct Gqa {
+  int dt = 0;
+  int64_t B = 0, S = 0, Hq = 0, Hkv = 0, D = 0;
+  const void *q = nullptr, *k = nullptr, *v = nullptr;  // k, v null: packed in q
+  const void *past_k = nullptr, *past_v = nullptr;
+  int64_t P = 0;                          // past buffer length
+  const int64_t* seqlens = nullptr;
+  int64_t total = 0;
+  int64_t Tp = 0;                         // present length
+  const void *cos = nullptr, *sin = nullptr;  // do_rotary: rows of rot / 2 values
+  int64_t rot = 0;
+  int interleaved = 0;
+  const int64_t* position_ids = nullptr;  // (B, S) or null
+  const void* bias = nullptr;             // (bb, bh, S, bt) or null
+  int64_t bias_b = 0, bias_h = 0, bias_t = 0;
+  const void* sink = nullptr;             // (Hq) or null
+  int smooth = 0;
+  double scale = 0;                       // 0: 1 / sqrt(D)
+  double softcap = 0;
+  int64_t local = -1;
+  int causal = 1;
+  void *y = nullptr, *present_k = nullptr, *present_v = nullptr;
+};
+void gqa(const Gqa& a);
+
 // ai.onnx TensorScatter: out = past with update's rows written along axis.
 struct Scatter {
   int64_t elem = 1;                      // bytes per element

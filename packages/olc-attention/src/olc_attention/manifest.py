@@ -48,6 +48,14 @@ OPS: tuple[AttnOp, ...] = (
     AttnOp("ai.onnx", "TensorScatter", "TensorScatter", 24,
            {"T": ANY_FIXED, "M": ("int64",)}, ("T", "T", "M"), ("T",),
            "KV-cache update, linear or circular, in place when the runtime owns the cache"),
+    AttnOp("com.microsoft", "GroupQueryAttention", "GroupQueryAttention", 1,
+           {"T": FLOATS, "M": ("int32",), "P": ("int64",)},
+           ("T", "T", "T", "T", "T", "M", "M", "T", "T", "P", "T", "T"), ("T", "T", "T"),
+           "grouped-query attention with a BNSH KV cache, packed or separate QKV, rotary fused into the Q/K load, "
+           "local window, softcap, head sink"),
+    AttnOp("com.microsoft", "RotaryEmbedding", "MicrosoftRotaryEmbedding", 1,
+           {"T": FLOATS, "M": ("int64",)}, ("T", "M", "T", "T"), ("T",),
+           "rotary position embedding: position ids or a start position, split-half or interleaved, partial"),
 )
 
 BY_NAME: dict[str, AttnOp] = {o.name: o for o in OPS}
