@@ -69,9 +69,15 @@ def test_benchmark_cases_name_registered_kernels():
 
     names = {r.kernel_name for r in olc_core.registered_kernels() if r.family == manifest.FAMILY}
     cases = benchmarks.benchmark_cases()
-    gated = [c for c in cases if c["group"] == benchmarks.GROUP]
-    assert len(gated) == len(benchmarks.ROWS) * len(benchmarks.HIDDEN) * 3
+    grid = len(benchmarks.ROWS) * len(benchmarks.HIDDEN)
+    count = {g: sum(c["group"] == g for c in cases) for g in benchmarks.GATED_GROUPS}
+    assert count == {benchmarks.GROUP: 3 * grid, "embed": grid, "bias_softmax": grid, "cdist": grid,
+                     "gather_block_quantized": 3 * len(benchmarks.ROWS)}
     for c in cases:
         assert c["expected_kernel"] in names and c["domain"] == manifest.DOMAIN
-        assert c["inputs"][0]["shape"][-1] in (384, 768, 4096)
-    assert {g["group"] for g in benchmarks.benchmark_gates()} == {benchmarks.GROUP}
+        assert c["op"] in manifest.BY_NAME
+    assert {g["group"] for g in benchmarks.benchmark_gates()} == set(benchmarks.GATED_GROUPS)
+    # every gated operator of the family appears in the gated groups
+    gated_ops = {c["op"] for c in cases if c["group"] in benchmarks.GATED_GROUPS}
+    assert gated_ops == {"SkipLayerNormalization", "BiasGelu", "FastGelu", "EmbedLayerNormalization", "BiasSoftmax",
+                         "CDist", "GatherBlockQuantized"}
