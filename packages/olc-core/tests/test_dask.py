@@ -277,6 +277,38 @@ def test_sessions_are_kept_across_computations(process_client):
     assert all(s[0].threads == 1 for s in held.values() if s)
 
 
+def scored_so_far(where, digest):
+    """Partitions the sessions of this model have scored, over every worker of ``where``."""
+    if where.name == "processes":
+        stats = [s for per_worker in where.client.run(olc_dask.session_stats).values() for s in per_worker]
+    else:
+        stats = olc_dask.session_stats()  # the threads-only cluster's workers live in this process
+    return sum(s.partitions for s in stats if s.model == digest and s.worker in where.nthreads)
+
+
+def test_outputs_and_report_run_each_partition_once(where):
+    model = core_model()
+    feeds = CASES["core-only"][2]()
+    data = {n: da.from_array(v, chunks=CHUNK) for n, v in feeds.items()}
+    _, report = olc_dask.score(model, data, outputs="flat", report=True)
+    digest = where.compute(report)[0].sessions[0].model
+    # One output (its blocks would fuse with their partitions), several, and a reduction over one.
+    for outputs in ("flat", None):
+        got, report = olc_dask.score(model, data, outputs=outputs, report=True)
+        for collections in ((got,) if outputs else got, ((got if outputs else got[0]).sum(),)):
+            before = scored_so_far(where, digest)
+            where.compute(*collections, report)
+            assert scored_so_far(where, digest) - before == 7, (outputs, collections)
+    df = dd.from_pandas(pd.DataFrame(feeds["a"].reshape(ROWS, 6)), npartitions=5)
+    flat_model = make_model([helper.make_node("Flatten", ["x"], ["y"], axis=1, name="flatten")],
+                            [tensor("x", TensorProto.FLOAT, ["n", 6])], [tensor("y", TensorProto.FLOAT, None)])
+    scores, report = olc_dask.score(flat_model, df, report=True)
+    digest = where.compute(report)[0].sessions[0].model
+    before = scored_so_far(where, digest)
+    where.compute(scores, report)
+    assert scored_so_far(where, digest) - before == 5
+
+
 def test_threaded_scheduler_threads_follow_the_pool():
     model = core_model()
     feeds = CASES["core-only"][2]()

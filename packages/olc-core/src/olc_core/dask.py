@@ -403,7 +403,7 @@ def _score_block(job: _Job, index: int, start: int, *blocks: np.ndarray) -> _Par
     return _score(job, index, (start, start + count), count, feeds, lambda outputs: outputs)
 
 
-def _output_of(part: _Part, name: str) -> np.ndarray:
+def _output_of(part: _Part, name: str, summary: Any = None) -> np.ndarray:
     return part.value[name]
 
 
@@ -543,9 +543,9 @@ def score(
     common = {"model": ref, "threads": threads_per_worker, "options": options, "batch_rows": batch_rows,
               "errors": errors}
     if isinstance(data, (da.Array, Mapping)):
-        result, lazy_report = _score_arrays(proto, data, outputs, common)
+        result, lazy_report = _score_arrays(proto, data, outputs, common, report)
     else:
-        result, lazy_report = _score_frame_collection(proto, data, columns, outputs, common)
+        result, lazy_report = _score_frame_collection(proto, data, columns, outputs, common, report)
     return (result, lazy_report) if report else result
 
 
@@ -567,7 +567,8 @@ def _feed_names(proto: onnx.ModelProto, given: Sequence[str]) -> dict[str, onnx.
     return {name: every[name] for name in given}
 
 
-def _score_arrays(proto: onnx.ModelProto, data: Any, outputs: Any, common: dict[str, Any]) -> tuple[Any, list]:
+def _score_arrays(proto: onnx.ModelProto, data: Any, outputs: Any, common: dict[str, Any],
+                  report: bool) -> tuple[Any, Any]:
     if isinstance(data, Mapping):
         arrays = dict(data)
         if not arrays or not all(isinstance(a, da.Array) for a in arrays.values()):
@@ -600,14 +601,18 @@ def _score_arrays(proto: onnx.ModelProto, data: Any, outputs: Any, common: dict[
     job_key = _shared(job)
     parts = [dask.delayed(_score_block, pure=True)(job_key, i, int(starts[i]), *(b[i] for b in blocks))
              for i in range(len(row_chunks))]
+    summaries = [dask.delayed(_summary, pure=True)(p) for p in parts] if report else [None] * len(parts)
     collections = []
     for name, dtype, trailing in zip(names, job.dtypes, job.trailing):
-        pieces = [da.from_delayed(dask.delayed(_output_of, pure=True)(p, name),
+        # With a report, each output block also names its partition's summary:
+        # the partition task then has two dependents in the array's graph, so
+        # dask's linear fusion cannot fold it into the block under another key
+        # (the report would then run the partition again).
+        pieces = [da.from_delayed(dask.delayed(_output_of, pure=True)(p, name, summary),
                                   shape=(rows, *(np.nan if t is None else t for t in trailing)), dtype=dtype)
-                  for p, rows in zip(parts, row_chunks)]
+                  for p, summary, rows in zip(parts, summaries, row_chunks)]
         collections.append(da.concatenate(pieces, axis=0, allow_unknown_chunksizes=True))
-    summaries = [dask.delayed(_summary, pure=True)(p) for p in parts]
-    lazy_report = dask.delayed(_report, pure=True)(len(parts), summaries)
+    lazy_report = dask.delayed(_report, pure=True)(len(parts), summaries) if report else None
     return (collections[0] if single else tuple(collections)), lazy_report
 
 
@@ -621,7 +626,7 @@ def _check_collect(job: _Job) -> None:
 
 
 def _score_frame_collection(proto: onnx.ModelProto, data: Any, columns: Any, outputs: Any,
-                            common: dict[str, Any]) -> tuple[Any, list]:
+                            common: dict[str, Any], report: bool) -> tuple[Any, Any]:
     try:
         import dask.dataframe as dd
         import pandas as pd
@@ -671,6 +676,8 @@ def _score_frame_collection(proto: onnx.ModelProto, data: Any, columns: Any, out
     parts = [dask.delayed(_score_frame, pure=True)(job_key, i, p) for i, p in enumerate(data.to_delayed())]
     frames = [dask.delayed(_frame_of, pure=True)(p) for p in parts]
     scores = dd.from_delayed(frames, meta=meta, divisions=data.divisions, verify_meta=False)
+    if not report:
+        return scores, None
     # The report of a frame is a frame's reduction too: computing a delayed
     # object with a data frame would make dask materialize the frame's
     # expression (and warn). Each partition's summary travels as a string
