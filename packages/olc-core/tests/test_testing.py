@@ -26,6 +26,15 @@ def test_guarded_array_holds_the_values(at, n):
     assert np.all(g == 3)
 
 
+@pytest.mark.parametrize("at", ["end", "start"])
+@pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (1, 1, 1)])
+def test_guarded_array_keeps_its_shape(at, shape):
+    values = np.full(shape, 2.5, dtype=np.float64)
+    g = testing.guarded(values, at=at)
+    assert g.shape == shape and g.ndim == len(shape)
+    np.testing.assert_array_equal(g, values)
+
+
 def _dies(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, timeout=60)
 

@@ -35,7 +35,8 @@ def guarded(values: Any, dtype: Any = None, at: str = "end") -> np.ndarray:
     not touch it at all). The memory lives as long as the array."""
     if at not in ("end", "start"):
         raise ValueError(f"at must be 'end' or 'start', got {at!r}")
-    src = np.ascontiguousarray(np.asarray(values, dtype=dtype))
+    # np.array, not np.ascontiguousarray: that one turns a 0-d array into 1-d.
+    src = np.array(values, dtype=dtype, order="C")
     page = mmap.PAGESIZE
     data_pages = max(1, -(-src.nbytes // page))
     buf = mmap.mmap(-1, (data_pages + 1) * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
