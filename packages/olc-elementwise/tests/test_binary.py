@@ -17,6 +17,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import olc_core
+from olc_core.testing import guarded
 from olc_elementwise import binary_manifest as bm
 
 LEVELS = [lv for lv in ("scalar", "avx2", "avx512")
@@ -308,6 +309,25 @@ def test_broadcast_families(family):
                 for a, b, ref in pairs:
                     y = sess.run(None, {"x0": a, "x1": b})[0]
                     check(op, y, ref, t_out, tolerance(op, t))
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_broadcast_families_against_guard_pages(family):
+    """Both operands against an inaccessible page, after their end and then
+    before their start, in every broadcast family at every level: no loop
+    reads outside an operand (the tails of rows, columns and scalars)."""
+    sa, sb = FAMILIES[family]
+    for op, t, attrs in FAMILY_OPS[:3]:
+        spec = bm.BY_NAME[op]
+        model = make_model(op, [t, t], "bool" if spec.bool_out else t, newest_opset(spec, t), attrs)
+        rng = np.random.default_rng(zlib.crc32(f"guard/{family}/{op}".encode()))
+        a, b = gen(op, attrs, t, sa, rng, 0), gen(op, attrs, t, sb, rng, 1)
+        ref = reference(model, {"x0": a, "x1": b})
+        for at in ("end", "start"):
+            ga, gb = guarded(a, at=at), guarded(b, at=at)
+            for level in LEVELS:
+                y = session((op, t, str(attrs)), model, level).run(None, {"x0": ga, "x1": gb})[0]
+                check(op, y, ref, "bool" if spec.bool_out else t, tolerance(op, t))
 
 
 SIZES = (0, 1, 7, 31, 32, 33, 255, 256, 257, 4096, 65536, 1048576)

@@ -18,6 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import olc_core
+from olc_core.testing import guarded
 from olc_core import tuning
 from olc_elementwise import fusion
 
@@ -502,54 +503,21 @@ def test_incompatible_shapes_raise_before_output():
 # ------------------------------------------------------------- no over-read
 
 
-def _guarded(values: np.ndarray):
-    """A copy of values ending exactly at a page followed by an inaccessible
-    page: reading one element past the end faults (the process dies, the
-    test fails). Returns (array, keep-alive objects)."""
-    import ctypes
-    import mmap
-
-    page = mmap.PAGESIZE
-    nbytes = values.nbytes
-    pages = (nbytes + page - 1) // page + 1
-    buf = mmap.mmap(-1, pages * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-    base = ctypes.addressof(ctypes.c_char.from_buffer(buf))
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    guard = base + (pages - 1) * page
-    start = (pages - 1) * page - nbytes
-    arr = np.frombuffer(buf, dtype=values.dtype, count=values.size, offset=start).reshape(values.shape)
-    arr[...] = values
-    assert libc.mprotect(guard, page, 0) == 0, ctypes.get_errno()
-
-    def release():
-        libc.mprotect(guard, page, mmap.PROT_READ | mmap.PROT_WRITE)
-
-    return arr, (buf, release)
-
-
 @pytest.mark.parametrize("dtype", [np.float32, BF16], ids=["float32", "bfloat16"])
 @pytest.mark.parametrize("level", LEVELS)
 def test_inputs_ending_at_a_guard_page(level, dtype, specialized):
     """Every path (one-pass and tile steps) reads nothing past an input's end."""
     rng = rng_for("guard", level, str(dtype))
-    keep = []
-    try:
-        for n in (1, 5, 8, 15, 16, 17, 31, 33, 513):
-            g, kg = _guarded(rng.standard_normal((1, 1, n)).astype(dtype))
-            u, ku = _guarded(rng.standard_normal((1, 1, n)).astype(dtype))
-            keep += [kg, ku]
-            s = make_session(swiglu_model(dtype, [1, 1, n]), level)
-            (y,) = s.run(None, {"gate": g, "up": u})
-            (ref,) = make_session(swiglu_model(dtype, [1, 1, n]), level, fusion=False).run(None, {"gate": g, "up": u})
-            np.testing.assert_allclose(y.astype(np.float32), ref.astype(np.float32), rtol=4.1 * 2.0**-8)
-            if dtype is np.float32:
-                x, kx = _guarded(rng.standard_normal((1, 2, 1, n)).astype(np.float32))
-                mk, km = _guarded(rng.standard_normal((1, 1, 1, n)).astype(np.float32))
-                keep += [kx, km]
-                m = scores_model(2, 1, n)
-                (y,) = make_session(m, level).run(None, {"scores": x, "mask": mk})
-                np.testing.assert_array_equal(y, x * np.float32(0.125) + mk)
-    finally:
-        for _, release in keep:
-            release()
+    for n in (1, 5, 8, 15, 16, 17, 31, 33, 513):
+        g = guarded(rng.standard_normal((1, 1, n)).astype(dtype))
+        u = guarded(rng.standard_normal((1, 1, n)).astype(dtype))
+        s = make_session(swiglu_model(dtype, [1, 1, n]), level)
+        (y,) = s.run(None, {"gate": g, "up": u})
+        (ref,) = make_session(swiglu_model(dtype, [1, 1, n]), level, fusion=False).run(None, {"gate": g, "up": u})
+        np.testing.assert_allclose(y.astype(np.float32), ref.astype(np.float32), rtol=4.1 * 2.0**-8)
+        if dtype is np.float32:
+            x = guarded(rng.standard_normal((1, 2, 1, n)).astype(np.float32))
+            mk = guarded(rng.standard_normal((1, 1, 1, n)).astype(np.float32))
+            m = scores_model(2, 1, n)
+            (y,) = make_session(m, level).run(None, {"scores": x, "mask": mk})
+            np.testing.assert_array_equal(y, x * np.float32(0.125) + mk)

@@ -15,6 +15,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import olc_core
+from olc_core.testing import guarded
 from olc_elementwise import manifest
 from olc_elementwise.manifest import BY_NAME, UNARY_OPS
 
@@ -662,45 +663,18 @@ def test_every_length(op, t, level):
         check(op, t, {}, x, sess.run(None, {"x": x})[0])
 
 
-class _GuardedInput:
-    """n elements of a dtype ending exactly at an inaccessible page: a read
-    one element past the end kills the process (the test fails)."""
-
-    def __init__(self, values: np.ndarray):
-        import ctypes
-        import mmap
-
-        page = mmap.PAGESIZE
-        pages = (values.nbytes + page - 1) // page + 1
-        self._buf = mmap.mmap(-1, pages * page, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        base = ctypes.addressof(ctypes.c_char.from_buffer(self._buf))
-        self._libc = ctypes.CDLL(None, use_errno=True)
-        self._libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        self._guard, self._page = base + (pages - 1) * page, page
-        self.array = np.frombuffer(self._buf, dtype=values.dtype, count=values.size,
-                                   offset=(pages - 1) * page - values.nbytes)
-        self.array[...] = values
-        assert self._libc.mprotect(self._guard, page, 0) == 0, ctypes.get_errno()
-
-    def release(self):
-        import mmap
-
-        self._libc.mprotect(self._guard, self._page, mmap.PROT_READ | mmap.PROT_WRITE)
-
-
 @pytest.mark.parametrize("op,t", sorted({(op, t) for op, t, _ in cases()}))
 def test_inputs_ending_at_a_guard_page(op, t):
     """Every length 0..70 at every level with the input's last element just
-    before an inaccessible page: no path reads past the end."""
+    before an inaccessible page, and its first just after one: no path reads
+    past either end."""
     rng = np.random.default_rng(zlib.crc32(f"guard/{op}/{t}".encode()))
     sessions = [session(op, t, {}, lv) for lv in LEVELS]
     for n in range(71):
-        g = _GuardedInput(random_input(op, t, n, rng))
-        try:
+        for at in ("end", "start"):
+            x = guarded(random_input(op, t, n, rng), at=at)
             for sess in sessions:
-                check(op, t, {}, g.array, sess.run(None, {"x": g.array})[0])
-        finally:
-            g.release()
+                check(op, t, {}, x, sess.run(None, {"x": x})[0])
 
 
 # Levels whose algorithm for an op differs from the scalar one (so not bit
