@@ -18,8 +18,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import olc_core
-from olc_core.testing import guarded
 from olc_core import tuning
+from olc_core.testing import guarded
 from olc_elementwise import fusion
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
