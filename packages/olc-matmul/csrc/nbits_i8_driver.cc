@@ -17,9 +17,14 @@ size_t round64(size_t x) { return (x + 63) & ~size_t(63); }
 constexpr int64_t kParallelMinBytes = 96 * 1024;
 // Rows of A quantized in parallel from this many elements.
 constexpr int64_t kParallelQuantMin = 1 << 16;
-// K blocks of a pass when several rows share the weights: about 512 k, so
-// that a strip of the weights stays in L1 across the passes over the rows.
+// Several rows: the columns go in strips of kStripGroups groups (128
+// columns), each strip in passes of about kPassK k over all the rows. A
+// pass's weights (32 KiB at 4 bits) stay in L1/L2 while every row block
+// reads them, and the strip's output rows (M x 128 floats, where the
+// passes add up) stay in L2: with the whole width in one pass the
+// output of 128 x 4096 (2 MiB) went through L3 once per pass.
 constexpr int64_t kPassK = 512;
+constexpr int64_t kStripGroups = 8;
 
 // Per-thread scratch, 64-byte aligned, grown on demand and kept.
 struct Scratch {
@@ -64,12 +69,20 @@ struct ProductJob {
 void product_range(void* user, int64_t begin, int64_t end) {
   const ProductJob& j = *static_cast<const ProductJob*>(user);
   NbI8Run r = j.base;
-  r.g0 = begin;
-  r.g1 = end;
-  for (int64_t b = 0; b < j.base.b1; b += j.pass_blocks) {
-    r.b0 = b;
-    r.b1 = std::min(j.base.b1, b + j.pass_blocks);
+  if (j.pass_blocks >= j.base.b1) {  // one pass (one row): the whole range at once
+    r.g0 = begin;
+    r.g1 = end;
     j.ks->run(&r);
+    return;
+  }
+  for (int64_t g = begin; g < end; g += kStripGroups) {
+    r.g0 = g;
+    r.g1 = std::min(end, g + kStripGroups);
+    for (int64_t b = 0; b < j.base.b1; b += j.pass_blocks) {
+      r.b0 = b;
+      r.b1 = std::min(j.base.b1, b + j.pass_blocks);
+      j.ks->run(&r);
+    }
   }
 }
 
