@@ -596,24 +596,57 @@ def _score_arrays(proto: onnx.ModelProto, data: Any, outputs: Any, common: dict[
     job = _Job(inputs=tuple(arrays), outputs=names, dtypes=tuple(d for d, _ in layouts),
                trailing=tuple(t for _, t in layouts), **common)
     _check_collect(job)
-    blocks = [a.to_delayed().ravel() for a in arrays.values()]
-    starts = np.concatenate([[0], np.cumsum(row_chunks)]).astype(int)
+    return _array_graph(job, list(arrays.values()), row_chunks, single, report)
+
+
+def _array_graph(job: _Job, arrays: list[Any], row_chunks: tuple[int, ...], single: bool,
+                 report: bool) -> tuple[Any, Any]:
+    """The task graph, written as layers (one task per partition and per
+    output block; building it costs microseconds per partition)."""
+    from dask.base import tokenize
+    from dask.core import flatten
+    from dask.delayed import Delayed
+    from dask.highlevelgraph import HighLevelGraph
+
     job_key = _shared(job)
-    parts = [dask.delayed(_score_block, pure=True)(job_key, i, int(starts[i]), *(b[i] for b in blocks))
-             for i in range(len(row_chunks))]
-    summaries = [dask.delayed(_summary, pure=True)(p) for p in parts] if report else [None] * len(parts)
+    token = tokenize(job, *(a.name for a in arrays))
+    parts, summaries = f"olc-score-{token}", f"olc-summary-{token}"
+    # Block i of every input (rows only: one block along the other axes).
+    blocks = [list(flatten(a.__dask_keys__())) for a in arrays]
+    starts = np.concatenate([[0], np.cumsum(row_chunks)]).astype(int).tolist()
+    count = len(row_chunks)
+    graph = HighLevelGraph.from_collections(
+        parts, {(parts, i): (_score_block, job_key.key, i, starts[i], *(b[i] for b in blocks)) for i in range(count)},
+        dependencies=[*arrays, job_key])
+    if report:
+        graph = _add_layer(graph, summaries, {(summaries, i): (_summary, (parts, i)) for i in range(count)}, parts)
     collections = []
-    for name, dtype, trailing in zip(names, job.dtypes, job.trailing):
+    for name, dtype, trailing in zip(job.outputs, job.dtypes, job.trailing):
+        out = f"olc-output-{name}-{token}"
+        ndim = 1 + len(trailing)
         # With a report, each output block also names its partition's summary:
         # the partition task then has two dependents in the array's graph, so
         # dask's linear fusion cannot fold it into the block under another key
         # (the report would then run the partition again).
-        pieces = [da.from_delayed(dask.delayed(_output_of, pure=True)(p, name, summary),
-                                  shape=(rows, *(np.nan if t is None else t for t in trailing)), dtype=dtype)
-                  for p, summary, rows in zip(parts, summaries, row_chunks)]
-        collections.append(da.concatenate(pieces, axis=0, allow_unknown_chunksizes=True))
-    lazy_report = dask.delayed(_report, pure=True)(len(parts), summaries) if report else None
+        layer = {(out, i, *([0] * (ndim - 1))): (_output_of, (parts, i), name, (summaries, i) if report else None)
+                 for i in range(count)}
+        chunks = (row_chunks, *((np.nan,) if t is None else (t,) for t in trailing))
+        layer_deps = (parts, summaries) if report else (parts,)
+        collections.append(da.Array(_add_layer(graph, out, layer, *layer_deps), out, chunks,
+                                    meta=np.empty((0,) * ndim, dtype)))
+    lazy_report = None
+    if report:
+        key = f"olc-report-{token}"
+        lazy_report = Delayed(key, _add_layer(graph, key, {key: (_report, count, [(summaries, i) for i in range(count)])},
+                                              summaries))
     return (collections[0] if single else tuple(collections)), lazy_report
+
+
+def _add_layer(graph: Any, name: str, layer: dict, *depends_on: str) -> Any:
+    """``graph`` with one more layer, whose tasks read the layers named."""
+    from dask.highlevelgraph import HighLevelGraph
+
+    return HighLevelGraph({**graph.layers, name: layer}, {**graph.dependencies, name: set(depends_on)})
 
 
 def _check_collect(job: _Job) -> None:
