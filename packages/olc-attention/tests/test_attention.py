@@ -83,7 +83,7 @@ for i, D in enumerate((32, 64, 80, 96, 128)):
     for j, Sq in enumerate((1, 7, 64, 129)):
         n = i * 4 + j
         L = Sq if n % 3 else {1: 7, 7: 64, 64: 129, 129: 7}[Sq]
-        SHAPES.append(_case(B=1 + 2 * (n % 2), Hq=4 if n % 4 else 2, Hkv=2 if n % 4 else 2, Sq=Sq, L=L, D=D,
+        SHAPES.append(_case(B=1 + 2 * (n % 2), Hq=4 if n % 4 else 2, Hkv=1 if n % 4 == 1 else 2, Sq=Sq, L=L, D=D,
                             Dv=D if n % 5 else 48, rank=4 if n % 3 else 3, attrs={"is_causal": n % 2}))
 # Past lengths 1 and 511 (decode, short prefill), GQA groups of 3 and MQA.
 PAST = [
@@ -102,7 +102,7 @@ LONG = [
     _case(B=1, Hq=1, Hkv=1, Sq=64, L=1000, D=32),
 ]
 # Options at small shapes (checked against onnx.reference too).
-SMALL = dict(B=2, Hq=4, Hkv=2, Sq=5, L=9, D=16)
+SMALL = {"B": 2, "Hq": 4, "Hkv": 2, "Sq": 5, "L": 9, "D": 16}
 OPTIONS = [
     _case(**SMALL, mask=("bool", ("Sq", "T"))),
     _case(**SMALL, mask=("float32", (2, 4, 5, "T")), attrs={"is_causal": 1}),
