@@ -155,68 +155,79 @@ class Col2Im final : public Kernel {
     return true;
   }
 
-  // dst[i * stride] += src[i], i < n.
+  // dst[r * dst_stride + i * stride] += src[r * src_stride + i], i < n, r < rows.
   template <class T>
-  void add_strided(T* dst, const T* src, int64_t n, int64_t stride) const {
+  void add_block(T* dst, int64_t dst_stride, const T* src, int64_t src_stride, int64_t n, int64_t stride,
+                 int64_t rows) const {
     if constexpr (std::is_same_v<T, float>) {
       if (stride == 1) {
-        isa.add_row(dst, src, n);
+        isa.add_rows(dst, dst_stride, src, src_stride, n, rows);
         return;
       }
     }
-    for (int64_t i = 0; i < n; ++i) dst[i * stride] += src[i];  // unsigned types wrap
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < n; ++i) dst[r * dst_stride + i * stride] += src[r * src_stride + i];  // unsigned wrap
   }
 
   template <class T>
   void fold(olc_context* ctx, const Col2ImGeom& g, const T* x, T* y, int64_t pmin) const {
-    const int r = g.r;
-    const int64_t last = r - 1;
-    const int64_t IW = g.image[last], NB = g.nblocks[last], S = g.stride[last];
-    // Image strides of each axis.
-    std::vector<int64_t> istr(static_cast<size_t>(r));
-    int64_t s = 1;
+    const int r = g.r, last = r - 1;
+    const int64_t S = g.stride[last];
+    // Image strides and block-grid strides of each axis.
+    std::vector<int64_t> istr(static_cast<size_t>(r)), cstr(static_cast<size_t>(r));
+    int64_t si = 1, sc = 1;
     for (int a = r - 1; a >= 0; --a) {
-      istr[a] = s;
-      s *= g.image[a];
+      istr[a] = si;
+      cstr[a] = sc;
+      si *= g.image[a];
+      sc *= g.nblocks[a];
     }
-    const int64_t outer_blocks = g.L / std::max<int64_t>(1, NB);
     const int64_t es = static_cast<int64_t>(sizeof(T));
     par_for(ctx, g.N * g.C, 1, g.N * g.C * g.K * g.L * es, pmin, [&](int64_t b, int64_t e) {
-      std::vector<int64_t> koff(static_cast<size_t>(r)), bpos(static_cast<size_t>(r));
+      std::vector<int64_t> koff(static_cast<size_t>(r)), p0(static_cast<size_t>(r)), lo(static_cast<size_t>(r)),
+          hi(static_cast<size_t>(r)), j(static_cast<size_t>(r));
       for (int64_t item = b; item < e; ++item) {
-        const int64_t n = item / g.C, c = item % g.C;
         T* yp = y + item * g.plane;
         std::fill(yp, yp + g.plane, T(0));
         for (int64_t k = 0; k < g.K; ++k) {
-          // Kernel offset k as a multi-index (row-major over block_shape).
+          // Kernel offset k as a multi-index (row-major over block_shape);
+          // per axis, block j lands on j * stride + p0, inside the image
+          // for j in [lo, hi).
           int64_t rem = k;
+          bool empty = false;
           for (int a = r - 1; a >= 0; --a) {
             koff[a] = rem % g.block[a];
             rem /= g.block[a];
+            const int64_t s = g.stride[a];
+            p0[a] = koff[a] * g.dil[a] - g.pb[a];
+            lo[a] = p0[a] >= 0 ? 0 : (-p0[a] + s - 1) / s;
+            hi[a] = g.image[a] - p0[a] <= 0 ? 0 : std::min(g.nblocks[a], (g.image[a] - 1 - p0[a]) / s + 1);
+            empty = empty || hi[a] <= lo[a];
           }
-          const T* col = x + ((n * g.C + c) * g.K + k) * g.L;
-          // Along the innermost axis: block j lands on w = j * S - pb + koff * d.
-          const int64_t w0 = koff[last] * g.dil[last] - g.pb[last];
-          const int64_t j0 = w0 >= 0 ? 0 : (-w0 + S - 1) / S;
-          const int64_t j1 = std::min<int64_t>(NB, IW - w0 <= 0 ? 0 : (IW - w0 - 1) / S + 1);
-          if (j1 <= j0) continue;
-          for (int64_t ob = 0; ob < outer_blocks; ++ob) {
-            // The outer block position and its image offset (skipped when it
-            // falls into the padding).
-            int64_t rem2 = ob, off = 0;
-            bool inside = true;
-            for (int a = r - 2; a >= 0; --a) {
-              const int64_t p = rem2 % g.nblocks[a];
-              rem2 /= g.nblocks[a];
-              const int64_t pos = p * g.stride[a] - g.pb[a] + koff[a] * g.dil[a];
-              if (pos < 0 || pos >= g.image[a]) {
-                inside = false;
-                break;
-              }
-              off += pos * istr[a];
+          if (empty) continue;
+          const T* col = x + (item * g.K + k) * g.L + lo[last];
+          T* dst = yp + p0[last] + lo[last] * S;
+          const int64_t n = hi[last] - lo[last];
+          // The axis before the innermost is the rows of one block call; an
+          // odometer runs over the axes before it.
+          const int rows_axis = last - 1;
+          const int64_t rows = rows_axis >= 0 ? hi[rows_axis] - lo[rows_axis] : 1;
+          const int64_t dstr = rows_axis >= 0 ? g.stride[rows_axis] * istr[rows_axis] : 0;
+          const int64_t cstr_r = rows_axis >= 0 ? cstr[rows_axis] : 0;
+          for (int a = 0; a < last; ++a) j[a] = lo[a];
+          for (;;) {
+            int64_t io = 0, co = 0;
+            for (int a = 0; a < last; ++a) {
+              io += (j[a] * g.stride[a] + p0[a]) * istr[a];
+              co += j[a] * cstr[a];
             }
-            if (!inside) continue;
-            add_strided<T>(yp + off + w0 + j0 * S, col + ob * NB + j0, j1 - j0, S);
+            add_block<T>(dst + io, dstr, col + co, cstr_r, n, S, rows);
+            int a = rows_axis - 1;  // odometer over the axes before the rows axis
+            for (; a >= 0; --a) {
+              if (++j[a] < hi[a]) break;
+              j[a] = lo[a];
+            }
+            if (a < 0) break;
           }
         }
       }
@@ -328,32 +339,51 @@ class MaxUnpool final : public Kernel {
     const int64_t in_plane = planes ? total_in / planes : 0, inf_plane = planes ? total_inf / planes : 0;
     const int64_t* I = static_cast<const int64_t*>(ind.data);
     bool local = true;  // every index stays in its own plane
-    for (int64_t i = 0; i < total_in; ++i) {
-      if (I[i] < 0 || I[i] >= total_inf)
-        return fail(ctx, "I[%lld] = %lld is outside [0, %lld) (the unpooled shape %s)", (long long)i, (long long)I[i],
-                    (long long)total_inf, shape_str(inferred.data(), rank).c_str());
-      local = local && I[i] / inf_plane == i / in_plane;
+    for (int64_t p = 0; p < planes; ++p) {
+      const int64_t lo = p * inf_plane, hi = lo + inf_plane;
+      for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) {
+        if (I[i] >= lo && I[i] < hi) continue;
+        if (I[i] < 0 || I[i] >= total_inf)
+          return fail(ctx, "I[%lld] = %lld is outside [0, %lld) (the unpooled shape %s)", (long long)i,
+                      (long long)I[i], (long long)total_inf, shape_str(inferred.data(), rank).c_str());
+        local = false;
+      }
     }
     void* y = g_api->allocate_output(ctx, 0, dtype, rank, oshape.data());
     if (!y && total_out > 0) return OLC_ERROR;
     if (total_out == 0) return OLC_OK;
     const bool same = oshape == inferred;
-    const size_t es = olc_dtype_size(dtype);
+    const int64_t out_plane = total_out / planes;
     auto scatter = [&](int64_t p0, int64_t p1) {
       // Output planes [p0, p1) zeroed, then the values of input planes [p0, p1).
-      const int64_t out_plane = total_out / planes;
-      std::memset(static_cast<char*>(y) + p0 * out_plane * es, 0, static_cast<size_t>((p1 - p0) * out_plane) * es);
-      for (int64_t i = p0 * in_plane; i < p1 * in_plane; ++i) {
-        const int64_t o = same ? I[i] : to_output(I[i], inferred, oshape);
-        std::memcpy(static_cast<char*>(y) + o * es, static_cast<const char*>(x.data) + i * es, es);
+      switch (olc_dtype_size(dtype)) {
+        case 2: place<uint16_t>(x.data, I, y, p0, p1, in_plane, out_plane, same, local, inferred, oshape); break;
+        case 4: place<uint32_t>(x.data, I, y, p0, p1, in_plane, out_plane, same, local, inferred, oshape); break;
+        default: place<uint64_t>(x.data, I, y, p0, p1, in_plane, out_plane, same, local, inferred, oshape); break;
       }
     };
+    const int64_t es = static_cast<int64_t>(olc_dtype_size(dtype));
     if (local) {
-      par_for(ctx, planes, 1, total_out * static_cast<int64_t>(es), parallel_min_bytes("MaxUnpool"), scatter);
+      par_for(ctx, planes, 1, total_out * es, parallel_min_bytes("MaxUnpool"), scatter);
     } else {
       scatter(0, planes);
     }
     return OLC_OK;
+  }
+
+  template <class U>
+  static void place(const void* xv, const int64_t* I, void* yv, int64_t p0, int64_t p1, int64_t in_plane,
+                    int64_t out_plane, bool same, bool local, const std::vector<int64_t>& inf, const std::vector<int64_t>& out) {
+    const U* x = static_cast<const U*>(xv);
+    U* y = static_cast<U*>(yv);
+    // Plane by plane, so the zeroed plane is still in cache when its values land.
+    for (int64_t p = p0; p < p1; ++p) {
+      std::fill(y + p * out_plane, y + (p + 1) * out_plane, U(0));
+      if (!local) continue;
+      for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) y[same ? I[i] : to_output(I[i], inf, out)] = x[i];
+    }
+    if (!local)  // indices that cross planes: every plane zeroed first
+      for (int64_t i = p0 * in_plane; i < p1 * in_plane; ++i) y[same ? I[i] : to_output(I[i], inf, out)] = x[i];
   }
 
   // A flat index over the inferred shape as a flat index over the output

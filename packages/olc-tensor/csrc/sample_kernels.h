@@ -1,4 +1,4 @@
-// The sampling loops shared by RoiAlign and GridSample, and the row add of
+// The sampling loops shared by RoiAlign and GridSample, and the row adds of
 // Col2Im. Both samplers first build a tap plan (see sample_plan.h): for each
 // output point, T taps (an index into one input plane and a weight), the
 // same for every channel; the per-channel work is then one pass of
@@ -28,7 +28,8 @@ struct SampleF32 {
   void (*taps_sum)(float* y, const float* x, const int32_t* idx, const float* w, int64_t taps, int64_t n,
                    float divisor);
   void (*taps_max)(float* y, const float* x, const int32_t* idx, const float* w, int64_t taps, int64_t n);
-  void (*add_row)(float* dst, const float* src, int64_t n);  // dst[i] += src[i]
+  // dst[r * dst_stride + i] += src[r * src_stride + i], i < n, r < rows
+  void (*add_rows)(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t n, int64_t rows);
   const char* isa;
 };
 

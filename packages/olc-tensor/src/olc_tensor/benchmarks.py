@@ -8,8 +8,13 @@ elements; per-tensor QuantizeLinear / DequantizeLinear between float32
 and uint8 / int8 at 64K and 1M elements; the pooling and Resize layers of
 a ResNet-50 / U-Net style CNN (MaxPool 3x3 stride 2 on [1,64,112,112], the
 global average pools of [1,512,7,7] and [8,2048,7,7], a 3x3 AveragePool,
-bilinear and nearest 2x upsampling of [1,64,128,128]). ``benchmark_gates()`` states the
-targets (ratio = onnxruntime time / olc time, same inputs and threads).
+bilinear and nearest 2x upsampling of [1,64,128,128]); the detection and
+warping ops: RoiAlign and MaxRoiPool of 100 boxes into 7x7 bins from a
+stride-16 [1,256,50,68] feature map (Faster / Mask R-CNN heads), GridSample
+of [1,32,64,64] on a 64x64 grid (a spatial transformer), Col2Im folding a
+3x3 unfold of [1,64,56,56] back, MaxUnpool of a 2x2 MaxPool of
+[1,64,112,112] (SegNet). ``benchmark_gates()`` states the targets (ratio =
+onnxruntime time / olc time, same inputs and threads).
 """
 
 from __future__ import annotations
@@ -80,7 +85,7 @@ def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
         case = _case("Cast", f"Cast float32 -> bfloat16 -> float32 {n}", [_f32([n])], "cast")
         case["model"] = _bf16_round_trip(n)
         cases.append(case)
-    return cases + _quantize_cases(QUANTIZE_SIZES) + _cnn_cases()
+    return cases + _quantize_cases(QUANTIZE_SIZES) + _cnn_cases() + _sampling_cases()
 
 
 def _f32_const(values: Sequence[float]) -> dict[str, Any]:
@@ -115,6 +120,73 @@ def _cnn_cases() -> list[dict[str, Any]]:
         # the reciprocal of the count): agreement to float32 rounding.
         if c["op"] in ("AveragePool", "GlobalAveragePool") or c["attributes"].get("mode") == "linear":
             c["rtol"], c["atol"] = 1e-5, 1e-6
+    return cases
+
+
+def _boxes(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    """Boxes [x1, y1, x2, y2] (or [batch, x1, y1, x2, y2]) of 16 to 300 pixels
+    in an 800 x 1088 image (the [50, 68] map at stride 16)."""
+    n, cols = shape
+    lo = rng.uniform(0, 780, (n, 2))
+    boxes = np.concatenate([lo, lo + rng.uniform(16, 300, (n, 2))], 1)
+    if cols == 5:
+        boxes = np.concatenate([np.zeros((n, 1)), boxes], 1)
+    return boxes.astype(dtype)
+
+
+def _zeros(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    return np.zeros(shape, dtype)
+
+
+def _unit(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    return rng.uniform(-1, 1, shape).astype(dtype)
+
+
+def _pool_indices(rng: np.random.Generator, shape: Sequence[int], dtype: Any) -> np.ndarray:
+    """What a 2x2 stride-2 MaxPool's Indices output holds for an input of
+    twice the spatial size: one position of each window, flat over the input."""
+    n, c, h, w = shape
+    rows = 2 * np.arange(h)[:, None] + rng.integers(0, 2, (n, c, h, w))
+    cols = 2 * np.arange(w)[None, :] + rng.integers(0, 2, (n, c, h, w))
+    plane = np.arange(n * c).reshape(n, c, 1, 1) * (4 * h * w)
+    return (plane + rows * (2 * w) + cols).astype(dtype)
+
+
+def _sampling_cases() -> list[dict[str, Any]]:
+    """RoiAlign, MaxRoiPool, GridSample, Col2Im and MaxUnpool at the sizes of
+    the models that use them."""
+    fmap = _f32([1, 256, 50, 68])
+    cases = []
+    for sr in (2, 0):
+        c = _case("RoiAlign", f"RoiAlign 100 boxes 7x7 sampling_ratio {sr} [1,256,50,68]",
+                  [fmap, {"shape": [100, 4], "dtype": "float32", "generator": _boxes},
+                   {"shape": [100], "dtype": "int64", "generator": _zeros}], "sampling",
+                  {"output_height": 7, "output_width": 7, "sampling_ratio": sr, "spatial_scale": 1 / 16},
+                  size=100 * 256 * 49)
+        c["opset"] = 16
+        cases.append(c)
+    cases.append(_case("MaxRoiPool", "MaxRoiPool 100 boxes 7x7 [1,256,50,68]",
+                       [fmap, {"shape": [100, 5], "dtype": "float32", "generator": _boxes}], "sampling",
+                       {"pooled_shape": [7, 7], "spatial_scale": 1 / 16}, size=100 * 256 * 49))
+    for mode in ("linear", "cubic"):
+        c = _case("GridSample", f"GridSample {mode} [1,32,64,64] grid 64x64",
+                  [_f32([1, 32, 64, 64]), {"shape": [1, 64, 64, 2], "dtype": "float32", "generator": _unit}],
+                  "sampling", {"mode": mode}, size=32 * 64 * 64)
+        c["opset"] = 20
+        cases.append(c)
+    image = {"shape": [2], "dtype": "int64", "generator": lambda rng, shape, dt: np.array([56, 56], dt),
+             "constant": True}
+    block = {"shape": [2], "dtype": "int64", "generator": lambda rng, shape, dt: np.array([3, 3], dt),
+             "constant": True}
+    cases.append(_case("Col2Im", "Col2Im 3x3 pad 1 [1,576,3136] -> [1,64,56,56]",
+                       [_f32([1, 64 * 9, 56 * 56]), image, block], "sampling", {"pads": [1, 1, 1, 1]}))
+    cases.append(_case("MaxUnpool", "MaxUnpool 2x2 s2 [1,64,56,56] -> [1,64,112,112]",
+                       [_f32([1, 64, 56, 56]), {"shape": [1, 64, 56, 56], "dtype": "int64",
+                                                "generator": _pool_indices}], "sampling",
+                       {"kernel_shape": [2, 2], "strides": [2, 2]}))
+    for c in cases:
+        if c["op"] in ("RoiAlign", "GridSample", "Col2Im"):
+            c["rtol"], c["atol"] = 1e-5, 1e-5
     return cases
 
 
