@@ -1,5 +1,7 @@
 """olc-core plugin: registers the com.microsoft kernels listed in manifest.py,
-each as an optimized kernel and a naive reference."""
+each as an optimized kernel and a naive reference, and the graph pass that
+rewrites raw exports' normalization and GELU subgraphs into them
+(passes.py)."""
 
 from __future__ import annotations
 
@@ -38,3 +40,10 @@ def registrations() -> list[olc_core.KernelRegistration]:
 @olc_core.hookimpl
 def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
+
+
+@olc_core.hookimpl
+def olc_register_graph_passes() -> list[olc_core.GraphPass]:
+    from . import passes
+
+    return [passes.GRAPH_PASS]
