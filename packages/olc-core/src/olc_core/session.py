@@ -207,14 +207,22 @@ def _tensor_elem(tp: onnx.TypeProto | None) -> int:
 
 
 def _type_string(tp: onnx.TypeProto | None) -> str:
+    """A value's type as onnxruntime spells it in NodeArg.type:
+    ``tensor(float)``, ``seq(tensor(int64))``, ``map(string,tensor(float))``,
+    ``seq(map(int64,tensor(float)))`` (ZipMap's output), ``optional(...)``."""
     if tp is None or tp.WhichOneof("value") is None:
         return "unknown"
     kind = tp.WhichOneof("value")
     if kind == "tensor_type":
         if not tp.tensor_type.elem_type:
             return "tensor(unknown)"  # declared without an element type, and inference gave none
-        name = _elem_name(tp.tensor_type.elem_type)
-        return f"tensor({'float' if name == 'float' else name})"
+        return f"tensor({_elem_name(tp.tensor_type.elem_type)})"
+    if kind == "sequence_type":
+        return f"seq({_type_string(tp.sequence_type.elem_type)})"
+    if kind == "map_type":
+        return f"map({_elem_name(tp.map_type.key_type)},{_type_string(tp.map_type.value_type)})"
+    if kind == "optional_type":
+        return f"optional({_type_string(tp.optional_type.elem_type)})"
     return kind.replace("_type", "")
 
 
