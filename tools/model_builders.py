@@ -5,8 +5,13 @@ as torch.onnx exports a Hugging Face BertModel (opset 17, symbolic batch and
 sequence, the shape chains Shape -> Gather -> Unsqueeze -> Concat -> Reshape
 around every attention head split, the position ids sliced from a buffer,
 the mask turned into an additive bias, Gelu written with Erf, Constant
-nodes for the scalars). Used by tests/test_models.py and by
-tools/benchmark_parity.py's ``models`` suite.
+nodes for the scalars). Four convolutional networks at the channel counts
+of real ones and small images, as torch.onnx exports them in eval mode
+(Conv -> BatchNormalization -> activation, symbolic batch): a ResNet-style
+stack, a MobileNetV3-style depthwise-separable stack with HardSwish and
+squeeze-excite gates, a U-Net with a ConvTranspose / Resize decoder, and a
+1-D audio classifier. Used by tests/test_models.py, tests/test_models_cnn.py
+and by tools/benchmark_parity.py's ``models`` suite.
 """
 
 from __future__ import annotations
@@ -161,12 +166,188 @@ def encoder_feeds(config: EncoderConfig, batch: int, sequence: int, seed: int = 
     return {"input_ids": ids, "attention_mask": mask}
 
 
+# ------------------------------------------------------------------ CNNs
+
+CNN_OPSET = 17
+
+
+class _ConvGraph(_Graph):
+    """Conv blocks as torch.onnx writes them in eval mode."""
+
+    def conv(self, x: str, c_in: int, c_out: int, k: int | tuple[int, ...], stride: int = 1, pad: int | None = None,
+             group: int = 1, bias: bool = False, rank: int = 2) -> str:
+        ks = (k,) * rank if isinstance(k, int) else tuple(k)
+        pads = [ki // 2 for ki in ks] * 2 if pad is None else [pad] * (2 * rank)
+        fan_in = (c_in // group) * int(np.prod(ks))
+        w = self.weight("conv_w", (c_out, c_in // group, *ks), float(np.sqrt(2.0 / fan_in)))
+        inputs = [x, w] + ([self.weight("conv_b", (c_out,), 0.02)] if bias else [])
+        return self.one("Conv", inputs, kernel_shape=list(ks), strides=[stride] * rank, pads=pads,
+                        dilations=[1] * rank, group=group)
+
+    def bn(self, x: str, c: int) -> str:
+        scale = self.name("bn_scale")
+        bias = self.name("bn_bias")
+        mean = self.name("bn_mean")
+        var = self.name("bn_var")
+        for name, value in ((scale, 1 + 0.1 * self.rng.standard_normal(c)), (bias, 0.1 * self.rng.standard_normal(c)),
+                            (mean, 0.1 * self.rng.standard_normal(c)), (var, self.rng.uniform(0.5, 1.5, c))):
+            self.inits.append(numpy_helper.from_array(value.astype(np.float32), name))
+        return self.one("BatchNormalization", [x, scale, bias, mean, var], epsilon=1e-5, momentum=0.9)
+
+    def conv_bn(self, x: str, c_in: int, c_out: int, k: int, stride: int = 1, group: int = 1, act: str | None = "Relu",
+                rank: int = 2) -> str:
+        y = self.bn(self.conv(x, c_in, c_out, k, stride, group=group, rank=rank), c_out)
+        return self.one(act, [y]) if act else y
+
+    def gemm_head(self, x: str, c: int, classes: int) -> str:
+        flat = self.one("Flatten", [self.one("GlobalAveragePool", [x])], axis=1)
+        return self.one("Gemm", [flat, self.weight("fc_w", (classes, c), float(np.sqrt(1.0 / c))),
+                                 self.weight("fc_b", (classes,), 0.02)], transB=1)
+
+    def model(self, inputs: list[onnx.ValueInfoProto], value: str, output: str, shape: list[str | int],
+              name: str) -> onnx.ModelProto:
+        """The graph with `value` (a node's output) as its one output, renamed `output`."""
+        for n in self.nodes:
+            for i, o in enumerate(n.output):
+                if o == value:
+                    n.output[i] = output
+        graph = helper.make_graph(self.nodes, name, inputs,
+                                  [helper.make_tensor_value_info(output, TensorProto.FLOAT, shape)],
+                                  initializer=self.inits)
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", CNN_OPSET)],
+                                  producer_name="olc model_builders")
+        model.ir_version = 8
+        return model
+
+
+def _image_input(name: str, channels: int, *spatial: int) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", channels, *spatial])
+
+
+def resnet_stack(seed: int = 0, size: int = 64, classes: int = 100) -> onnx.ModelProto:
+    """ResNet-18's first stages on a size x size image: the 7x7 stride-2 stem,
+    3x3 stride-2 MaxPool, two basic blocks at 64 channels, a strided block to
+    128 with a 1x1 projection shortcut and one more at 128, then
+    GlobalAveragePool, Flatten and Gemm. Input ``image`` [batch, 3, size,
+    size], output ``logits`` [batch, classes]."""
+    g = _ConvGraph(np.random.default_rng(seed))
+    x = g.conv_bn("image", 3, 64, 7, stride=2)
+    x = g.one("MaxPool", [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+
+    def block(x: str, c_in: int, c_out: int, stride: int) -> str:
+        y = g.conv_bn(x, c_in, c_out, 3, stride)
+        y = g.conv_bn(y, c_out, c_out, 3, act=None)
+        short = x if stride == 1 and c_in == c_out else g.conv_bn(x, c_in, c_out, 1, stride, act=None)
+        return g.one("Relu", [g.one("Add", [y, short])])
+
+    x = block(block(x, 64, 64, 1), 64, 64, 1)
+    x = block(block(x, 64, 128, 2), 128, 128, 1)
+    x = g.gemm_head(x, 128, classes)
+    return g.model([_image_input("image", 3, size, size)], x, "logits", ["batch", classes], "resnet_stack")
+
+
+def mobilenet_stack(seed: int = 0, size: int = 64, classes: int = 100) -> onnx.ModelProto:
+    """MobileNetV3-style: a 3x3 stride-2 stem with HardSwish, inverted
+    residual blocks (1x1 expand, depthwise 3x3 with group = channels, 1x1
+    project; HardSwish or Relu; a residual Add where shapes allow) with
+    squeeze-excite gates (GlobalAveragePool -> 1x1 Conv -> Relu -> 1x1 Conv
+    -> HardSigmoid -> Mul), a 1x1 Conv to 576 channels, GlobalAveragePool,
+    Flatten and Gemm. Input ``image`` [batch, 3, size, size], output
+    ``logits`` [batch, classes]."""
+    g = _ConvGraph(np.random.default_rng(seed))
+    x = g.conv_bn("image", 3, 16, 3, stride=2, act="HardSwish")
+
+    def se(x: str, c: int) -> str:
+        s = g.one("GlobalAveragePool", [x])
+        s = g.one("Relu", [g.conv(s, c, max(8, c // 4), 1, bias=True)])
+        s = g.one("HardSigmoid", [g.conv(s, max(8, c // 4), c, 1, bias=True)], alpha=1.0 / 6, beta=0.5)
+        return g.one("Mul", [x, s])
+
+    def inverted(x: str, c_in: int, expand: int, c_out: int, k: int, stride: int, act: str, use_se: bool) -> str:
+        y = g.conv_bn(x, c_in, expand, 1, act=act) if expand != c_in else x
+        y = g.conv_bn(y, expand, expand, k, stride, group=expand, act=act)
+        if use_se:
+            y = se(y, expand)
+        y = g.conv_bn(y, expand, c_out, 1, act=None)
+        return g.one("Add", [x, y]) if stride == 1 and c_in == c_out else y
+
+    for c_in, expand, c_out, k, stride, act, use_se in (
+            (16, 16, 16, 3, 2, "Relu", True), (16, 72, 24, 3, 2, "Relu", False), (24, 88, 24, 3, 1, "Relu", False),
+            (24, 96, 40, 5, 2, "HardSwish", True), (40, 240, 40, 5, 1, "HardSwish", True),
+            (40, 120, 48, 5, 1, "HardSwish", True), (48, 144, 48, 5, 1, "HardSwish", True)):
+        x = inverted(x, c_in, expand, c_out, k, stride, act, use_se)
+    x = g.conv_bn(x, 48, 576, 1, act="HardSwish")
+    x = g.gemm_head(x, 576, classes)
+    return g.model([_image_input("image", 3, size, size)], x, "logits", ["batch", classes], "mobilenet_stack")
+
+
+def unet(seed: int = 0, size: int = 64, classes: int = 4) -> onnx.ModelProto:
+    """A U-Net at 32-64-128-256 channels: an encoder of double 3x3 Conv-BN-Relu
+    stages and 2x2 MaxPools, a decoder that upsamples with ConvTranspose 2x2
+    stride 2 (twice) and with Resize (bilinear, half_pixel, twice the size,
+    then a 3x3 Conv), concatenating the encoder's skip features, and a 1x1
+    Conv to per-pixel class scores. Input ``image`` [batch, 3, size, size]
+    (size a multiple of 8), output ``mask`` [batch, classes, size, size]."""
+    g = _ConvGraph(np.random.default_rng(seed))
+
+    def double(x: str, c_in: int, c_out: int) -> str:
+        return g.conv_bn(g.conv_bn(x, c_in, c_out, 3), c_out, c_out, 3)
+
+    def pool(x: str) -> str:
+        return g.one("MaxPool", [x], kernel_shape=[2, 2], strides=[2, 2])
+
+    e1 = double("image", 3, 32)
+    e2 = double(pool(e1), 32, 64)
+    e3 = double(pool(e2), 64, 128)
+    b = double(pool(e3), 128, 256)
+    up = g.one("ConvTranspose", [b, g.weight("up_w", (256, 128, 2, 2), 0.06), g.weight("up_b", (128,), 0.02)],
+               kernel_shape=[2, 2], strides=[2, 2])
+    d3 = double(g.one("Concat", [up, e3], axis=1), 256, 128)
+    up = g.one("ConvTranspose", [d3, g.weight("up_w", (128, 64, 2, 2), 0.09), g.weight("up_b", (64,), 0.02)],
+               kernel_shape=[2, 2], strides=[2, 2])
+    d2 = double(g.one("Concat", [up, e2], axis=1), 128, 64)
+    scales = g.name("scales")
+    g.inits.append(numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), scales))
+    up = g.one("Resize", [d2, "", scales], mode="linear", coordinate_transformation_mode="half_pixel")
+    up = g.conv_bn(up, 64, 32, 3)
+    d1 = double(g.one("Concat", [up, e1], axis=1), 64, 32)
+    out = g.conv(d1, 32, classes, 1, bias=True)
+    return g.model([_image_input("image", 3, size, size)], out, "mask", ["batch", classes, size, size], "unet")
+
+
+def audio_stack(seed: int = 0, samples: int = 8000, classes: int = 35) -> onnx.ModelProto:
+    """An M5-style keyword classifier on raw audio: a wide strided Conv1d
+    (kernel 80, stride 4) and three 3-tap Conv1d stages at 64-128-256
+    channels, each with BatchNormalization, Relu and a 4-wide MaxPool (the
+    last an AveragePool), then GlobalAveragePool, Flatten and Gemm. Input
+    ``audio`` [batch, 1, samples], output ``logits`` [batch, classes]."""
+    g = _ConvGraph(np.random.default_rng(seed))
+    x = g.bn(g.conv("audio", 1, 64, 80, stride=4, pad=38, rank=1), 64)
+    x = g.one("MaxPool", [g.one("Relu", [x])], kernel_shape=[4], strides=[4])
+    for c_in, c_out, last in ((64, 64, False), (64, 128, False), (128, 256, True)):
+        x = g.conv_bn(x, c_in, c_out, 3, rank=1)
+        pool = "AveragePool" if last else "MaxPool"
+        x = g.one(pool, [x], kernel_shape=[4], strides=[4])
+    x = g.gemm_head(x, 256, classes)
+    return g.model([_image_input("audio", 1, samples)], x, "logits", ["batch", classes], "audio_stack")
+
+
+# The CNNs, by name: (builder, input name, input shape at batch 1).
+CNN_MODELS = {
+    "resnet": (resnet_stack, "image", (1, 3, 64, 64)),
+    "mobilenet": (mobilenet_stack, "image", (1, 3, 64, 64)),
+    "unet": (unet, "image", (1, 3, 64, 64)),
+    "audio": (audio_stack, "audio", (1, 1, 8000)),
+}
+
+
 # ------------------------------------------------------------ benchmark cases
 
 
 def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
     """The ``models`` suite of tools/benchmark_parity.py: the encoder at
-    batch 1, sequence 128, every node native (the tool checks it)."""
+    batch 1, sequence 128, and the four CNNs at batch 1 (group ``cnn``), every
+    node native (the tool checks it)."""
     config = EncoderConfig()
 
     def ids(rng: np.random.Generator, shape: tuple[int, ...], dtype: object) -> np.ndarray:
@@ -175,13 +356,23 @@ def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
     def ones(rng: np.random.Generator, shape: tuple[int, ...], dtype: object) -> np.ndarray:
         return np.ones(shape, np.int64)
 
-    return [{
+    cases: list[dict[str, object]] = [{
         "suite": "models", "op": "BertEncoder", "name": "BERT-style encoder b1 s128", "group": "encoder",
         "model": lambda: bert_encoder(config), "size": 128,
         "inputs": [{"shape": [1, 128], "dtype": "int64", "generator": ids},
                    {"shape": [1, 128], "dtype": "int64", "generator": ones}],
         "outputs": ["float32", "float32"], "rtol": 1e-3, "atol": 1e-4,
     }]
+    labels = {"resnet": "ResNet-style stack", "mobilenet": "MobileNetV3-style stack", "unet": "U-Net",
+              "audio": "M5-style audio stack"}
+    for key, (builder, _, shape) in CNN_MODELS.items():
+        cases.append({
+            "suite": "models", "op": key, "name": f"{labels[key]} {list(shape)}", "group": "cnn",
+            "model": builder, "size": int(np.prod(shape)),
+            "inputs": [{"shape": list(shape), "dtype": "float32", "generator": "normal"}],
+            "outputs": ["float32"], "rtol": 1e-3, "atol": 1e-3,
+        })
+    return cases
 
 
 def benchmark_gates() -> list[dict[str, object]]:

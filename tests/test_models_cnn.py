@@ -1,0 +1,82 @@
+"""Convolutional networks as exporters emit them (tools/model_builders.py),
+through olc_core.Session with every family installed, against onnxruntime:
+every node native (strict mode), the right answer at batch 1 and 2, one and
+two threads, and at every SIMD level this CPU has.
+
+- ResNet-style: Conv-BatchNormalization-Relu, residual Add, MaxPool,
+  GlobalAveragePool, Flatten, Gemm.
+- MobileNetV3-style: depthwise (group = channels) and pointwise Convs,
+  HardSwish, squeeze-excite gates with HardSigmoid and Mul.
+- U-Net: encoder MaxPools, decoder ConvTranspose and Resize, skip Concats.
+- 1-D audio (M5-style): Conv1d, MaxPool / AveragePool over time.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import olc_core
+from olc_core.testing import run_on_every_level
+
+ort = pytest.importorskip("onnxruntime")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from model_builders import CNN_MODELS  # noqa: E402
+
+# The kernels each model must run on (beyond the elementwise activations).
+EXPECTED = {
+    "resnet": {"olc_matmul::Conv", "olc_normalization::BatchNormalization", "olc_tensor::MaxPool",
+               "olc_tensor::GlobalAveragePool", "olc_matmul::Gemm"},
+    "mobilenet": {"olc_matmul::Conv", "olc_elementwise::HardSwish", "olc_tensor::GlobalAveragePool",
+                  "olc_matmul::Gemm"},
+    "unet": {"olc_matmul::Conv", "olc_matmul::ConvTranspose", "olc_tensor::Resize", "olc_tensor::Concat",
+             "olc_tensor::MaxPool"},
+    "audio": {"olc_matmul::Conv", "olc_tensor::MaxPool", "olc_tensor::AveragePool", "olc_matmul::Gemm"},
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CNN_MODELS))
+def cnn(request):
+    builder, input_name, shape = CNN_MODELS[request.param]
+    return request.param, builder(), input_name, shape
+
+
+def _ort(model, threads):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _close(got, want, what):
+    # Sums of hundreds of products: agreement to float32 rounding, scaled to the output.
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want).max())), err_msg=what)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cnn_runs_natively_and_matches_onnxruntime(cnn, threads):
+    name, model, input_name, shape = cnn
+    sess = olc_core.Session(model, threads=threads, strict=True, record_usage=True)
+    ref = _ort(model, threads)
+    rng = np.random.default_rng(threads)
+    for batch in (1, 2):  # one session, symbolic batch
+        x = rng.standard_normal((batch, *shape[1:])).astype(np.float32)
+        (got,) = sess.run(None, {input_name: x})
+        (want,) = ref.run(None, {input_name: x})
+        assert got.shape == want.shape and got.shape[0] == batch
+        _close(got, want, f"{name} batch {batch} threads {threads}")
+    usage = set(sess.kernel_usage())
+    assert not any(k.startswith("onnx.reference") for k in usage), usage
+    assert EXPECTED[name] <= usage, EXPECTED[name] - usage
+    assert all(entry.native for entry in sess.kernel_plan())
+
+
+def test_cnn_every_simd_level(cnn):
+    name, model, input_name, shape = cnn
+    x = np.random.default_rng(7).standard_normal(shape).astype(np.float32)
+    (want,) = _ort(model, 1).run(None, {input_name: x})
+    for level, (got,) in run_on_every_level(model, {input_name: x}).items():
+        _close(got, want, f"{name} at {level}")
