@@ -4,7 +4,8 @@
     python tools/dask_scoring_benchmark.py --rows 1000000 --partitions 16
 
 The model is olc-ml's benchmark forest (100 trees of depth 6 over 20 float32
-features). For each partition count it times, as medians of --repeat runs:
+features). For each partition count it times, alternating, as medians of
+--repeat runs each:
 
 - ``loop``: one Session(threads=1) run per partition in a plain Python loop
   (numpy slices of the same rows): the floor;
@@ -25,10 +26,10 @@ from __future__ import annotations
 
 import argparse
 import functools
+import logging
 import os
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 import dask
@@ -38,15 +39,6 @@ from distributed import Client, LocalCluster
 
 import olc_core
 from olc_core import dask as olc_dask
-
-
-def median_seconds(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def first_column(block: np.ndarray) -> np.ndarray:
@@ -71,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=400_000)
     parser.add_argument("--partitions", type=int, nargs="+", default=[8, 32, 128])
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
 
     from olc_ml.benchmarks import forest_model
@@ -86,38 +78,42 @@ def main() -> None:
           "olc overhead/partition | dask floor/partition |")
     print("|---|---|---|---|---|---|---|---|")
 
-    loops: dict[tuple[int, int], float] = {}
-    for threads in (1, 2):
-        session = olc_core.Session(model, threads=threads)
-        for parts in args.partitions:
-            slices = np.array_split(x_all, parts)
-            loops[threads, parts] = median_seconds(functools.partial(run_loop, session, slices), args.repeat)
+    sessions = {threads: olc_core.Session(model, threads=threads) for threads in (1, 2)}
 
-    def measure(x: da.Array, where: str, loop: float, workers: int) -> None:
+    def measure(x: da.Array, where: str, threads: int, workers: int) -> None:
+        """The loop, the Dask floor and score(), alternating, so a change of load hits all three."""
         parts = x.numblocks[0]
+        slices = np.array_split(x_all, parts)
         np.testing.assert_array_equal(olc_dask.score(model, x).compute(), want)  # warm-up: sessions built, checked
-        floor = median_seconds(functools.partial(dask_floor, x), args.repeat)
-        scored = median_seconds(functools.partial(score, model, x), args.repeat)
+        runs = [functools.partial(run_loop, sessions[threads], slices), functools.partial(dask_floor, x),
+                functools.partial(score, model, x)]
+        times: list[list[float]] = [[], [], []]
+        for _ in range(args.repeat):
+            for fn, spent in zip(runs, times):
+                start = time.perf_counter()
+                fn()
+                spent.append(time.perf_counter() - start)
+        loop, floor, scored = (statistics.median(t) for t in times)
         print(f"| {parts} | {args.rows // parts:,} | {where} | {loop:.3f} | {scored:.3f} | "
               f"{args.rows / scored:,.0f} | {(scored - loop / workers) / parts * 1e3:.1f} ms | "
-              f"{floor / parts * 1e3:.1f} ms |")
+              f"{floor / parts * 1e3:.1f} ms |", flush=True)
 
     for workers in (1, 2):
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0") as cluster, \
-                Client(cluster) as client:
+        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
+                          silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
             for parts in args.partitions:
                 # The rows are sent to the workers once, before timing, as scattered blocks.
-                blocks = client.scatter(np.array_split(x_all, parts))
-                x = da.concatenate([da.from_delayed(b, shape=(len(s), 20), dtype=np.float32)
-                                    for b, s in zip(blocks, np.array_split(x_all, parts))])
-                label = f"{workers} worker{'s' if workers > 1 else ''} x 1 thread"
-                measure(x, label, loops[1, parts], workers)
+                slices = np.array_split(x_all, parts)
+                blocks = client.scatter(slices)
+                x = da.concatenate([da.from_delayed(b, shape=s.shape, dtype=np.float32)
+                                    for b, s in zip(blocks, slices)])
+                measure(x, f"{workers} worker{'s' if workers > 1 else ''} x 1 thread", 1, workers)
                 client.cancel(blocks)
 
     with dask.config.set(scheduler="threads", num_workers=2):
         for parts in args.partitions:
             x = da.from_array(x_all, chunks=(-(-args.rows // parts), 20))
-            measure(x, "threads, 1 session x 2 threads", loops[2, parts], 1)
+            measure(x, "threads, 1 session x 2 threads", 2, 1)
     print(f"\nload average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

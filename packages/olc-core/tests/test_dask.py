@@ -6,6 +6,7 @@ worker with the worker's threads."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 
 import numpy as np
@@ -263,9 +264,11 @@ def test_model_from_a_path(process_client, tmp_path):
 def test_sessions_are_kept_across_computations(process_client):
     needs("olc-ml")
     model, x = tree_model(n_trees=3), float_data()
-    xs = da.from_array(x, chunks=100)
-    first = dask.compute(olc_dask.score(model, xs, report=True)[1], scheduler=process_client)[0]
-    second = dask.compute(olc_dask.score(model, xs, report=True)[1], scheduler=process_client)[0]
+    # Other partitions the second time: other keys, which the scheduler cannot answer from memory.
+    first = dask.compute(olc_dask.score(model, da.from_array(x, chunks=100), report=True)[1],
+                         scheduler=process_client)[0]
+    second = dask.compute(olc_dask.score(model, da.from_array(x, chunks=200), report=True)[1],
+                          scheduler=process_client)[0]
     digest = first.sessions[0].model
     held = {addr: [s for s in stats if s.model == digest]
             for addr, stats in process_client.run(olc_dask.session_stats).items()}
@@ -273,7 +276,7 @@ def test_sessions_are_kept_across_computations(process_client):
     assert all(len(s) <= 1 for s in held.values()), held
     assert {(s.pid, s.serial) for s in first.sessions} | {(s.pid, s.serial) for s in second.sessions} == {
         (s[0].pid, s[0].serial) for s in held.values() if s}
-    assert sum(s[0].partitions for s in held.values() if s) == 20
+    assert sum(s[0].partitions for s in held.values() if s) == 10 + 5
     assert all(s[0].threads == 1 for s in held.values() if s)
 
 
@@ -286,27 +289,30 @@ def scored_so_far(where, digest):
     return sum(s.partitions for s in stats if s.model == digest and s.worker in where.nthreads)
 
 
+def digest_of(model):
+    return hashlib.sha256(model.SerializeToString()).hexdigest()[:16]
+
+
 def test_outputs_and_report_run_each_partition_once(where):
     model = core_model()
     feeds = CASES["core-only"][2]()
-    data = {n: da.from_array(v, chunks=CHUNK) for n, v in feeds.items()}
-    _, report = olc_dask.score(model, data, outputs="flat", report=True)
-    digest = where.compute(report)[0].sessions[0].model
-    # One output (its blocks would fuse with their partitions), several, and a reduction over one.
-    for outputs in ("flat", None):
+    # One output (its blocks could fuse with their partitions), several, and a reduction over one.
+    # Each computation has its own row chunks (7 partitions each): keys the scheduler has not seen.
+    cases = [("flat", False), ("flat", True), (None, False), (None, True)]
+    for (outputs, reduce), chunk in zip(cases, range(CHUNK, CHUNK - 4, -1)):
+        data = {n: da.from_array(v, chunks=chunk) for n, v in feeds.items()}
         got, report = olc_dask.score(model, data, outputs=outputs, report=True)
-        for collections in ((got,) if outputs else got, ((got if outputs else got[0]).sum(),)):
-            before = scored_so_far(where, digest)
-            where.compute(*collections, report)
-            assert scored_so_far(where, digest) - before == 7, (outputs, collections)
-    df = dd.from_pandas(pd.DataFrame(feeds["a"].reshape(ROWS, 6)), npartitions=5)
+        got = (got,) if outputs else got
+        before = scored_so_far(where, digest_of(model))
+        where.compute(*((got[0].sum(),) if reduce else got), report)
+        assert scored_so_far(where, digest_of(model)) - before == 7, (outputs, reduce)
     flat_model = make_model([helper.make_node("Flatten", ["x"], ["y"], axis=1, name="flatten")],
                             [tensor("x", TensorProto.FLOAT, ["n", 6])], [tensor("y", TensorProto.FLOAT, None)])
+    df = dd.from_pandas(pd.DataFrame(feeds["a"].reshape(ROWS, 6)), npartitions=5)
     scores, report = olc_dask.score(flat_model, df, report=True)
-    digest = where.compute(report)[0].sessions[0].model
-    before = scored_so_far(where, digest)
+    before = scored_so_far(where, digest_of(flat_model))
     where.compute(scores, report)
-    assert scored_so_far(where, digest) - before == 5
+    assert scored_so_far(where, digest_of(flat_model)) - before == 5
 
 
 def test_threaded_scheduler_threads_follow_the_pool():

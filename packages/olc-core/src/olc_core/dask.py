@@ -615,9 +615,20 @@ def _array_graph(job: _Job, arrays: list[Any], row_chunks: tuple[int, ...], sing
     blocks = [list(flatten(a.__dask_keys__())) for a in arrays]
     starts = np.concatenate([[0], np.cumsum(row_chunks)]).astype(int).tolist()
     count = len(row_chunks)
+
+    def partition(i: int) -> tuple:
+        return (_score_block, job_key.key, i, starts[i], *(b[i] for b in blocks))
+
+    if len(job.outputs) == 1 and not report:
+        # One task per partition: the output block is the partition's result.
+        out, ndim = f"olc-output-{token}", 1 + len(job.trailing[0])
+        layer: dict[Any, Any] = {(out, i, *([0] * (ndim - 1))): (_output_of, partition(i), job.outputs[0])
+                                 for i in range(count)}
+        array = da.Array(HighLevelGraph.from_collections(out, layer, dependencies=[*arrays, job_key]), out,
+                         _chunks(row_chunks, job.trailing[0]), meta=np.empty((0,) * ndim, job.dtypes[0]))
+        return array if single else (array,), None
     graph = HighLevelGraph.from_collections(
-        parts, {(parts, i): (_score_block, job_key.key, i, starts[i], *(b[i] for b in blocks)) for i in range(count)},
-        dependencies=[*arrays, job_key])
+        parts, {(parts, i): partition(i) for i in range(count)}, dependencies=[*arrays, job_key])
     if report:
         graph = _add_layer(graph, summaries, {(summaries, i): (_summary, (parts, i)) for i in range(count)}, parts)
     collections = []
@@ -630,9 +641,8 @@ def _array_graph(job: _Job, arrays: list[Any], row_chunks: tuple[int, ...], sing
         # (the report would then run the partition again).
         layer = {(out, i, *([0] * (ndim - 1))): (_output_of, (parts, i), name, (summaries, i) if report else None)
                  for i in range(count)}
-        chunks = (row_chunks, *((np.nan,) if t is None else (t,) for t in trailing))
         layer_deps = (parts, summaries) if report else (parts,)
-        collections.append(da.Array(_add_layer(graph, out, layer, *layer_deps), out, chunks,
+        collections.append(da.Array(_add_layer(graph, out, layer, *layer_deps), out, _chunks(row_chunks, trailing),
                                     meta=np.empty((0,) * ndim, dtype)))
     lazy_report = None
     if report:
@@ -640,6 +650,11 @@ def _array_graph(job: _Job, arrays: list[Any], row_chunks: tuple[int, ...], sing
         lazy_report = Delayed(key, _add_layer(graph, key, {key: (_report, count, [(summaries, i) for i in range(count)])},
                                               summaries))
     return (collections[0] if single else tuple(collections)), lazy_report
+
+
+def _chunks(row_chunks: tuple[int, ...], trailing: tuple[int | None, ...]) -> tuple:
+    """An output's chunks: the partitions' rows, one block (of unknown size: nan) along each other axis."""
+    return (row_chunks, *((np.nan,) if t is None else (t,) for t in trailing))
 
 
 def _add_layer(graph: Any, name: str, layer: dict, *depends_on: str) -> Any:
