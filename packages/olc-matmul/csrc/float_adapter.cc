@@ -1,6 +1,6 @@
-// Gemm and MatMul as seen by olc-core: attribute and type validation,
-// shapes and broadcasting, the constant-B cache, and the call into the GEMM
-// driver. Compiled without ISA flags.
+// Gemm, MatMul and com.microsoft FusedMatMul as seen by olc-core:
+// attribute and type validation, shapes and broadcasting, the constant-B
+// cache, and the call into the GEMM driver. Compiled without ISA flags.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -78,12 +78,13 @@ std::shared_ptr<PackedB> packed_constant(const KernelSet& ks, const olc_tensor& 
 
 // ------------------------------------------------------------ state
 
-enum class OpKind { kGemm, kMatMul };
+enum class OpKind { kGemm, kMatMul, kFusedMatMul };
 
 struct FloatState {
   OpKind kind;
   int32_t dtype;
   bool transA = false, transB = false;
+  bool transBatchA = false, transBatchB = false;  // FusedMatMul
   double alpha = 1.0, beta = 1.0;
   KernelSet ks;
   GemmTuning tun;  // defaults; the run reads the registry handles below
@@ -125,6 +126,20 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
     st->transB = tb != 0;
     if (node->n_inputs < 2 || node->n_inputs > 3)
       return fail_create(error, esize, "Gemm takes 2 or 3 inputs, got %d", node->n_inputs);
+  } else if (kind == OpKind::kFusedMatMul) {
+    if (!ar.check_known({"alpha", "transA", "transB", "transBatchA", "transBatchB"})) return nullptr;
+    st->alpha = ar.get_float("alpha", 1.0);
+    const int64_t f[4] = {ar.get_int("transA", 0), ar.get_int("transB", 0), ar.get_int("transBatchA", 0),
+                          ar.get_int("transBatchB", 0)};
+    if (!ar.ok) return nullptr;
+    for (int64_t v : f)
+      if (v != 0 && v != 1)
+        return fail_create(error, esize, "attributes transA, transB, transBatchA and transBatchB must be 0 or 1");
+    st->transA = f[0] != 0;
+    st->transB = f[1] != 0;
+    st->transBatchA = f[2] != 0;
+    st->transBatchB = f[3] != 0;
+    if (node->n_inputs != 2) return fail_create(error, esize, "FusedMatMul takes 2 inputs, got %d", node->n_inputs);
   } else {
     if (!ar.check_known({})) return nullptr;
     if (node->n_inputs != 2) return fail_create(error, esize, "MatMul takes 2 inputs, got %d", node->n_inputs);
@@ -147,6 +162,7 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
   st->ks = select_kernels(api);
   st->tun = default_gemm_tuning();
   {
+    // FusedMatMul is a MatMul: it reads MatMul's tuning keys.
     const char* kname = kind == OpKind::kGemm ? "Gemm" : "MatMul";
     const char* lib = "olc_matmul";
     const GemmTuning& t = st->tun;
@@ -169,9 +185,9 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
       if (cb->ndim != 2) return fail_create(error, esize, "input B must be 2-D, got rank %d", cb->ndim);
       K = st->transB ? cb->shape[1] : cb->shape[0];
       N = st->transB ? cb->shape[0] : cb->shape[1];
-    } else if (cb->ndim >= 2) {
-      K = cb->shape[cb->ndim - 2];
-      N = cb->shape[cb->ndim - 1];
+    } else if (cb->ndim >= 2 && !st->transBatchB) {  // a B with its batch axis moved is read in place
+      K = cb->shape[cb->ndim - (st->transB ? 1 : 2)];
+      N = cb->shape[cb->ndim - (st->transB ? 2 : 1)];
       for (int32_t d = 0; d + 2 < cb->ndim; ++d) nmat *= cb->shape[d];
     }
     if (K > 0 && N > 0 && nmat > 0) {
@@ -199,6 +215,9 @@ void* gemm_create(const olc_core_api* api, const olc_node_info* node, char* erro
 }
 void* matmul_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
   return float_create(OpKind::kMatMul, api, node, error, esize);
+}
+void* fused_matmul_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return float_create(OpKind::kFusedMatMul, api, node, error, esize);
 }
 
 void float_destroy(void* state) { delete static_cast<FloatState*>(state); }
@@ -323,6 +342,49 @@ int32_t gemm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   return OLC_OK;
 }
 
+// One operand of MatMul / FusedMatMul as a batch of matrices read in
+// place: its batch dimensions with their element strides, and the stored
+// matrix (row stride ld, unit column stride) with the GEMM's transpose
+// flag. transBatch moves the first dimension to the rows:
+// [d0, d1, ..., dr-2, dr-1] is read as the batch [d1, ..., dr-2] of
+// [d0, dr-1] matrices (row stride d1 ... dr-1). Rank 1: a row of A or a
+// column of B, the transposes ignored.
+struct OperandView {
+  std::vector<int64_t> bdims, bstrides;
+  int64_t rows, cols;  // of op(X)
+  int64_t ld;
+  bool trans;
+};
+
+OperandView view_of(const olc_tensor& t, bool trans, bool trans_batch, bool is_b) {
+  OperandView v;
+  const int32_t r = t.ndim;
+  if (r == 1) {
+    v.rows = is_b ? t.shape[0] : 1;
+    v.cols = is_b ? 1 : t.shape[0];
+    v.ld = is_b ? 1 : t.shape[0];
+    v.trans = false;
+    return v;
+  }
+  std::vector<int64_t> stride(r);
+  int64_t acc = 1;
+  for (int32_t d = r - 1; d >= 0; --d) {
+    stride[d] = acc;
+    acc *= t.shape[d];
+  }
+  const int32_t row_dim = trans_batch ? 0 : r - 2;
+  for (int32_t d = trans_batch ? 1 : 0; d < (trans_batch ? r - 1 : r - 2); ++d) {
+    v.bdims.push_back(t.shape[d]);
+    v.bstrides.push_back(stride[d]);
+  }
+  const int64_t srows = t.shape[row_dim], scols = t.shape[r - 1];
+  v.ld = stride[row_dim];
+  v.trans = trans;
+  v.rows = trans ? scols : srows;
+  v.cols = trans ? srows : scols;
+  return v;
+}
+
 int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
                    int32_t n_outputs) {
   const FloatState* st = static_cast<const FloatState*>(state);
@@ -331,39 +393,34 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   const olc_tensor& b = inputs[1];
   if (!check_input(ctx, st, a, 0) || !check_input(ctx, st, b, 1)) return OLC_ERROR;
   if (a.ndim < 1 || b.ndim < 1)
-    return fail_run(ctx, "MatMul inputs must have rank >= 1, got A %s and B %s", shape_str(a).c_str(),
-                    shape_str(b).c_str());
-  const bool a1 = a.ndim == 1, b1 = b.ndim == 1;
-  const int64_t M = a1 ? 1 : a.shape[a.ndim - 2];
-  const int64_t K = a.shape[a.ndim - 1];
-  const int64_t Kb = b1 ? b.shape[0] : b.shape[b.ndim - 2];
-  const int64_t N = b1 ? 1 : b.shape[b.ndim - 1];
-  if (K != Kb)
+    return fail_run(ctx, "inputs must have rank >= 1, got A %s and B %s", shape_str(a).c_str(), shape_str(b).c_str());
+  if ((st->transBatchA || st->transBatchB) && (a.ndim < 3 || a.ndim != b.ndim))
+    return fail_run(ctx, "transBatchA and transBatchB need A and B of the same rank, at least 3; got A %s and B %s",
+                    shape_str(a).c_str(), shape_str(b).c_str());
+  const OperandView av = view_of(a, st->transA, st->transBatchA, false);
+  const OperandView bv = view_of(b, st->transB, st->transBatchB, true);
+  const int64_t M = av.rows, K = av.cols, N = bv.cols;
+  if (K != bv.rows)
     return fail_run(ctx, "inner dimensions differ: A %s and B %s (%lld vs %lld)", shape_str(a).c_str(),
-                    shape_str(b).c_str(), (long long)K, (long long)Kb);
-  const int32_t abat = a1 ? 0 : a.ndim - 2, bbat = b1 ? 0 : b.ndim - 2;
+                    shape_str(b).c_str(), (long long)K, (long long)bv.rows);
+  const int32_t abat = static_cast<int32_t>(av.bdims.size()), bbat = static_cast<int32_t>(bv.bdims.size());
   const int32_t nb = std::max(abat, bbat);
+  // Element strides of each operand's batch dimensions, 0 where broadcast.
   std::vector<int64_t> out_batch(nb), astr(nb, 0), bstr(nb, 0);
-  // Strides (in matrices) of each operand's batch dimensions, 0 where broadcast.
-  {
-    int64_t as = 1, bs = 1;
-    for (int32_t d = nb - 1; d >= 0; --d) {
-      const int32_t ad = d - (nb - abat), bd = d - (nb - bbat);
-      const int64_t da = ad >= 0 ? a.shape[ad] : 1;
-      const int64_t db = bd >= 0 ? b.shape[bd] : 1;
-      if (da != db && da != 1 && db != 1)
-        return fail_run(ctx, "batch dimensions of A %s and B %s cannot be broadcast", shape_str(a).c_str(),
-                        shape_str(b).c_str());
-      out_batch[d] = da == 1 ? db : da;
-      astr[d] = da == 1 ? 0 : as;
-      bstr[d] = db == 1 ? 0 : bs;
-      as *= da;
-      bs *= db;
-    }
+  for (int32_t d = 0; d < nb; ++d) {
+    const int32_t ad = d - (nb - abat), bd = d - (nb - bbat);
+    const int64_t da = ad >= 0 ? av.bdims[ad] : 1;
+    const int64_t db = bd >= 0 ? bv.bdims[bd] : 1;
+    if (da != db && da != 1 && db != 1)
+      return fail_run(ctx, "batch dimensions of A %s and B %s cannot be broadcast", shape_str(a).c_str(),
+                      shape_str(b).c_str());
+    out_batch[d] = da == 1 ? db : da;
+    astr[d] = da == 1 ? 0 : av.bstrides[ad];
+    bstr[d] = db == 1 ? 0 : bv.bstrides[bd];
   }
   std::vector<int64_t> out_shape(out_batch);
-  if (!a1) out_shape.push_back(M);
-  if (!b1) out_shape.push_back(N);
+  if (a.ndim != 1) out_shape.push_back(M);
+  if (b.ndim != 1) out_shape.push_back(N);
   int64_t nbatch = 1;
   for (int64_t v : out_batch) nbatch *= v;
   void* y = g_api->allocate_output(ctx, 0, st->dtype, static_cast<int32_t>(out_shape.size()), out_shape.data());
@@ -376,15 +433,17 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   d.M = M;
   d.N = N;
   d.K = K;
-  d.lda = K;
-  d.ldb = N;
+  d.transA = av.trans;
+  d.transB = bv.trans;
+  d.lda = av.ld;
+  d.ldb = bv.ld;
   d.ldc = N;
-  d.alpha = 1.0;
+  d.alpha = st->alpha;
   d.beta = 0.0;
   const PackedB* pk = packed_matches(st, b) ? st->packed.get() : nullptr;
-  // B shared by every batch entry and A with no broadcast: one GEMM with
-  // the batch folded into M.
-  bool b_shared = true, a_full = true;
+  // B shared by every batch entry and A with no broadcast, stored as
+  // [batch..., M, K]: one GEMM with the batch folded into M.
+  bool b_shared = true, a_full = !av.trans && !st->transBatchA;
   for (int32_t i = 0; i < nb; ++i) {
     b_shared = b_shared && bstr[i] == 0;
     a_full = a_full && (astr[i] != 0 || out_batch[i] == 1);
@@ -409,9 +468,9 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
         ao += idx[i] * astr[i];
         bo += idx[i] * bstr[i];
       }
-      ap[t] = static_cast<const char*>(a.data) + ao * M * K * es;
-      bp[t] = static_cast<const char*>(b.data) + bo * K * N * es;
-      bm[t] = bo;
+      ap[t] = static_cast<const char*>(a.data) + ao * es;
+      bp[t] = static_cast<const char*>(b.data) + bo * es;
+      bm[t] = K * N > 0 ? bo / (K * N) : 0;  // packed B: contiguous [nmat, K, N] matrices
       cp[t] = static_cast<char*>(y) + t * M * N * es;
       for (int32_t i = nb - 1; i >= 0; --i) {
         if (++idx[i] < out_batch[i]) break;
@@ -431,11 +490,14 @@ const olc_kernel_vtable kGemm = {OLC_ABI_VERSION, 0, "olc_matmul::Gemm", guarded
 const olc_kernel_vtable kMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::MatMul", guarded_create<matmul_create>,
                                    guarded_run<matmul_run>,
                                    float_destroy};
+const olc_kernel_vtable kFusedMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::FusedMatMul",
+                                        guarded_create<fused_matmul_create>, guarded_run<matmul_run>, float_destroy};
 
 }  // namespace
 
 void set_float_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* gemm_vtable() { return &kGemm; }
 const olc_kernel_vtable* matmul_vtable() { return &kMatMul; }
+const olc_kernel_vtable* fused_matmul_vtable() { return &kFusedMatMul; }
 
 }  // namespace olc_mm

@@ -1,4 +1,5 @@
-// Gemm and MatMul vtables (float32, float64, float16, bfloat16).
+// Gemm, MatMul and com.microsoft FusedMatMul vtables (float32, float64,
+// float16, bfloat16).
 #ifndef OLC_MATMUL_FLOAT_ADAPTER_H_
 #define OLC_MATMUL_FLOAT_ADAPTER_H_
 
@@ -8,6 +9,7 @@ namespace olc_mm {
 void set_float_api(const olc_core_api* api);
 const olc_kernel_vtable* gemm_vtable();
 const olc_kernel_vtable* matmul_vtable();
+const olc_kernel_vtable* fused_matmul_vtable();
 }  // namespace olc_mm
 
 #endif  // OLC_MATMUL_FLOAT_ADAPTER_H_

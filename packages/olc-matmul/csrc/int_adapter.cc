@@ -1,5 +1,8 @@
-// MatMulInteger and QLinearMatMul: validation, zero points and scales, the
-// integer GEMM driver (packing into the kernel's group layout, 2-D tasks)
+// MatMulInteger, QLinearMatMul and the com.microsoft MatMulIntegerToFloat
+// and DynamicQuantizeMatMul (A quantized to uint8 per tensor at run time,
+// as DynamicQuantizeLinear does): validation, zero points and scales, the
+// integer GEMM driver (packing into the kernel's group layout, 2-D tasks),
+// the output stage (int32; requantized; or float acc * sa * sb + bias)
 // and the exact zero-point compensation:
 //   sum_k (A - za)(B - zb) = S' - zb' rowsum(A') - za' colsum(B') + K za' zb'
 // where A' = A + oa and B' = B - ob are the operands as the kernel sees
@@ -10,6 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -208,10 +212,28 @@ void col_sums(const Operand& op, const uint8_t* B, int64_t K, int64_t N, int32_t
     out[j] = static_cast<int32_t>(static_cast<uint32_t>(out[j]) + static_cast<uint32_t>(K) * static_cast<uint32_t>(op.offset()));
 }
 
+enum class IntOp { kMatMulInteger, kQLinear, kToFloat, kDynamicQuant };
+
+// Input positions of each operator (-1: the operator has no such input).
+struct IntInputs {
+  int a, b, a_scale, b_scale, a_zp, b_zp, y_scale, y_zp, bias;
+};
+constexpr IntInputs kInputsOf[] = {
+    {0, 1, -1, -1, 2, 3, -1, -1, -1},  // MatMulInteger
+    {0, 3, 1, 4, 2, 5, 6, 7, -1},      // QLinearMatMul
+    {0, 1, 2, 3, 4, 5, -1, -1, 6},     // MatMulIntegerToFloat
+    {0, 1, -1, 2, -1, 3, -1, -1, 4},   // DynamicQuantizeMatMul (A float, quantized here)
+};
+const char* const kOpNames[] = {"MatMulInteger", "QLinearMatMul", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"};
+
 struct IntState {
-  bool qlinear;
+  IntOp op;
+  bool qlinear;    // QLinearMatMul: requantized output
+  bool float_out;  // MatMulIntegerToFloat, DynamicQuantizeMatMul: y = acc * sa * sb + bias
+  IntInputs in;
   IntKernel ik;
   int32_t a_type, b_type, y_type;
+  int32_t ka_type;  // A as the integer kernel sees it (uint8 for DynamicQuantizeMatMul)
   std::shared_ptr<PackedB> packed;  // constant B (2-D), whole K
   std::vector<int32_t> packed_colsum;
   std::vector<int64_t> packed_shape;
@@ -223,6 +245,8 @@ struct Quant {
   std::vector<int32_t> za, zb;   // size 1 or M / N (already za' and zb')
   std::vector<float> sa, sb, sy; // QLinearMatMul: size 1 or M / N / M
   std::vector<int32_t> zy;       // size 1 or M
+  std::vector<float> mult;       // float output: sa * sb, size 1 or N
+  std::vector<float> bias;       // float output: [N] or empty
   std::vector<int32_t> zb_full;  // zb' expanded to N
 };
 
@@ -291,7 +315,20 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
     } else {
       for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
     }
-    if (job.st->qlinear) {
+    if (job.st->float_out) {
+      // y = acc * (sa * sb) + bias; float32 output in place over the int32
+      // sums, float16 from the work block.
+      const float* mult = q.mult.size() == 1 ? nullptr : q.mult.data() + n0 + j0;
+      const float m1 = q.mult[0];
+      const float* bias = q.bias.empty() ? nullptr : q.bias.data() + n0 + j0;
+      const int64_t o = gi * job.N + n0 + j0;
+      for (int64_t j = 0; j < nlen; ++j) {
+        float v = static_cast<float>(static_cast<int32_t>(c[j])) * (mult ? mult[j] : m1);
+        if (bias) v += bias[j];
+        if (job.st->y_type == OLC_DTYPE_FLOAT) std::memcpy(c + j, &v, 4);
+        else static_cast<uint16_t*>(job.Y)[o + j] = f32_to_f16(v);
+      }
+    } else if (job.st->qlinear) {
       const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
       const float sy = q.sy.size() == 1 ? q.sy[0] : q.sy[gi];
       const double zy = q.zy.size() == 1 ? q.zy[0] : q.zy[gi];
@@ -322,7 +359,7 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   const bool direct_a = ik.uk_da && g == 4 && !job.opa.is_signed && job.K % 4 == 0;
   int32_t* C;
   int64_t ldc;
-  if (!job.st->qlinear) {
+  if (job.st->y_type == OLC_DTYPE_INT32 || job.st->y_type == OLC_DTYPE_FLOAT) {  // the int32 sums in the output
     C = static_cast<int32_t*>(job.Y) + m0 * job.N + n0;
     ldc = job.N;
   } else {
@@ -466,30 +503,44 @@ void choose_int_grid(const IntKernel& ik, int64_t M, int64_t N, int64_t K, bool 
   }
 }
 
-void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
   AttrReader ar{node, error, esize};
   if (!ar.check_known({})) return nullptr;
   auto st = std::make_unique<IntState>();
-  st->qlinear = qlinear;
-  const int ia = 0, ib = qlinear ? 3 : 1;
-  const int want_in = qlinear ? 8 : 4;
-  if (node->n_inputs < (qlinear ? 8 : 2) || node->n_inputs > want_in)
-    return fail_create(error, esize, "expects %s inputs, got %d", qlinear ? "8" : "2 to 4", node->n_inputs);
-  st->a_type = node->input_dtypes[ia];
-  st->b_type = node->input_dtypes[ib];
+  st->op = op;
+  st->qlinear = op == IntOp::kQLinear;
+  st->float_out = op == IntOp::kToFloat || op == IntOp::kDynamicQuant;
+  st->in = kInputsOf[static_cast<int>(op)];
+  const IntInputs& ix = st->in;
+  static const int kMinIn[] = {2, 8, 4, 3}, kMaxIn[] = {4, 8, 7, 5};
+  const int lo = kMinIn[static_cast<int>(op)], hi = kMaxIn[static_cast<int>(op)];
+  if (node->n_inputs < lo || node->n_inputs > hi)
+    return fail_create(error, esize, "expects %d to %d inputs, got %d", lo, hi, node->n_inputs);
+  auto dtype_of = [&](int i) { return i >= 0 && i < node->n_inputs ? node->input_dtypes[i] : OLC_DTYPE_UNDEFINED; };
+  st->a_type = dtype_of(ix.a);
+  st->b_type = dtype_of(ix.b);
   auto is8 = [](int32_t t) { return t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8; };
-  if (!is8(st->a_type) || !is8(st->b_type))
-    return fail_create(error, esize, "A and B must be uint8 or int8, got %s and %s", olc_dtype_name(st->a_type),
-                       olc_dtype_name(st->b_type));
-  if (!qlinear) {
-    if (node->n_inputs > 2 && node->input_dtypes[2] != OLC_DTYPE_UNDEFINED && node->input_dtypes[2] != st->a_type)
-      return fail_create(error, esize, "a_zero_point type %s differs from A's %s", olc_dtype_name(node->input_dtypes[2]),
-                         olc_dtype_name(st->a_type));
-    if (node->n_inputs > 3 && node->input_dtypes[3] != OLC_DTYPE_UNDEFINED && node->input_dtypes[3] != st->b_type)
-      return fail_create(error, esize, "b_zero_point type %s differs from B's %s", olc_dtype_name(node->input_dtypes[3]),
-                         olc_dtype_name(st->b_type));
-    st->y_type = OLC_DTYPE_INT32;
+  if (op == IntOp::kDynamicQuant) {
+    if (st->a_type != OLC_DTYPE_FLOAT || !is8(st->b_type))
+      return fail_create(error, esize, "A must be float32 and B uint8 or int8, got %s and %s",
+                         olc_dtype_name(st->a_type), olc_dtype_name(st->b_type));
+    st->ka_type = OLC_DTYPE_UINT8;
   } else {
+    if (!is8(st->a_type) || !is8(st->b_type))
+      return fail_create(error, esize, "A and B must be uint8 or int8, got %s and %s", olc_dtype_name(st->a_type),
+                         olc_dtype_name(st->b_type));
+    st->ka_type = st->a_type;
+  }
+  // Optional zero points have their operand's type.
+  for (const auto& z : {std::make_pair(ix.a_zp, st->a_type), std::make_pair(ix.b_zp, st->b_type)}) {
+    const int32_t t = dtype_of(z.first);
+    if (t != OLC_DTYPE_UNDEFINED && t != z.second)
+      return fail_create(error, esize, "%s type %s differs from %s's %s", z.first == ix.a_zp ? "a_zero_point" : "b_zero_point",
+                         olc_dtype_name(t), z.first == ix.a_zp ? "A" : "B", olc_dtype_name(z.second));
+  }
+  if (op == IntOp::kMatMulInteger) {
+    st->y_type = OLC_DTYPE_INT32;
+  } else if (op == IntOp::kQLinear) {
     st->y_type = node->input_dtypes[7];
     if (!is8(st->y_type)) return fail_create(error, esize, "y_zero_point must be uint8 or int8");
     for (int i : {1, 4, 6}) {
@@ -499,12 +550,31 @@ void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* nod
     }
     if (node->input_dtypes[2] != st->a_type || node->input_dtypes[5] != st->b_type)
       return fail_create(error, esize, "zero points must have the types of A and B");
+  } else {
+    // The scales, the bias and Y share one float type: float32 (both ops)
+    // or float16 (MatMulIntegerToFloat).
+    st->y_type = dtype_of(ix.b_scale);
+    const bool ok = st->y_type == OLC_DTYPE_FLOAT || (op == IntOp::kToFloat && st->y_type == OLC_DTYPE_FLOAT16);
+    if (!ok)
+      return fail_create(error, esize, "b_scale must be %s, got %s", op == IntOp::kToFloat ? "float32 or float16" : "float32",
+                         olc_dtype_name(st->y_type));
+    for (int i : {ix.a_scale, ix.bias}) {
+      const int32_t t = dtype_of(i);
+      if (i >= 0 && t != OLC_DTYPE_UNDEFINED && t != st->y_type)
+        return fail_create(error, esize, "input %d has type %s, b_scale has %s", i, olc_dtype_name(t),
+                           olc_dtype_name(st->y_type));
+    }
+    if (op == IntOp::kToFloat && dtype_of(ix.a_scale) == OLC_DTYPE_UNDEFINED)
+      return fail_create(error, esize, "a_scale is required");
+    if (node->output_dtypes[0] != OLC_DTYPE_UNDEFINED && node->output_dtypes[0] != st->y_type)
+      return fail_create(error, esize, "output type %s differs from the scales' %s", olc_dtype_name(node->output_dtypes[0]),
+                         olc_dtype_name(st->y_type));
   }
-  const olc_tuning_param* vnni = api->tuning_declare_int("olc_matmul", qlinear ? "QLinearMatMul" : "MatMulInteger",
-                                                         "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
+  const olc_tuning_param* vnni = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
+                                                         OLC_DTYPE_UNDEFINED, "use_vnni", 1);
   st->ik = select_int_kernel(api, api->tuning_read_int(vnni) != 0);
   // Constant 2-D B: packed once for the whole K with its column sums.
-  const olc_tensor* cb = node->input_constants ? &node->input_constants[ib] : nullptr;
+  const olc_tensor* cb = node->input_constants ? &node->input_constants[ix.b] : nullptr;
   std::string note;
   if (cb && cb->data && cb->ndim == 2 && cb->dtype == st->b_type && cb->shape[0] > 0 && cb->shape[1] > 0) {
     const int64_t K = cb->shape[0], N = cb->shape[1];
@@ -531,10 +601,16 @@ void* int_create(bool qlinear, const olc_core_api* api, const olc_node_info* nod
 }
 
 void* mmi_create(const olc_core_api* api, const olc_node_info* node, char* e, size_t n) {
-  return int_create(false, api, node, e, n);
+  return int_create(IntOp::kMatMulInteger, api, node, e, n);
 }
 void* qlm_create(const olc_core_api* api, const olc_node_info* node, char* e, size_t n) {
-  return int_create(true, api, node, e, n);
+  return int_create(IntOp::kQLinear, api, node, e, n);
+}
+void* mif_create(const olc_core_api* api, const olc_node_info* node, char* e, size_t n) {
+  return int_create(IntOp::kToFloat, api, node, e, n);
+}
+void* dqmm_create(const olc_core_api* api, const olc_node_info* node, char* e, size_t n) {
+  return int_create(IntOp::kDynamicQuant, api, node, e, n);
 }
 void int_destroy(void* s) { delete static_cast<IntState*>(s); }
 
@@ -542,8 +618,10 @@ bool read_scale(olc_context* ctx, const olc_tensor& t, int64_t per, const char* 
                 std::vector<float>* out) {
   const int64_t n = olc_element_count(&t);
   if (!(n == 1 || (n == per && t.ndim == 1))) {
-    fail_run(ctx, "%s of shape %s must be a scalar or 1-D with %lld elements (%s)", what, shape_str(t).c_str(),
-             (long long)per, dim);
+    if (per == 1) fail_run(ctx, "%s of shape %s must be a scalar (%s)", what, shape_str(t).c_str(), dim);
+    else
+      fail_run(ctx, "%s of shape %s must be a scalar or 1-D with %lld elements (%s)", what, shape_str(t).c_str(),
+               (long long)per, dim);
     return false;
   }
   out->resize(n);
@@ -589,13 +667,43 @@ bool read_zp(olc_context* ctx, const olc_tensor* t, int32_t dtype, int64_t per, 
   return true;
 }
 
+// DynamicQuantizeMatMul's A: uint8 per tensor as DynamicQuantizeLinear
+// defines it (the range widened to hold 0, scale = range / 255, zero point
+// and values rounded half to even and saturated), with a range of 0 taken
+// as scale 1 as onnxruntime does. Returns false when A holds NaN or an
+// infinity (no scale exists).
+bool quantize_a_u8(const float* x, int64_t n, uint8_t* q, float* scale, int32_t* zp) {
+  float lo = 0.0f, hi = 0.0f;
+  bool finite = true;
+  for (int64_t i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  if (!finite) return false;
+  const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  const float z = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
+  // x / s is within [-255, 255]: the 1.5 * 2^23 shift rounds it to the
+  // nearest integer, ties to even, in the default rounding mode.
+  constexpr float kShift = 12582912.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = (x[i] / s + kShift) - kShift;
+    q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, r + z)));
+  }
+  *scale = s;
+  *zp = static_cast<int32_t>(z);
+  return true;
+}
+
 int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) {
   const IntState* st = static_cast<const IntState*>(state);
-  const bool ql = st->qlinear;
+  const IntInputs& ix = st->in;
   if (n_outputs != 1) return fail_run(ctx, "expects 1 output");
-  const olc_tensor& a = in[0];
-  const olc_tensor& b = in[ql ? 3 : 1];
-  auto present = [&](int i) { return i < n_inputs && in[i].dtype != OLC_DTYPE_UNDEFINED ? &in[i] : nullptr; };
+  auto present = [&](int i) {
+    return i >= 0 && i < n_inputs && in[i].dtype != OLC_DTYPE_UNDEFINED ? &in[i] : nullptr;
+  };
+  const olc_tensor& a = in[ix.a];
+  const olc_tensor& b = in[ix.b];
   if (a.dtype != st->a_type || b.dtype != st->b_type) return fail_run(ctx, "A or B type differs from the model's");
   for (int i = 0; i < n_inputs; ++i) {
     if (!present(i)) continue;
@@ -608,17 +716,19 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   if (!err.empty())
     return fail_run(ctx, "A %s and B %s: %s", shape_str(a).c_str(), shape_str(b).c_str(), err.c_str());
   const int g = st->ik.group;
-  Operand opa{st->a_type == OLC_DTYPE_INT8, g, true};
+  Operand opa{st->ka_type == OLC_DTYPE_INT8, g, true};
   Operand opb{st->b_type == OLC_DTYPE_INT8, g, false};
   Quant q;
-  // za' = za + oa, zb' = zb - ob (kernel-space zero points).
-  if (!read_zp(ctx, present(ql ? 2 : 2), st->a_type, ms.M, "a_zero_point", "per row of A", opa.offset(), &q.za))
+  // za' = za + oa, zb' = zb - ob (kernel-space zero points). The float
+  // operators take per-tensor A parameters only (as onnxruntime).
+  const int64_t za_per = st->float_out ? 1 : ms.M;
+  if (st->op != IntOp::kDynamicQuant &&
+      !read_zp(ctx, present(ix.a_zp), st->a_type, za_per, "a_zero_point", st->float_out ? "per tensor" : "per row of A",
+               opa.offset(), &q.za))
     return OLC_ERROR;
-  if (!read_zp(ctx, present(ql ? 5 : 3), st->b_type, ms.N, "b_zero_point", "per column of B", opb.offset(), &q.zb))
+  if (!read_zp(ctx, present(ix.b_zp), st->b_type, ms.N, "b_zero_point", "per column of B", opb.offset(), &q.zb))
     return OLC_ERROR;
-  q.zb_full.resize(ms.N);
-  for (int64_t j = 0; j < ms.N; ++j) q.zb_full[j] = q.zb.size() == 1 ? q.zb[0] : q.zb[j];
-  if (ql) {
+  if (st->qlinear) {
     if (!read_scale(ctx, in[1], ms.M, "a_scale", "per row of A", &q.sa) ||
         !read_scale(ctx, in[4], ms.N, "b_scale", "per column of B", &q.sb) ||
         !read_scale(ctx, in[6], ms.M, "y_scale", "per row of Y", &q.sy))
@@ -628,11 +738,50 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     if (!tz) return fail_run(ctx, "y_zero_point is required");
     if (!read_zp(ctx, tz, st->y_type, ms.M, "y_zero_point", "per row of Y", 0, &q.zy)) return OLC_ERROR;
   }
+  if (st->float_out) {
+    if (st->op == IntOp::kToFloat && !read_scale(ctx, in[ix.a_scale], 1, "a_scale", "per tensor", &q.sa))
+      return OLC_ERROR;
+    if (!read_scale(ctx, in[ix.b_scale], ms.N, "b_scale", "per column of B", &q.sb)) return OLC_ERROR;
+    if (const olc_tensor* tb = present(ix.bias)) {
+      if (tb->ndim != 1 || tb->shape[0] != ms.N)
+        return fail_run(ctx, "bias of shape %s must be 1-D with N = %lld elements", shape_str(*tb).c_str(),
+                        (long long)ms.N);
+      if (!read_scale(ctx, *tb, ms.N, "bias", "per column of B", &q.bias)) return OLC_ERROR;
+    }
+  }
+  // DynamicQuantizeMatMul: A to uint8 with its scale and zero point.
+  std::vector<uint8_t> aq;
+  const void* a_data = a.data;
+  bool a_finite = true;
+  if (st->op == IntOp::kDynamicQuant) {
+    const int64_t na = olc_element_count(&a);
+    aq.resize(static_cast<size_t>(na));
+    float sa = 1.0f;
+    int32_t za = 0;
+    a_finite = quantize_a_u8(static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
+    q.sa.assign(1, sa);
+    q.za.assign(1, za + opa.offset());
+    a_data = aq.data();
+  }
+  if (st->float_out) {
+    q.mult.resize(q.sb.size());
+    for (size_t j = 0; j < q.sb.size(); ++j) q.mult[j] = q.sa[0] * q.sb[j];
+  }
+  q.zb_full.resize(ms.N);
+  for (int64_t j = 0; j < ms.N; ++j) q.zb_full[j] = q.zb.size() == 1 ? q.zb[0] : q.zb[j];
   void* y = g_api->allocate_output(ctx, 0, st->y_type, static_cast<int32_t>(ms.out_shape.size()), ms.out_shape.data());
   const int64_t total = ms.nbatch * ms.M * ms.N;
   if (!y && total > 0) return OLC_ERROR;
   g_api->record_usage_detail(ctx, st->detail.c_str());
   if (total == 0) return OLC_OK;
+  if (!a_finite) {
+    // NaN or an infinity in A: no quantization exists; every output is NaN.
+    for (int64_t i = 0; i < total; ++i) {
+      if (st->y_type == OLC_DTYPE_FLOAT) static_cast<float*>(y)[i] = std::numeric_limits<float>::quiet_NaN();
+      else static_cast<uint16_t*>(y)[i] = 0x7e00u;
+    }
+    return OLC_OK;
+  }
   const bool use_packed = st->packed && b.ndim == 2 && b.shape[0] == st->packed_shape[0] &&
                           b.shape[1] == st->packed_shape[1];
   const size_t ysize = olc_dtype_size(st->y_type);
@@ -645,7 +794,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   const bool need_col = std::any_of(q.za.begin(), q.za.end(), [](int32_t v) { return v != 0; });
   const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= kIMinMacs) ? g_api->concurrency(ctx) : 1;
   for (int64_t t = 0; t < ms.nbatch; ++t) {
-    const uint8_t* A = static_cast<const uint8_t*>(a.data) + ms.a_index[t] * ms.M * ms.K;
+    const uint8_t* A = static_cast<const uint8_t*>(a_data) + ms.a_index[t] * ms.M * ms.K;
     const uint8_t* B = static_cast<const uint8_t*>(b.data) + ms.b_index[t] * ms.K * ms.N;
     const int32_t* cs;
     bool do_col = false;
@@ -717,11 +866,17 @@ const olc_kernel_vtable kMMI = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulInteger",
                                 guarded_run<int_run>, int_destroy};
 const olc_kernel_vtable kQLM = {OLC_ABI_VERSION, 0, "olc_matmul::QLinearMatMul", guarded_create<qlm_create>,
                                 guarded_run<int_run>, int_destroy};
+const olc_kernel_vtable kMIF = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulIntegerToFloat", guarded_create<mif_create>,
+                                guarded_run<int_run>, int_destroy};
+const olc_kernel_vtable kDQMM = {OLC_ABI_VERSION, 0, "olc_matmul::DynamicQuantizeMatMul", guarded_create<dqmm_create>,
+                                 guarded_run<int_run>, int_destroy};
 
 }  // namespace
 
 void set_int_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* matmul_integer_vtable() { return &kMMI; }
 const olc_kernel_vtable* qlinear_matmul_vtable() { return &kQLM; }
+const olc_kernel_vtable* matmul_integer_to_float_vtable() { return &kMIF; }
+const olc_kernel_vtable* dynamic_quantize_matmul_vtable() { return &kDQMM; }
 
 }  // namespace olc_mm

@@ -69,6 +69,19 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("MatMulNBits", "com.microsoft", (Segment(1, MAX_OPSET, ("float32", "float16", "bfloat16")),), "T1",
            ("T1", "T2", "T1", "T3", "T4", "T1"), ("T1",),
            (("T2", ("uint8",)), ("T3", ("uint8", "float32", "float16", "bfloat16")), ("T4", ("int32",)))),
+    # com.microsoft FusedMatMul: MatMul with transposes of the last two axes,
+    # of the first axis into the rows (transBatchA/B) and alpha; every type
+    # of its schema.
+    OpSpec("FusedMatMul", "com.microsoft", (Segment(1, MAX_OPSET, F4),), "T", ("T", "T"), ("T",)),
+    # com.microsoft MatMulIntegerToFloat: A T1, B T2 (uint8 or int8), the
+    # scales, the bias and Y T3 (float32, float16); zero points of A's and
+    # B's types.
+    OpSpec("MatMulIntegerToFloat", "com.microsoft", (Segment(1, MAX_OPSET, I8),), "T1",
+           ("T1", "T2", "T3", "T3", "T1", "T2", "T3"), ("T3",), (("T2", I8), ("T3", ("float32", "float16")))),
+    # com.microsoft DynamicQuantizeMatMul: A, b_scale, bias and Y float32 (T1),
+    # B and its zero point uint8 or int8 (T2).
+    OpSpec("DynamicQuantizeMatMul", "com.microsoft", (Segment(1, MAX_OPSET, ("float32",)),), "T1",
+           ("T1", "T2", "T1", "T2", "T1"), ("T1",), (("T2", I8),)),
     # Einsum 12: every numeric type; 28: bfloat16 added. Variadic: the types
     # of inputs past the first are checked equal in create().
     OpSpec("Einsum", "", (Segment(12, 27, EINSUM_T), Segment(28, MAX_OPSET, EINSUM_T + ("bfloat16",))), "T",

@@ -11,6 +11,10 @@ DESCRIPTIONS = {
     "Einsum": "Einsum: pairwise contractions on the batched GEMM, strided permutes and reductions",
     "Conv": "Conv: pointwise GEMM, implicit GEMM over im2col tiles on the packed microkernels, direct depthwise",
     "ConvTranspose": "ConvTranspose: W^T X on the packed microkernels, scattered back per tile (col2im)",
+    "FusedMatMul": "FusedMatMul: MatMul with transposes and alpha on the packed GEMM, operands read in place",
+    "MatMulIntegerToFloat": "MatMulIntegerToFloat: the integer GEMM (VNNI / vpmaddwd) with a float output stage",
+    "DynamicQuantizeMatMul": "DynamicQuantizeMatMul: A quantized to uint8 per tensor, then the integer GEMM",
+    "MatMulNBits": "MatMulNBits: 2/4/8-bit weights; float32 GEMV/GEMM, or int8 activations (accuracy_level 4) on VNNI",
 }
 
 
