@@ -315,6 +315,21 @@ def test_outputs_and_report_run_each_partition_once(where):
     assert scored_so_far(where, digest_of(flat_model)) - before == 5
 
 
+def test_session_options_reach_the_sessions():
+    needs("olc-elementwise")
+    nodes = [helper.make_node("Exp", ["x"], ["e"], name="exp"), helper.make_node("Neg", ["e"], ["y"], name="neg")]
+    model = make_model(nodes, [tensor("x", TensorProto.FLOAT, ["n", 3])], [tensor("y", TensorProto.FLOAT, None)])
+    x = float_data(40, 3)
+    for options in ({}, {"fusion": False, "naive": ["olc-elementwise"], "strict": True}):
+        y, report = olc_dask.score(model, da.from_array(x, chunks=20), report=True, **options)
+        y, report = dask.compute(y, report, scheduler="threads")
+        session = olc_core.Session(model, **options)
+        np.testing.assert_array_equal(y, session.run(None, {"x": x})[0])
+        assert report.kernel_plan == tuple(session.kernel_plan()), options
+    # The chain runs as one fused kernel by default, as two with fusion=False.
+    assert len(report.kernel_plan) == 2 and len(olc_core.Session(model).kernel_plan()) == 1
+
+
 def test_threaded_scheduler_threads_follow_the_pool():
     model = core_model()
     feeds = CASES["core-only"][2]()

@@ -539,7 +539,9 @@ def score(
         raise TypeError(f"score() got unexpected options {', '.join(unknown)} (session options: "
                         f"{', '.join(SESSION_OPTIONS)})")
     ref, proto = _model_ref(model)
-    options = tuple(sorted(session_options.items()))
+    # Hashable (a key of the worker's session cache): naive=[families] becomes a sorted tuple.
+    options = tuple(sorted((k, tuple(sorted(v)) if isinstance(v, (list, tuple, set, frozenset)) else v)
+                           for k, v in session_options.items()))
     common = {"model": ref, "threads": threads_per_worker, "options": options, "batch_rows": batch_rows,
               "errors": errors}
     if isinstance(data, (da.Array, Mapping)):
