@@ -207,4 +207,81 @@ void write_cache(const olc_core_api* api, olc_context* ctx, const CacheWrite& c)
   api->parallel_for(ctx, n, std::max<int64_t>(1, 65536 / per), 0, &cache_range, const_cast<CacheWrite*>(&c));
 }
 
+std::vector<float> pack_weights(const IsaKernels* k, int dt, int64_t K, int64_t N, const void* W, int64_t* ldw) {
+  const int64_t w = k->width;
+  *ldw = (N + w - 1) / w * w;
+  std::vector<float> out(static_cast<size_t>(K * *ldw), 0.0f);
+  const size_t es = dt == kF32 ? 4 : 2;
+  for (int64_t r = 0; r < K; ++r)
+    k->to_f32(dt, static_cast<const char*>(W) + static_cast<size_t>(r * N) * es, out.data() + r * *ldw, N);
+  return out;
+}
+
+namespace {
+
+constexpr int64_t kProjRows = 48;   // rows of A per work item
+constexpr int64_t kProjKc = 256;    // depth of a W panel
+constexpr int64_t kProjNc = 256;    // width of a W panel (floats)
+
+struct ProjJob {
+  const IsaKernels* k;
+  int dt;
+  int64_t M, K, N, ldw;
+  const void* A;
+  const float* W;
+  const float* bias;  // float32, N values, or null
+  void* C;
+  std::atomic<bool>* oom;
+};
+
+void proj_range(void* user, int64_t begin, int64_t end) {
+  const ProjJob& j = *static_cast<const ProjJob*>(user);
+  const size_t es = j.dt == kF32 ? 4 : 2;
+  std::vector<float> a, c;
+  try {
+    a.resize(static_cast<size_t>(kProjRows * j.K));
+    c.resize(static_cast<size_t>(kProjRows * kProjNc));
+  } catch (...) {
+    j.oom->store(true);
+    return;
+  }
+  for (int64_t blk = begin; blk < end; ++blk) {
+    const int64_t r0 = blk * kProjRows, rows = std::min(kProjRows, j.M - r0);
+    j.k->to_f32(j.dt, static_cast<const char*>(j.A) + static_cast<size_t>(r0 * j.K) * es, a.data(), rows * j.K);
+    for (int64_t n0 = 0; n0 < j.ldw; n0 += kProjNc) {
+      const int64_t nc = std::min(kProjNc, j.ldw - n0);
+      for (int64_t k0 = 0; k0 < j.K; k0 += kProjKc) {
+        const int64_t kc = std::min(kProjKc, j.K - k0);
+        j.k->gemm(a.data() + k0, j.K, j.W + k0 * j.ldw + n0, j.ldw, kc, c.data(), kProjNc, rows, nc, k0 > 0);
+      }
+      if (j.K == 0) std::fill(c.begin(), c.end(), 0.0f);
+      const int64_t nv = std::min(nc, j.N - n0);
+      if (nv <= 0) continue;
+      for (int64_t r = 0; r < rows; ++r) {
+        float* cr = c.data() + r * kProjNc;
+        if (j.bias)
+          for (int64_t x = 0; x < nv; ++x) cr[x] += j.bias[n0 + x];
+        j.k->from_f32(j.dt, cr, static_cast<char*>(j.C) + static_cast<size_t>((r0 + r) * j.N + n0) * es, nv);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int32_t run_projection(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, int dt, int64_t M, int64_t K,
+                       int64_t N, const void* A, const float* W, int64_t ldw, const void* bias, void* C) {
+  if (M == 0 || N == 0) return OLC_OK;
+  std::vector<float> b;
+  if (bias) {
+    b.resize(static_cast<size_t>(N));
+    k->to_f32(dt, bias, b.data(), N);
+  }
+  std::atomic<bool> oom{false};
+  ProjJob j{k, dt, M, K, N, ldw, A, W, bias ? b.data() : nullptr, C, &oom};
+  api->parallel_for(ctx, (M + kProjRows - 1) / kProjRows, 1, 0, &proj_range, &j);
+  if (oom.load()) return api->set_error(ctx, "out of memory (projection scratch)");
+  return OLC_OK;
+}
+
 }  // namespace olc_attn

@@ -6,6 +6,7 @@
 #define OLC_ATTENTION_ATTN_DRIVER_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "attn_common.h"
 #include "olc/kernel_abi.h"
@@ -23,6 +24,18 @@ int32_t run_attention(const olc_core_api* api, olc_context* ctx, const IsaKernel
 
 // Writes every row of the cache (see CacheWrite in attn_common.h) on the executor.
 void write_cache(const olc_core_api* api, olc_context* ctx, const CacheWrite& c);
+
+// The input projection of com.microsoft Attention: C (M x N, storage dt) =
+// A (M x K, storage dt) . W + bias (N values of storage dt, or null), float32
+// accumulation. W is float32, K x ldw with ldw >= N a multiple of the ISA's
+// vector width (columns past N zero; see pack_weights). Rows of A are split
+// over the executor; each worker walks W in K x N panels that stay in L2.
+int32_t run_projection(const olc_core_api* api, olc_context* ctx, const IsaKernels* k, int dt, int64_t M, int64_t K,
+                       int64_t N, const void* A, const float* W, int64_t ldw, const void* bias, void* C);
+
+// W (K x N, storage dt) as float32 rows of ldw = N rounded up to the vector
+// width, zero-padded.
+std::vector<float> pack_weights(const IsaKernels* k, int dt, int64_t K, int64_t N, const void* W, int64_t* ldw);
 
 }  // namespace olc_attn
 

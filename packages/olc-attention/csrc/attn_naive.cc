@@ -4,6 +4,7 @@
 // reading; independent of the engine (attn_engine.inc) and its driver.
 #include "attn_naive.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -328,6 +329,142 @@ void gqa(const Gqa& a) {
       }
     }
   }
+}
+
+// ---------------------------------------------------------------- MultiHeadAttention, Attention
+
+namespace {
+
+// 0 for a key the mask keeps, its filter value for one it masks.
+double key_mask_add(const KeyMask& m, int64_t B, int64_t S, int64_t T, int64_t b, int64_t i, int64_t t) {
+  if (!m.data) return 0;
+  bool keep;
+  if (m.rank == 1 && m.shape[0] == B) keep = t < m.data[b];
+  else if (m.rank == 1) keep = t >= m.data[B + b] && t < m.data[b];
+  else if (m.rank == 2) keep = m.data[b * T + t] > 0;
+  else keep = m.data[(b * S + i) * T + t] > 0;
+  return keep ? 0.0 : m.filter;
+}
+
+// Multi-head attention over element accessors (double): q(b, h, s, d),
+// k(b, h, t, d), v(b, h, t, d) for t in [0, T); y(b, h, s, d) stored.
+template <class Q, class K, class V, class Y>
+void multihead(int64_t B, int64_t N, int64_t S, int64_t T, int64_t H, int64_t Hv, int64_t P, double scale, int causal,
+               const KeyMask& mask, int dt, const void* ab, int64_t ab_b, int64_t ab_h, Q q, K k, V v, Y y) {
+  std::vector<double> score(static_cast<size_t>(T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < N; ++h)
+      for (int64_t i = 0; i < S; ++i) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t t = 0; t < T; ++t) {
+          double dot = 0;
+          for (int64_t d = 0; d < H; ++d) dot += q(b, h, i, d) * k(b, h, t, d);
+          double sc = dot * scale + key_mask_add(mask, B, S, T, b, i, t);
+          if (ab) sc += load(dt, ab, (((ab_b == 1 ? 0 : b) * ab_h + (ab_h == 1 ? 0 : h)) * S + i) * T + t);
+          if (causal && t > i + P) sc = -std::numeric_limits<double>::infinity();
+          score[static_cast<size_t>(t)] = sc;
+          mx = std::max(mx, sc);
+        }
+        double den = 0;
+        for (int64_t t = 0; t < T; ++t) den += std::exp(score[static_cast<size_t>(t)] - mx);
+        for (int64_t c = 0; c < Hv; ++c) {
+          double acc = 0;
+          for (int64_t t = 0; t < T; ++t) acc += std::exp(score[static_cast<size_t>(t)] - mx) / den * v(b, h, t, c);
+          y(b, h, i, c, acc);
+        }
+      }
+}
+
+}  // namespace
+
+void mha(const Mha& a) {
+  const int64_t T = a.P + a.L, N = a.N, H = a.H, Hv = a.Hv;
+  // The new keys / values / queries with their biases, rounded to the type
+  // (the projection's output type).
+  auto rounded = [&](double x) {
+    uint32_t buf = 0;
+    store(a.dt, &buf, 0, x);
+    return load(a.dt, &buf, 0);
+  };
+  auto bias = [&](int part, int64_t h, int64_t d) {
+    if (!a.bias || (part > 0 && a.layout == 3)) return 0.0;
+    const int64_t off = part == 0 ? 0 : part == 1 ? N * H : 2 * N * H;
+    return load(a.dt, a.bias, off + h * (part == 2 ? Hv : H) + d);
+  };
+  auto q = [&](int64_t b, int64_t h, int64_t s, int64_t d) {
+    const int64_t idx = a.layout == 1 ? (((b * a.S + s) * N + h) * 3 + 0) * H + d : (b * a.S + s) * N * H + h * H + d;
+    const double x = load(a.dt, a.q, idx);
+    return a.bias ? rounded(x + bias(0, h, d)) : x;
+  };
+  auto kv = [&](int part, int64_t b, int64_t h, int64_t t, int64_t d) {
+    const int64_t w = part == 1 ? H : Hv;
+    if (t < a.P) return load(a.dt, part == 1 ? a.past_k : a.past_v, ((b * N + h) * a.P + t) * w + d);
+    const int64_t j = t - a.P;
+    int64_t idx;
+    const void* src = part == 1 ? a.k : a.v;
+    switch (a.layout) {
+      case 1: idx = (((b * a.S + j) * N + h) * 3 + part) * H + d; src = a.q; break;
+      case 2: idx = (((b * a.L + j) * N + h) * 2 + part - 1) * H + d; src = a.k; break;
+      case 3: idx = ((b * N + h) * a.L + j) * w + d; break;
+      default: idx = (b * a.L + j) * N * w + h * w + d; break;
+    }
+    const double x = load(a.dt, src, idx);
+    return a.bias && a.layout != 3 ? rounded(x + bias(part, h, d)) : x;
+  };
+  for (int64_t b = 0; b < a.B; ++b)
+    for (int64_t h = 0; h < N; ++h)
+      for (int64_t t = 0; t < T; ++t) {
+        if (a.present_k)
+          for (int64_t d = 0; d < H; ++d) store(a.dt, a.present_k, ((b * N + h) * T + t) * H + d, kv(1, b, h, t, d));
+        if (a.present_v)
+          for (int64_t d = 0; d < Hv; ++d) store(a.dt, a.present_v, ((b * N + h) * T + t) * Hv + d, kv(2, b, h, t, d));
+      }
+  const double scale = a.scale != 0 ? a.scale : 1.0 / std::sqrt(static_cast<double>(H));
+  multihead(
+      a.B, N, a.S, T, H, Hv, a.P, scale, a.causal, a.mask, a.dt, a.attn_bias, a.ab_b, a.ab_h, q,
+      [&](int64_t b, int64_t h, int64_t t, int64_t d) { return kv(1, b, h, t, d); },
+      [&](int64_t b, int64_t h, int64_t t, int64_t d) { return kv(2, b, h, t, d); },
+      [&](int64_t b, int64_t h, int64_t i, int64_t c, double val) {
+        store(a.dt, a.y, (b * a.S + i) * N * Hv + h * Hv + c, val);
+      });
+}
+
+void ms_attention(const MsAttention& a) {
+  const int64_t W = a.dq + a.dk + a.dv, M = a.B * a.S;
+  // The projection x . W + bias in float64, each result rounded to the type.
+  std::vector<double> qkv(static_cast<size_t>(M * W));
+  for (int64_t r = 0; r < M; ++r)
+    for (int64_t c = 0; c < W; ++c) {
+      double acc = a.bias ? load(a.dt, a.bias, c) : 0.0;
+      for (int64_t i = 0; i < a.Din; ++i) acc += load(a.dt, a.x, r * a.Din + i) * load(a.dt, a.w, i * W + c);
+      uint32_t buf = 0;
+      store(a.dt, &buf, 0, acc);
+      qkv[static_cast<size_t>(r * W + c)] = load(a.dt, &buf, 0);
+    }
+  const int64_t N = a.N, H = a.dq / N, Hv = a.dv / N, T = a.P + a.S;
+  auto proj = [&](int64_t col0, int64_t w, int64_t b, int64_t h, int64_t s, int64_t d) {
+    return qkv[static_cast<size_t>((b * a.S + s) * W + col0 + h * w + d)];
+  };
+  auto kv = [&](int part, int64_t b, int64_t h, int64_t t, int64_t d) {
+    if (t < a.P) return load(a.dt, a.past, (((part - 1) * a.B + b) * N + h) * a.P * H + t * H + d);
+    return part == 1 ? proj(a.dq, a.dk / N, b, h, t - a.P, d) : proj(a.dq + a.dk, Hv, b, h, t - a.P, d);
+  };
+  if (a.present)
+    for (int part = 1; part <= 2; ++part)
+      for (int64_t b = 0; b < a.B; ++b)
+        for (int64_t h = 0; h < N; ++h)
+          for (int64_t t = 0; t < T; ++t)
+            for (int64_t d = 0; d < H; ++d)
+              store(a.dt, a.present, ((((part - 1) * a.B + b) * N + h) * T + t) * H + d, kv(part, b, h, t, d));
+  const double scale = a.scale != 0 ? a.scale : 1.0 / std::sqrt(static_cast<double>(H));
+  multihead(
+      a.B, N, a.S, T, H, Hv, a.P, scale, a.causal, a.mask, a.dt, a.attn_bias, a.ab_b, a.ab_h,
+      [&](int64_t b, int64_t h, int64_t s, int64_t d) { return proj(0, H, b, h, s, d); },
+      [&](int64_t b, int64_t h, int64_t t, int64_t d) { return kv(1, b, h, t, d); },
+      [&](int64_t b, int64_t h, int64_t t, int64_t d) { return kv(2, b, h, t, d); },
+      [&](int64_t b, int64_t h, int64_t i, int64_t c, double val) {
+        store(a.dt, a.y, (b * a.S + i) * N * Hv + h * Hv + c, val);
+      });
 }
 
 // ---------------------------------------------------------------- TensorScatter

@@ -86,6 +86,50 @@ struct Gqa {
 };
 void gqa(const Gqa& a);
 
+// onnxruntime's key masks (int32): lengths (B), end and start positions
+// (2B), 0/1 per key (B, T) or per query and key (B, S, T); a masked key
+// gets `filter` added to its score.
+struct KeyMask {
+  const int32_t* data = nullptr;
+  int rank = 0;
+  const int64_t* shape = nullptr;
+  double filter = -10000.0;
+};
+
+// com.microsoft MultiHeadAttention. Layouts: "separate" query (B, S, N * H),
+// key (B, L, N * H), value (B, L, N * Hv); "packed_qkv" query (B, S, N, 3, H);
+// "packed_kv" key (B, L, N, 2, H); "bnsh" key (B, N, L, H), value
+// (B, N, L, Hv) (no bias on them). bias: Q, K, V biases back to back.
+struct Mha {
+  int dt = 0;
+  int layout = 0;  // 0 separate, 1 packed_qkv, 2 packed_kv, 3 bnsh
+  int64_t B = 0, S = 0, L = 0, P = 0, N = 0, H = 0, Hv = 0;
+  const void *q = nullptr, *k = nullptr, *v = nullptr, *bias = nullptr;
+  const void *past_k = nullptr, *past_v = nullptr;
+  KeyMask mask;
+  const void* attn_bias = nullptr;  // (bb, bh, S, T)
+  int64_t ab_b = 0, ab_h = 0;
+  double scale = 0;                 // 0: 1 / sqrt(H)
+  int causal = 0;
+  void *y = nullptr, *present_k = nullptr, *present_v = nullptr;
+};
+void mha(const Mha& a);
+
+// com.microsoft Attention: Q, K, V = x . W + bias (hidden sizes dq, dk, dv),
+// then multi-head attention with the past (2, B, N, P, H) in front of K, V.
+struct MsAttention {
+  int dt = 0;
+  int64_t B = 0, S = 0, Din = 0, N = 0, dq = 0, dk = 0, dv = 0, P = 0;
+  const void *x = nullptr, *w = nullptr, *bias = nullptr, *past = nullptr;
+  KeyMask mask;
+  const void* attn_bias = nullptr;
+  int64_t ab_b = 0, ab_h = 0;
+  double scale = 0;
+  int causal = 0;
+  void *y = nullptr, *present = nullptr;
+};
+void ms_attention(const MsAttention& a);
+
 // ai.onnx TensorScatter: out = past with update's rows written along axis.
 struct Scatter {
   int64_t elem = 1;                      // bytes per element

@@ -56,6 +56,14 @@ OPS: tuple[AttnOp, ...] = (
     AttnOp("com.microsoft", "RotaryEmbedding", "MicrosoftRotaryEmbedding", 1,
            {"T": FLOATS, "M": ("int64",)}, ("T", "M", "T", "T"), ("T",),
            "rotary position embedding: position ids or a start position, split-half or interleaved, partial"),
+    AttnOp("com.microsoft", "MultiHeadAttention", "MultiHeadAttention", 1,
+           {"T": FLOATS, "M": ("int32",)}, ("T", "T", "T", "T", "M", "T", "T", "T", "M", "M"), ("T", "T", "T"),
+           "multi-head attention: separate, packed QKV / KV or BNSH key and value, bias, key padding mask, "
+           "attention_bias, past / present"),
+    AttnOp("com.microsoft", "Attention", "MicrosoftAttention", 1,
+           {"T": FLOATS, "M": ("int32",)}, ("T", "T", "T", "M", "T", "T", "M"), ("T", "T"),
+           "BERT-style attention: the QKV projection (a blocked GEMM of the family) then the engine; mask_index "
+           "lengths, start/end, 2-D and 3-D; unidirectional; past / present"),
 )
 
 BY_NAME: dict[str, AttnOp] = {o.name: o for o in OPS}
