@@ -5,7 +5,8 @@ constant-B cases, also listed in ``gemm``), ``matmul`` (batched, broadcast
 and vector MatMul), ``bf16``, ``integer`` (MatMulInteger), ``nbits_m1`` and
 ``nbits_m128`` (MatMulNBits 4-bit, block 32), ``nbits_int8_m1`` and
 ``nbits_int8_m128`` (the same with accuracy_level 4, with and without zero
-points), ``einsum`` (attention,
+points), ``ms_matmul`` (com.microsoft FusedMatMul, MatMulIntegerToFloat,
+DynamicQuantizeMatMul at BERT-base shapes), ``einsum`` (attention,
 batched-matmul and projection contractions, transposes, reductions, outer
 product), ``conv`` (ResNet 3x3 and 1x1, depthwise 3x3, a 1-D audio
 conv, a 2x upsampling ConvTranspose). ``benchmark_gates()`` gives
@@ -161,6 +162,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
                 cases.append(_nbits(M, N, K))
     cases += nbits_int8_cases()
     cases += [_mmi(n) for n in (128, 512, 1024)]
+    cases += ms_matmul_cases()
     cases += einsum_cases()
     cases += conv_cases()
     cases += conv_transpose_cases()
@@ -212,6 +214,42 @@ def _nbits(M, N, K, bits=4, bs=32, *, acc=None, zp=True):
     }
 
 
+def _ms(op, label, inputs, *, attrs=None, size=0, rtol=1e-4, atol=1e-3):
+    return {"op": op, "domain": "com.microsoft", "opset": 1, "attributes": attrs or {}, "inputs": inputs,
+            "outputs": [F32], "expected_kernel": f"olc_matmul::{op}", "name": f"{op} {label}", "size": size,
+            "rtol": rtol, "atol": atol, "group": "ms_matmul"}
+
+
+def ms_matmul_cases() -> list[dict[str, Any]]:
+    """The com.microsoft matrix products at BERT-base shapes (hidden 768,
+    12 heads, sequence 128; one token for decode): group ``ms_matmul``."""
+    fmm, mif, dq = "FusedMatMul", "MatMulIntegerToFloat", "DynamicQuantizeMatMul"
+    c = [
+        _ms(fmm, "attention scores QK^T/8 (1, 12, 128, 64)", [_inp((1, 12, 128, 64)), _inp((1, 12, 128, 64))],
+            attrs={"transB": 1, "alpha": 0.125}, size=12 * 128 * 128 * 64),
+        _ms(fmm, "attention context (1, 12, 128, 128)x(1, 12, 128, 64)",
+            [_inp((1, 12, 128, 128)), _inp((1, 12, 128, 64))], size=12 * 128 * 128 * 64, atol=5e-3),
+        _ms(fmm, "transBatchA (128, 12, 64)x(12, 64, 128)", [_inp((128, 12, 64)), _inp((12, 64, 128))],
+            attrs={"transBatchA": 1}, size=12 * 128 * 128 * 64, atol=5e-3),
+    ]
+    for m in (1, 128):
+        c.append(_ms(fmm, f"x W^T constant M={m} K=768 N=3072", [_inp((1, m, 768)), _inp((3072, 768), constant=True)],
+                     attrs={"transB": 1}, size=m * 768 * 3072, atol=5e-3))
+    for m in (1, 128):
+        k, n = 768, 3072
+        c.append(_ms(mif, f"u8 x s8 per-column M={m} K={k} N={n}",
+                     [_inp((m, k), "uint8", _gen_u8), _inp((k, n), "int8", _gen_s8, True),
+                      _inp((), F32, _gen_scales, True), _inp((n,), F32, _gen_scales, True),
+                      _inp((), "uint8", _gen_u8, True), _inp((n,), "int8", _gen_s8, True), _inp((n,), constant=True)],
+                     size=m * k * n, rtol=1e-5, atol=1e-2))
+    for m, k, n in ((1, 768, 3072), (128, 768, 3072), (128, 3072, 768)):
+        c.append(_ms(dq, f"s8 per-column M={m} K={k} N={n}",
+                     [_inp((1, m, k)), _inp((k, n), "int8", _gen_s8, True), _inp((n,), F32, _gen_scales, True),
+                      _inp((n,), "int8", _gen_s8, True), _inp((n,), constant=True)],
+                     size=m * k * n, rtol=1e-5, atol=1e-3))
+    return c
+
+
 def _mmi(n):
     return {
         "op": "MatMulInteger", "domain": "", "opset": 10, "attributes": {},
@@ -233,6 +271,8 @@ def benchmark_gates() -> list[dict[str, Any]]:
          "min_at_least": None},
         {"name": "MatMulNBits 4-bit accuracy_level 4 M=128", "group": "nbits_int8_m128", "median_at_least": 1.0,
          "min_at_least": None},
+        {"name": "com.microsoft FusedMatMul / MatMulIntegerToFloat / DynamicQuantizeMatMul", "group": "ms_matmul",
+         "median_at_least": 1.0, "min_at_least": 0.85},
         {"name": "MatMulInteger", "group": "integer", "median_at_least": 1.0, "min_at_least": None},
         {"name": "Einsum", "group": "einsum", "median_at_least": 1.0, "min_at_least": None},
     ]
