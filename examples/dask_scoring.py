@@ -26,6 +26,7 @@ import dask.array as da
 import numpy as np
 from distributed import Client, LocalCluster
 
+import olc_core
 from olc_core import dask as olc_dask
 
 
@@ -78,7 +79,12 @@ def main() -> None:
             print(f"  {s.worker}: pid {s.pid}, {s.threads} threads, {s.partitions} partitions")
         for entry in report.kernel_plan or ():
             print(f"  plan: {entry.node_name} ({entry.op_type}) -> {entry.kernel}")
-        print(f"first scores: {np.asarray(da.from_zarr(scores)[:3]).ravel()}")
+        # A check on the first rows, against one local session.
+        head = np.asarray(da.from_zarr(features)[:1000])
+        local = olc_core.Session(model, threads=1)
+        (want,) = local.run(None, {local.get_inputs()[0].name: head})
+        np.testing.assert_array_equal(np.asarray(da.from_zarr(scores)[:1000]), want)
+        print(f"first 1,000 scores equal a local Session.run: {want[:3].ravel()} ...")
         print(f"worker processes hold: {client.run(lambda: len(olc_dask.session_stats()))} sessions")
 
 
