@@ -15,6 +15,8 @@ using VtableTable = std::map<std::string, const olc_kernel_vtable*>;
 // Each takes the core API table (kept for run time: executor, outputs,
 // tuning) and adds its operators' vtables.
 void register_tree_kernels(const olc_core_api* api, VtableTable* table);
+void register_linear_kernels(const olc_core_api* api, VtableTable* table);
+void register_preprocess_kernels(const olc_core_api* api, VtableTable* table);
 
 }  // namespace olc_ml
 

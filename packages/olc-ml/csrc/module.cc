@@ -84,6 +84,8 @@ PYBIND11_MODULE(_ext, m) {
                            std::to_string(api->api_size) + "); upgrade olc-core");
   }
   olc_ml::register_tree_kernels(api, &g_vtables);
+  olc_ml::register_linear_kernels(api, &g_vtables);
+  olc_ml::register_preprocess_kernels(api, &g_vtables);
 
   m.def(
       "vtable",

@@ -10,6 +10,7 @@
 #include <memory>
 #include <type_traits>
 
+#include "adapter_util.h"
 #include "attrs.h"
 #include "half.h"
 #include "ml_adapter.h"
@@ -29,16 +30,6 @@ struct Tuning {
 Tuning g_tuning;
 
 enum class Form { kRegressor, kClassifier, kEnsemble };
-
-std::string parse_post(const std::string& post, PostTransform* out) {
-  if (post == "NONE") *out = kNone;
-  else if (post == "SOFTMAX") *out = kSoftmax;
-  else if (post == "LOGISTIC") *out = kLogistic;
-  else if (post == "SOFTMAX_ZERO") *out = kSoftmaxZero;
-  else if (post == "PROBIT") *out = kProbit;
-  else return "unknown post_transform '" + post + "' (NONE, SOFTMAX, LOGISTIC, SOFTMAX_ZERO or PROBIT)";
-  return "";
-}
 
 // ai.onnx.ml 1-4: the node tables, leaf weights and output rules.
 std::string parse_v3(bool classifier, const Attrs& at, SpecV3* s, OutputSpec* out) {
@@ -67,7 +58,7 @@ std::string parse_v3(bool classifier, const Attrs& at, SpecV3* s, OutputSpec* ou
   if (base) out->base_values.assign(base->floats, base->floats + base->count);
   std::string post;
   OLC_TRY(at.string("post_transform", "NONE", &post));
-  OLC_TRY(parse_post(post, &out->post));
+  OLC_TRY(parse_post_transform(post, &out->post));
   out->classifier = classifier;
   const size_t nb = out->base_values.size();
   if (classifier) {

@@ -571,25 +571,6 @@ void accumulate_mode(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int
   }
 }
 
-// onnxruntime's float transforms (ml_common.h), reproduced operation by
-// operation so the scores round as its do.
-inline float logistic(float v) {
-  const float e = 1.0f / (1.0f + std::exp(-std::abs(v)));
-  return v < 0 ? 1.0f - e : e;
-}
-
-inline float erf_inv(float x) {
-  const float sgn = x < 0 ? -1.0f : 1.0f;
-  x = (1 - x) * (1 + x);
-  const float lg = std::log(x);
-  const float v = 2 / (static_cast<float>(M_PI) * 0.147f) + 0.5f * lg;
-  const float v2 = 1 / (0.147f) * lg;
-  const float v3 = -v + std::sqrt(v * v - v2);
-  return sgn * std::sqrt(v3);
-}
-
-inline float probit(float v) { return static_cast<float>(M_SQRT2) * erf_inv(2 * v - 1); }
-
 // Writes n >= 2 scores with the transform; value k is acc[k] when it has a
 // score, else 0. Transforms are computed in float32, as onnxruntime computes
 // them for either output type (O = float or double); NONE writes the score
@@ -604,35 +585,13 @@ void write_scores(PostTransform post, T* acc, const uint8_t* has, int64_t n, O* 
     case kLogistic:
       for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(logistic(static_cast<float>(val(k))));
       break;
-    case kSoftmax: {
-      float vmax = -std::numeric_limits<float>::max();
-      for (int64_t k = 0; k < n; ++k) vmax = std::max(vmax, static_cast<float>(val(k)));
-      std::vector<float> e(static_cast<size_t>(n));
-      float sum = 0.f;
-      for (int64_t k = 0; k < n; ++k) {
-        e[static_cast<size_t>(k)] = std::exp(static_cast<float>(val(k)) - vmax);
-        sum += e[static_cast<size_t>(k)];
-      }
-      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(e[static_cast<size_t>(k)] / sum);
-      break;
-    }
+    case kSoftmax:
     case kSoftmaxZero: {
-      float vmax = -std::numeric_limits<float>::max();
-      for (int64_t k = 0; k < n; ++k) vmax = std::max(vmax, static_cast<float>(val(k)));
-      const float exp_neg_max = std::exp(-vmax);
-      float sum = 0.f;
-      std::vector<T> tmp(static_cast<size_t>(n));
-      for (int64_t k = 0; k < n; ++k) {
-        const float v = static_cast<float>(val(k));
-        if (v > 0.0000001f || v < -0.0000001f) {
-          const float e = std::exp(v - vmax);
-          tmp[static_cast<size_t>(k)] = static_cast<T>(e);
-          sum += e;
-        } else {
-          tmp[static_cast<size_t>(k)] = val(k) * static_cast<T>(exp_neg_max);
-        }
-      }
-      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(static_cast<float>(tmp[static_cast<size_t>(k)] / sum));
+      std::vector<float> e(static_cast<size_t>(n));
+      for (int64_t k = 0; k < n; ++k) e[static_cast<size_t>(k)] = static_cast<float>(val(k));
+      if (post == kSoftmax) softmax(e.data(), n);
+      else softmax_zero(e.data(), n);
+      for (int64_t k = 0; k < n; ++k) z[k] = static_cast<O>(e[static_cast<size_t>(k)]);
       break;
     }
     default:

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "transforms.h"
+
 namespace olc_ml {
 
 // Branch comparisons as stored in a node's word (and in the spec's modes,
@@ -30,7 +32,6 @@ namespace olc_ml {
 // summary: its branches compare in several ways.
 enum Mode : uint32_t { kLeq = 0, kLt = 1, kGte = 2, kGt = 3, kEq = 4, kNeq = 5, kMember = 6, kLeaf = 7, kMixed = 8 };
 enum Aggregate { kSum = 0, kAverage = 1, kMin = 2, kMax = 3 };
-enum PostTransform { kNone = 0, kSoftmax = 1, kLogistic = 2, kSoftmaxZero = 3, kProbit = 4 };
 
 constexpr uint32_t kFeatureMask = (1u << 28) - 1;
 constexpr uint32_t kMissingTrue = 1u << 31;

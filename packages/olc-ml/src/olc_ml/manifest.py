@@ -65,18 +65,66 @@ class MlOp:
         return f"olc_ml::{self.name or self.op}"
 
 
+STRING = ("string",)
+INT64 = ("int64",)
+LABEL_TYPES = ("string", "int64", "float32", "int32", "int16", "float64")
+
+
+def _native_and_strings(op: str, types: Mapping[str, tuple[str, ...]], description: str,
+                        attributes: str = "plain") -> tuple[MlOp, MlOp]:
+    """A classifier: native with int64 labels, Python with string labels."""
+    return (
+        MlOp(op, 1, MAX_OPSET, "native", {**types, "L": INT64}, ("T",), ("L", "Y"), description,
+             attributes=attributes, supports=_no_string_labels),
+        MlOp(op, 1, MAX_OPSET, "python", {**types, "L": STRING}, ("T",), ("L", "Y"),
+             "the native kernel on class indices, mapped to the string labels", python="string_labels",
+             supports=_string_labels_only, priority=-1, name=op + "Strings"),
+    )
+
+
 ML_OPS: tuple[MlOp, ...] = (
+    # Tree ensembles: csrc/tree_engine.*
     MlOp("TreeEnsembleRegressor", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",),
          "compiled breadth-first forest, row blocks, row/tree parallel", attributes="tree_ensemble_v3"),
-    MlOp("TreeEnsembleClassifier", 1, MAX_OPSET, "native", {"T": NUMERIC, "L": ("int64",), "Y": FLOAT}, ("T",), ("L", "Y"),
-         "compiled breadth-first forest, row blocks, row/tree parallel", attributes="tree_ensemble_v3",
-         supports=_no_string_labels),
-    MlOp("TreeEnsembleClassifier", 1, MAX_OPSET, "python", {"T": NUMERIC, "L": ("string",), "Y": FLOAT}, ("T",), ("L", "Y"),
-         "the native forest on class indices, mapped to the string labels", python="string_labels",
-         supports=_string_labels_only, priority=-1, name="TreeEnsembleClassifierStrings"),
+    *_native_and_strings("TreeEnsembleClassifier", {"T": NUMERIC, "Y": FLOAT},
+                         "compiled breadth-first forest, row blocks, row/tree parallel", "tree_ensemble_v3"),
     MlOp("TreeEnsemble", 5, MAX_OPSET, "native", {"T": ("float32", "float64", "float16")}, ("T",), ("T",),
          "compiled breadth-first forest (BRANCH_MEMBER sets), row blocks, row/tree parallel",
          attributes="tree_ensemble_v5"),
+    # Linear models and SVMs: csrc/linear_adapter.cc on the per-ISA kernels.
+    MlOp("LinearRegressor", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",),
+         "X W^T + b on per-ISA dot kernels, row parallel"),
+    *_native_and_strings("LinearClassifier", {"T": NUMERIC, "Y": FLOAT},
+                         "X W^T + b on per-ISA dot kernels, row parallel"),
+    MlOp("SVMRegressor", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",),
+         "kernel rows on per-ISA dot / distance kernels, row parallel"),
+    *_native_and_strings("SVMClassifier", {"T": NUMERIC, "Y": FLOAT},
+                         "kernel rows on per-ISA dot / distance kernels, pairwise votes, probabilities"),
+    # Preprocessing: csrc/preprocess_adapter.cc (numbers), python_kernels.py (strings, maps).
+    MlOp("Scaler", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",), "(x - offset) * scale"),
+    MlOp("Normalizer", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",), "rows by MAX, L1 or L2"),
+    MlOp("Binarizer", 1, MAX_OPSET, "native", {"T": NUMERIC}, ("T",), ("T",), "x > threshold"),
+    MlOp("Imputer", 1, MAX_OPSET, "native", {"T": NUMERIC}, ("T",), ("T",), "replaced values (or NaN) imputed"),
+    MlOp("FeatureVectorizer", 1, MAX_OPSET, "native", {"Y": FLOAT}, (None,), ("Y",),
+         "the inputs' columns side by side"),
+    MlOp("ArrayFeatureExtractor", 1, MAX_OPSET, "native", {"T": NUMERIC, "I": INT64}, ("T", "I"), ("T",),
+         "X[..., Y]"),
+    MlOp("ArrayFeatureExtractor", 1, MAX_OPSET, "python", {"T": STRING, "I": INT64}, ("T", "I"), ("T",),
+         "X[..., Y] over strings", python="array_feature_extractor_strings", name="ArrayFeatureExtractorStrings"),
+    MlOp("OneHotEncoder", 1, MAX_OPSET, "native", {"T": NUMERIC, "Y": FLOAT}, ("T",), ("Y",),
+         "a row of categories per value (numbers truncated to int64)"),
+    MlOp("OneHotEncoder", 1, MAX_OPSET, "python", {"T": STRING, "Y": FLOAT}, ("T",), ("Y",),
+         "a row of categories per string", python="one_hot_strings", name="OneHotEncoderStrings"),
+    MlOp("LabelEncoder", 1, MAX_OPSET, "python", {"T": LABEL_TYPES}, ("T",), (None,),
+         "sorted keys, lookups by binary search over whole arrays", python="label_encoder"),
+    MlOp("CategoryMapper", 1, MAX_OPSET, "python", {"T": ("string", "int64")}, ("T",), (None,),
+         "sorted keys, lookups by binary search over whole arrays", python="category_mapper"),
+    MlOp("ZipMap", 1, MAX_OPSET, "python", {"T": FLOAT}, ("T",), (None,),
+         "each row of scores as a dict {label: score} (a sequence of maps)", python="zip_map"),
+    MlOp("DictVectorizer", 1, MAX_OPSET, "python", {}, (None,), (None,),
+         "a map as a row of the vocabulary's values", python="dict_vectorizer"),
+    MlOp("CastMap", 1, MAX_OPSET, "python", {}, (None,), (None,),
+         "a map as a [1, n] tensor (DENSE or SPARSE)", python="cast_map"),
 )
 
 
