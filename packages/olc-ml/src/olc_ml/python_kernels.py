@@ -59,10 +59,12 @@ def _string_output(values: np.ndarray) -> np.ndarray:
 class Lookup:
     """Maps keys to values over whole arrays: keys sorted once, each input
     found by binary search; a missing key takes the default. Float keys
-    compare as floats (-0.0 finds 0.0) and a NaN key matches NaN inputs, as
-    onnxruntime's maps do. A repeated key keeps its last value."""
+    compare as floats (-0.0 finds 0.0) and a NaN key matches NaN inputs
+    (LabelEncoder 4's rule). A repeated key keeps its last value
+    (LabelEncoder 4's rule), or its first with ``first=True`` (onnxruntime's
+    at every opset; the earlier schemas say nothing)."""
 
-    def __init__(self, keys: np.ndarray, values: np.ndarray, default: Any):
+    def __init__(self, keys: np.ndarray, values: np.ndarray, default: Any, first: bool = False):
         keys = np.asarray(keys)
         self.float_keys = keys.dtype.kind == "f"
         self.nan_value = None
@@ -72,8 +74,8 @@ class Lookup:
                 self.nan_value = values[np.flatnonzero(nan)[-1]]
             keys, values = keys[~nan], values[~nan]
             keys = keys + 0.0  # -0.0 -> +0.0: one key for both zeros
-        # Last occurrence wins: sort the reversed lists stably, keep the first of each key.
-        rk, rv = keys[::-1], values[::-1]
+        # Sort stably (the reversed lists for the last occurrence), keep the first of each key.
+        rk, rv = (keys, values) if first else (keys[::-1], values[::-1])
         order = np.argsort(rk, kind="stable")
         sk, sv = rk[order], rv[order]
         first = np.ones(len(sk), dtype=bool)
@@ -115,12 +117,12 @@ def label_encoder(info: Any) -> Kernel:
         if info.input_types[0] == "string":
             lookup = Lookup(classes, np.arange(len(classes), dtype=np.int64), int(a.get("default_int64", -1)))
             return lambda x: [lookup(_as_strings(x), np.int64)]
-        default = _decode(a.get("default_string", b"_Unused"))
+        missing = _decode(a.get("default_string", b"_Unused"))
 
         def to_string(x: Any) -> list[Any]:
             idx = np.asarray(x, dtype=np.int64)
             ok = (idx >= 0) & (idx < len(classes))
-            out = np.full(idx.shape, default, dtype=object)
+            out = np.full(idx.shape, missing, dtype=object)
             out[ok] = classes[idx[ok]]
             return [out]
 
@@ -159,8 +161,14 @@ def label_encoder(info: Any) -> Kernel:
         default = float(a.get("default_float", -0.0))
     else:
         default = int(a.get("default_int64", -1))
-    lookup = Lookup(keys, values if out_dtype is object else values.astype(out_dtype), default)
     string_keys = keys.dtype == object
+    values = values if out_dtype is object else values.astype(out_dtype)
+    if keys.dtype.kind == "f" and info.opset < 4:
+        # Opsets 2-3 compare float keys bit by bit (a NaN key finds the same
+        # NaN, -0.0 is not 0.0); from opset 4 as floats, NaN finding any NaN.
+        bits = Lookup(keys.astype(np.float32).view(np.int32), values, default, first=True)
+        return lambda x: [bits(np.ascontiguousarray(x, dtype=np.float32).view(np.int32), out_dtype)]
+    lookup = Lookup(keys, values, default, first=info.opset < 4)
 
     def run(x: Any) -> list[Any]:
         x = _as_strings(x) if string_keys else np.asarray(x)
