@@ -78,10 +78,10 @@ class Lookup:
         rk, rv = (keys, values) if first else (keys[::-1], values[::-1])
         order = np.argsort(rk, kind="stable")
         sk, sv = rk[order], rv[order]
-        first = np.ones(len(sk), dtype=bool)
+        unique = np.ones(len(sk), dtype=bool)
         if len(sk) > 1:
-            first[1:] = sk[1:] != sk[:-1]
-        self.keys, self.values = sk[first], sv[first]
+            unique[1:] = sk[1:] != sk[:-1]
+        self.keys, self.values = sk[unique], sv[unique]
         self.default = default
 
     def __call__(self, x: np.ndarray, out_dtype: Any) -> np.ndarray:
