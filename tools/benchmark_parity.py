@@ -25,6 +25,23 @@ hypervisor (``steal_cpus``) took on average while it was timed (Linux
 /proc/stat); the report lists the cases where either exceeded
 DISTURBED_CPUS, since a busy second core slows two-thread runs.
 
+The ISA: each case records the olc SIMD level its sessions ran at
+(``simd_level``: the detected level, lowered by OLC_SIMD) and the kernels'
+usage details (which name the variant that ran), and the environment the
+host's CPU features (``cpu_features``, and ``cpu_features_in_force`` under
+the cap). Host probes, measured once per report (``host``): the
+single-thread float32 FMA peak of AVX2 (ymm) and of AVX-512 (zmm) where the
+CPU has them (from ``olc_matmul.fma_peak_gflops`` when olc-matmul is
+installed), and the copy bandwidth of numpy on 1 and on each thread count
+of the run. Against them each timed case reports its efficiency: with
+``flops`` (float operations per run, given by the case) its GFLOP/s over
+the FMA peak of the level that ran times the threads (so on an AVX-512
+host, a run under OLC_SIMD=avx2 is judged against the AVX2 peak); and its
+GB/s (``bytes`` per run given by the case, else the bytes of its inputs and
+outputs) over the copy bandwidth of its thread count. On an AVX-512 host
+onnxruntime cannot be capped to AVX2: these efficiencies are how the AVX2
+paths are judged there.
+
 Suites:
   unary     float32 unary ops, one node on a 1-D tensor of each size. The op
             list comes from the elementwise family (``benchmark_cases()`` or
@@ -46,6 +63,8 @@ list of dicts (or anything with those attributes)::
      "expected_kernel": "olc_matmul::MatMul",  # optional: default every node native
      "name": "MatMul 512x512", "size": 262144,  # optional labels
      "group": "gemm",                      # optional: what family gates select
+     "flops": 2 * 512 ** 3,                # optional: float operations per run (GFLOP/s, FMA efficiency)
+     "bytes": None,                        # optional: bytes moved per run (default: inputs + outputs)
      "rtol": 1e-4, "atol": 1e-5}           # optional tolerances
 
 ``generator`` is a name from GENERATORS or a callable ``(rng, shape, dtype)
@@ -189,6 +208,8 @@ class Case:
     group: str | None = None
     model: Callable[[], Any] | None = None  # builds a multi-node model; inputs feed its graph inputs
     ort_model: Callable[[Any], Any] | None = None  # the model onnxruntime runs instead, from olc's
+    flops: float | None = None  # float operations per run
+    bytes: float | None = None  # bytes moved per run (default: inputs + outputs)
 
     @property
     def label(self) -> str:
@@ -222,7 +243,8 @@ def case_from_family(obj: Any, suite: str) -> Case:
                 attributes=dict(_field(obj, "attributes", {}) or {}), outputs=outputs,
                 expected_kernel=_field(obj, "expected_kernel"), name=_field(obj, "name"), size=size,
                 rtol=float(_field(obj, "rtol", 1e-4)), atol=float(_field(obj, "atol", 1e-5)),
-                group=_field(obj, "group"), model=_field(obj, "model"), ort_model=_field(obj, "ort_model"))
+                group=_field(obj, "group"), model=_field(obj, "model"), ort_model=_field(obj, "ort_model"),
+                flops=_field(obj, "flops"), bytes=_field(obj, "bytes"))
 
 
 def _call_case_function(fn: Callable[..., Any], sizes: Sequence[int]) -> list[Any]:
@@ -457,7 +479,10 @@ def verify(case_expected: str | None, checker: Any, runner: Runner, rtol: float,
     # Constant nodes are read once at load: nothing of theirs runs per run.
     fallbacks = [f"{e.node_name} ({e.op_type}): {e.reason}" for e in plan
                  if not e.native and e.reason != CONSTANT_FOLDED_REASON]
+    details = list(checker.kernel_usage_details()) if hasattr(checker, "kernel_usage_details") else []
     result: dict[str, Any] = {"kernel_usage": usage[:8] + (["..."] if len(usage) > 8 else []),
+                              "kernel_details": details[:8] + (["..."] if len(details) > 8 else []),
+                              "output_bytes": int(sum(np.asarray(o).nbytes for o in ours)),
                               "status": "ok", "detail": ""}
     if fallbacks:
         result.update(status="fallback", detail="; ".join(fallbacks[:3]))
@@ -629,7 +654,10 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
 # --------------------------------------------------------------------- suites
 
 
-def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, Any]:
+def run_case(case: Case, threads: int, args: argparse.Namespace,
+             host: dict[str, Any] | None = None) -> dict[str, Any]:
+    import olc_core
+
     rec: dict[str, Any] = {
         "suite": case.suite, "group": case.group, "name": case.label, "op": case.op, "domain": case.domain or "ai.onnx",
         "opset": case.opset, "attributes": case.attributes, "size": case.size, "threads": threads,
@@ -639,9 +667,12 @@ def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, An
                    for s in case.inputs],
         "expected_kernel": case.expected_kernel,
         "nodes": None,
+        "simd_level": str(olc_core.simd_level()),  # the level the case's sessions are created at
     }
     try:
-        model, feeds = case_model(case, make_arrays(case.inputs, args.seed))
+        arrays = make_arrays(case.inputs, args.seed)
+        rec["input_bytes"] = int(sum(a.nbytes for a in arrays))
+        model, feeds = case_model(case, arrays)
         rec["nodes"] = len(model.graph.node)
         ort_model = case.ort_model(model) if case.ort_model is not None else None
         if ort_model is not None:
@@ -654,7 +685,98 @@ def run_case(case: Case, threads: int, args: argparse.Namespace) -> dict[str, An
     if rec["status"] != "ok":
         return rec
     rec.update(timed_runner(runner, args.min_time))
+    rec.update(efficiency(rec, case, host))
     return rec
+
+
+def efficiency(rec: dict[str, Any], case: Case, host: dict[str, Any] | None) -> dict[str, Any]:
+    """olc's GFLOP/s (cases giving flops) against the FMA peak of the level
+    that ran times the threads, and its GB/s against the copy bandwidth at
+    that thread count."""
+    out: dict[str, Any] = {}
+    t_ns = rec.get("olc_median_ns")
+    if not t_ns:
+        return out
+    host = host or {}
+    if case.flops:
+        out["flops"] = float(case.flops)
+        out["olc_gflops"] = case.flops / t_ns
+        peak = (host.get("fma_peak_gflops") or {}).get(rec.get("simd_level"))
+        if peak:
+            out["peak_gflops"] = peak * rec["threads"]
+            out["flops_efficiency"] = out["olc_gflops"] / out["peak_gflops"]
+    nbytes = case.bytes if case.bytes is not None else rec.get("input_bytes", 0) + rec.get("output_bytes", 0)
+    if nbytes:
+        out["bytes"] = float(nbytes)
+        out["olc_gbps"] = nbytes / t_ns
+        bw = (host.get("copy_gbps") or {}).get(str(rec["threads"]))
+        if bw:
+            out["copy_gbps"] = bw
+            out["bw_efficiency"] = out["olc_gbps"] / bw
+    return out
+
+
+# ------------------------------------------------------------------- probes
+
+COPY_PROBE_BYTES = 64 << 20  # far above any L2 and most L3 slices: memory, not cache
+
+
+def fma_peaks(quick: bool = False) -> dict[str, float]:
+    """Single-thread float32 FMA peaks by SIMD level ("avx2": ymm, "avx512":
+    zmm), best of three, from olc-matmul's probe; {} without olc-matmul."""
+    try:
+        import olc_matmul
+    except ImportError:
+        return {}
+    probe = getattr(olc_matmul, "fma_peak_gflops", None)
+    if probe is None:
+        return {}
+    iters = 2_000_000 if quick else 20_000_000
+    out = {}
+    for isa in ("avx2", "avx512"):
+        try:
+            best = max(probe(iters, isa=isa) for _ in range(3))
+        except TypeError:  # an olc-matmul whose probe knows AVX-512 only
+            if isa != "avx512":
+                continue
+            best = max(probe(iters) for _ in range(3))
+        if best > 0:
+            out[isa] = float(best)
+    return out
+
+
+def copy_bandwidth(threads: int, nbytes: int = COPY_PROBE_BYTES, reps: int = 5) -> float:
+    """GB/s (bytes read plus bytes written) of numpy copies of nbytes split
+    over `threads` Python threads (numpy releases the GIL while copying),
+    best of reps."""
+    n = nbytes // 4
+    src = np.ones(n, np.float32)
+    dst = np.empty_like(src)
+    parts = [(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
+
+    def copy(lo: int, hi: int) -> None:
+        np.copyto(dst[lo:hi], src[lo:hi])
+
+    best = float("inf")
+    for _ in range(reps + 1):  # the first run touches the pages
+        workers = [threading.Thread(target=copy, args=p) for p in parts[1:]]
+        t0 = time.perf_counter()
+        for w in workers:
+            w.start()
+        copy(*parts[0])
+        for w in workers:
+            w.join()
+        best = min(best, time.perf_counter() - t0)
+    return 2 * n * 4 / best * 1e-9
+
+
+def host_probes(threads: Sequence[int], quick: bool = False) -> dict[str, Any]:
+    """The ceilings the efficiencies are measured against."""
+    counts = sorted({1, *threads})
+    mib = 16 if quick else COPY_PROBE_BYTES >> 20
+    return {"fma_peak_gflops": fma_peaks(quick),
+            "copy_gbps": {str(t): copy_bandwidth(t, mib << 20, 2 if quick else 5) for t in counts},
+            "copy_probe_mib": mib}
 
 
 def timed_runner(runner: Runner, min_time_s: float, min_pairs: int = 5) -> dict[str, Any]:
@@ -707,7 +829,7 @@ def run_overhead(threads: int, args: argparse.Namespace) -> list[dict[str, Any]]
 # ------------------------------------------------------------------- reports
 
 
-def environment(threads: Sequence[int]) -> dict[str, Any]:
+def environment(threads: Sequence[int], host: dict[str, Any] | None = None) -> dict[str, Any]:
     from importlib.metadata import PackageNotFoundError, entry_points, version
 
     import olc_core
@@ -738,6 +860,10 @@ def environment(threads: Sequence[int]) -> dict[str, Any]:
         "cpu": cpu, "cpu_count": os.cpu_count(), "cpu_affinity": affinity, "machine": platform.machine(),
         "os": platform.platform(), "python": platform.python_version(),
         "simd_level": str(olc_core.simd_level()), "olc_simd_env": os.environ.get("OLC_SIMD"),
+        "detected_simd_level": str(olc_core.simd.detected_simd_level()),
+        "cpu_features": sorted(k for k, v in olc_core.simd.detected_cpu_features().items() if v),
+        "cpu_features_in_force": sorted(k for k, v in olc_core.simd.cpu_features().items() if v),
+        "host": host or {},
         "versions": {d: ver(d) for d in ("olc-core", "onnxruntime", "onnx", "numpy")},
         "families": families, "threads": list(threads),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -837,6 +963,13 @@ def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:.2f}"
 
 
+def _rate(c: dict[str, Any], key: str, eff: str) -> str:
+    """A rate with its efficiency, e.g. "93.1 (83 %)"; "-" when not measured."""
+    if c.get(key) is None:
+        return "-"
+    return f"{c[key]:.1f}" + (f" ({100 * c[eff]:.0f} %)" if c.get(eff) is not None else "")
+
+
 def markdown(report: dict[str, Any]) -> str:
     env = report["environment"]
     lines = [
@@ -847,15 +980,27 @@ def markdown(report: dict[str, Any]) -> str:
         f"python {env['python']}. Ratio = ort median / olc median (> 1: olc faster).",
         "",
     ]
+    if env.get("cpu_features") is not None:
+        lines += [f"Host: detected level {env.get('detected_simd_level')}, features "
+                  f"{' '.join(env['cpu_features'])}; OLC_SIMD={env.get('olc_simd_env') or '(unset)'}.", ""]
+    host = env.get("host") or {}
+    if host:
+        peaks = ", ".join(f"{k} {v:.1f}" for k, v in sorted((host.get("fma_peak_gflops") or {}).items())) or "not measured"
+        copies = ", ".join(f"{t} thread(s) {v:.1f}" for t, v in (host.get("copy_gbps") or {}).items())
+        lines += [f"Probes: float32 FMA peak per thread (GFLOP/s): {peaks}; copy bandwidth "
+                  f"({host.get('copy_probe_mib')} MiB, GB/s read + write): {copies}. Efficiencies below are olc's "
+                  "against the FMA peak of the level that ran times the threads, and against the copy bandwidth "
+                  "of the thread count.", ""]
     sized = [c for c in report["cases"] if c["suite"] != "overhead"]
     if sized:
-        lines += ["| suite | op | size | threads | olc µs | ort µs | ratio | status |",
-                  "|---|---|---:|---:|---:|---:|---:|---|"]
+        lines += ["| suite | op | size | threads | olc µs | ort µs | ratio | status | level | olc GFLOP/s | olc GB/s |",
+                  "|---|---|---:|---:|---:|---:|---:|---|---|---:|---:|"]
         for c in sized:
             ratio = f"{c['ratio']:.2f}" if c.get("ratio") is not None else "-"
             status = c["status"] if c["status"] == "ok" else f"{c['status']}: {c.get('detail', '')}".replace("|", "/")
             lines.append(f"| {c['suite']} | {c['name']} | {c['size']} | {c['threads']} | {_us(c.get('olc_median_ns'))} "
-                         f"| {_us(c.get('ort_median_ns'))} | {ratio} | {status} |")
+                         f"| {_us(c.get('ort_median_ns'))} | {ratio} | {status} | {c.get('simd_level', '-')} "
+                         f"| {_rate(c, 'olc_gflops', 'flops_efficiency')} | {_rate(c, 'olc_gbps', 'bw_efficiency')} |")
         lines.append("")
     over = [c for c in report["cases"] if c["suite"] == "overhead"]
     if over:
@@ -973,13 +1118,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if ops is not None:
         cases = [c for c in cases if c.op.lower() in ops]
 
+    # The ceilings of the efficiency figures, measured before any case (with
+    # no worker of either runtime around).
+    host = host_probes(args.threads, args.quick) if cases else {}
     results: list[dict[str, Any]] = []
     total = len(cases) * len(args.threads)
     n = 0
     for case in cases:
         for t in args.threads:
             n += 1
-            rec = run_case(case, t, args)
+            rec = run_case(case, t, args, host)
             results.append(rec)
             msg = (f"ratio {rec['ratio']:.2f} (olc {_us(rec['olc_median_ns'])} µs, ort {_us(rec['ort_median_ns'])} µs, "
                    f"{rec['samples']} pairs)" if rec["status"] == "ok" else f"{rec['status']}: {rec.get('detail', '')}")
@@ -1008,7 +1156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     enforce_suites = set() if not args.enforce else {c["suite"] for c in results} | {x["suite"] for x in extras}
     summary, gates = summarize(results, enforce_suites, family_gates, extras)
     report = {
-        "environment": environment(args.threads),
+        "environment": environment(args.threads, host),
         "config": {"suites": args.suite, "case_sources": sources, "sizes": args.sizes, "threads": args.threads,
                    "min_time_s": args.min_time, "seed": args.seed, "quick": args.quick, "enforce": args.enforce,
                    "ops": sorted(ops) if ops else None},

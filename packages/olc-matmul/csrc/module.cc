@@ -25,6 +25,9 @@ void set_core_api(const olc_core_api* api) { g_core = api; }
 namespace avx512 {
 double fma_peak_gflops(int64_t iters);
 }
+namespace avx2 {
+double fma_peak_gflops(int64_t iters);
+}
 }  // namespace olc_mm
 
 PYBIND11_MODULE(_ext, m) {
@@ -70,11 +73,21 @@ PYBIND11_MODULE(_ext, m) {
   m.def("prepacked_bytes", &olc_mm::packed_bytes_live, "Bytes held by live packed constant weights.");
   m.def(
       "fma_peak_gflops",
-      [](int64_t iters) {
-        py::gil_scoped_release nogil;
-        if (!(olc_mm::core_api()->cpu_features() & OLC_CPU_AVX512F)) return 0.0;
-        return olc_mm::avx512::fma_peak_gflops(iters);
+      [](int64_t iters, const std::string& isa) {
+        const uint64_t f = olc_mm::core_api()->cpu_features();
+        if (isa == "avx512") {
+          if (!(f & OLC_CPU_AVX512F)) return 0.0;
+          py::gil_scoped_release nogil;
+          return olc_mm::avx512::fma_peak_gflops(iters);
+        }
+        if (isa == "avx2") {
+          if (!(f & OLC_CPU_AVX2) || !(f & OLC_CPU_FMA)) return 0.0;
+          py::gil_scoped_release nogil;
+          return olc_mm::avx2::fma_peak_gflops(iters);
+        }
+        throw py::value_error("fma_peak_gflops: isa must be 'avx512' or 'avx2', got '" + isa + "'");
       },
-      py::arg("iters") = 20000000,
-      "Single-thread float32 AVX-512 FMA peak in GFLOP/s, measured (0 without AVX-512).");
+      py::arg("iters") = 20000000, py::arg("isa") = "avx512",
+      "Single-thread float32 FMA peak in GFLOP/s of the given ISA (avx512: zmm, avx2: ymm), measured "
+      "(0 where cpu_features() lacks it).");
 }

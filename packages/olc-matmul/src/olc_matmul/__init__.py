@@ -15,8 +15,14 @@ def prepacked_bytes() -> int:
     return int(_ext.prepacked_bytes())
 
 
-def fma_peak_gflops(iters: int = 20_000_000) -> float:
-    """Single-thread float32 FMA peak of this machine in GFLOP/s (AVX-512 microbenchmark)."""
+def fma_peak_gflops(iters: int = 20_000_000, isa: str = "avx512") -> float:
+    """Single-thread float32 FMA peak of this machine in GFLOP/s, measured
+    with independent FMA chains on zmm (``isa="avx512"``) or ymm
+    (``isa="avx2"``) registers; 0.0 where the CPU lacks the ISA. The
+    OLC_SIMD cap does not apply: the probe measures the host."""
+    import olc_core
+
     from . import _ext  # type: ignore[attr-defined]  # the built extension
 
-    return float(_ext.fma_peak_gflops(iters))
+    with olc_core.simd_cap(None):
+        return float(_ext.fma_peak_gflops(iters, isa))

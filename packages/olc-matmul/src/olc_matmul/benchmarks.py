@@ -43,6 +43,7 @@ def _gemm(name, M, N, K, *, ta=0, tb=0, bias=None, const_b=False, group="gemm"):
     return {
         "op": "Gemm", "domain": "", "opset": 13, "attributes": attrs, "inputs": inputs, "outputs": [F32],
         "expected_kernel": "olc_matmul::Gemm", "name": f"Gemm {name} {M}x{N}x{K}", "size": M * N * K,
+        "flops": 2 * M * N * K,
         "rtol": 1e-4, "atol": 1e-3 * max(1.0, K ** 0.5 / 8), "group": group,
     }
 
@@ -54,6 +55,7 @@ def _matmul(name, sa, sb, *, const_b=False, dtype=F32, group="matmul", opset=13)
         "inputs": [_inp(sa, dtype), _inp(sb, dtype, constant=const_b)], "outputs": [dtype],
         "expected_kernel": "olc_matmul::MatMul", "name": f"MatMul {name} {sa}x{sb}",
         "size": int(np.prod(sa)) * (sb[-1] if len(sb) > 1 else 1),
+        "flops": 2 * int(np.prod(sa)) * (sb[-1] if len(sb) > 1 else 1),
         "rtol": 1e-4 if dtype == F32 else 2e-2, "atol": (1e-3 if dtype == F32 else 5e-2) * max(1.0, k ** 0.5 / 8),
         "group": group,
     }
@@ -81,7 +83,8 @@ def _conv(name, xs, ws, attrs, *, bias=True, group="conv"):
     return {
         "op": "Conv", "domain": "", "opset": 11, "attributes": attrs, "inputs": inputs, "outputs": [F32],
         "expected_kernel": "olc_matmul::Conv", "name": f"Conv {name} {list(xs)}*{list(ws)}",
-        "size": n * m * int(np.prod(out)) * k, "rtol": 1e-4, "atol": 1e-3 * max(1.0, k ** 0.5 / 8), "group": group,
+        "size": n * m * int(np.prod(out)) * k, "flops": 2 * n * m * int(np.prod(out)) * k,
+        "rtol": 1e-4, "atol": 1e-3 * max(1.0, k ** 0.5 / 8), "group": group,
     }
 
 
@@ -210,6 +213,7 @@ def _nbits(M, N, K, bits=4, bs=32, *, acc=None, zp=True):
     return {
         "op": "MatMulNBits", "domain": "com.microsoft", "opset": 1, "attributes": attrs, "inputs": inputs,
         "outputs": [F32], "expected_kernel": "olc_matmul::MatMulNBits", "name": name, "size": M * N * K,
+        "flops": 2 * M * N * K,
         "rtol": rtol, "atol": atol, "group": group,
     }
 
@@ -217,6 +221,7 @@ def _nbits(M, N, K, bits=4, bs=32, *, acc=None, zp=True):
 def _ms(op, label, inputs, *, attrs=None, size=0, rtol=1e-4, atol=1e-3):
     return {"op": op, "domain": "com.microsoft", "opset": 1, "attributes": attrs or {}, "inputs": inputs,
             "outputs": [F32], "expected_kernel": f"olc_matmul::{op}", "name": f"{op} {label}", "size": size,
+            "flops": 2 * size,
             "rtol": rtol, "atol": atol, "group": "ms_matmul"}
 
 
