@@ -53,6 +53,22 @@ def test_quick_unary_report_structure(tmp_path):
     assert sum(1 for line in md.splitlines() if line.startswith("| unary | ")) == 2
     assert "## Summary" in md and "## Gates" in md
     assert "| unary | Abs | 4096 | 1 |" in p.stdout
+    # The ISA: the level each case ran at, the host's features, the probes.
+    import olc_core
+
+    assert env["detected_simd_level"] in olc_core.SIMD_LEVELS
+    assert "sse2" in env["cpu_features"] or env["machine"] not in ("x86_64", "AMD64")
+    assert set(env["cpu_features_in_force"]) <= set(env["cpu_features"])
+    assert env["host"]["copy_gbps"]["1"] > 0
+    for c in cases:
+        assert c["simd_level"] == env["simd_level"]
+        if c["status"] == "ok":
+            # Abs reads and writes 4096 float32: 32 KiB per run.
+            assert c["bytes"] == 2 * 4096 * 4
+            assert c["olc_gbps"] == pytest.approx(c["bytes"] / c["olc_median_ns"])
+            assert c["bw_efficiency"] == pytest.approx(c["olc_gbps"] / env["host"]["copy_gbps"]["1"])
+            assert "flops" not in c  # the unary cases give no flops
+    assert "| level | olc GFLOP/s | olc GB/s |" in md and "Probes: float32 FMA peak" in md
 
 
 def test_quick_overhead_report_structure(tmp_path):
@@ -250,3 +266,24 @@ def test_report_lists_disturbed_cases():
     assert "Mul size 4 threads 2: ratio 1.00, other processes 0.60 CPUs" in disturbed
     assert "Add" not in disturbed
     assert "## Disturbed cases" not in bp.markdown({"environment": env, "cases": [quiet], "summary": {}, "gates": []})
+
+
+def test_efficiency_against_the_level_that_ran():
+    """GFLOP/s over the FMA peak of the case's level times its threads; GB/s
+    over the copy bandwidth of its thread count."""
+    bp = load_tool()
+    host = {"fma_peak_gflops": {"avx2": 100.0, "avx512": 200.0}, "copy_gbps": {"1": 20.0, "2": 30.0}}
+    case = bp.Case(suite="s", op="MatMul", inputs=[], flops=2e9, bytes=3e6)
+    rec = {"olc_median_ns": 1e7, "threads": 2, "simd_level": "avx2"}  # 10 ms
+    eff = bp.efficiency(rec, case, host)
+    assert eff["olc_gflops"] == pytest.approx(200.0) and eff["peak_gflops"] == pytest.approx(200.0)
+    assert eff["flops_efficiency"] == pytest.approx(1.0)
+    assert eff["olc_gbps"] == pytest.approx(0.3) and eff["bw_efficiency"] == pytest.approx(0.01)
+    rec["simd_level"] = "avx512"
+    assert bp.efficiency(rec, case, host)["flops_efficiency"] == pytest.approx(0.5)
+    rec["simd_level"] = "scalar"  # no probe for the level: the rate without an efficiency
+    assert "flops_efficiency" not in bp.efficiency(rec, case, host)
+    # No bytes given: inputs plus outputs.
+    case2 = bp.Case(suite="s", op="Abs", inputs=[])
+    eff2 = bp.efficiency({"olc_median_ns": 1e3, "threads": 1, "input_bytes": 400, "output_bytes": 400}, case2, host)
+    assert eff2["bytes"] == 800 and eff2["olc_gbps"] == pytest.approx(0.8) and "olc_gflops" not in eff2
