@@ -132,11 +132,11 @@ def _pipeline_data(rows, seed):
 
 
 def _numeric_pipeline(classifier):
+    from skl2onnx.common.data_types import FloatTensorType
     from sklearn.compose import ColumnTransformer
     from sklearn.impute import SimpleImputer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
-    from skl2onnx.common.data_types import FloatTensorType
 
     num, cat = _pipeline_data(400, 1)
     y = ((np.nan_to_num(num[:, 0]) + cat[:, 0]) > 2).astype(int) + (cat[:, 1] > 2)
@@ -183,10 +183,10 @@ def test_pipeline_with_zipmap(name, classifier, threads):
 def test_pipeline_with_string_columns_and_labels():
     """String categories and string class labels: the ai.onnx.ml nodes run on
     olc-ml (the string one-hot and the labels on its Python kernels)."""
+    from skl2onnx.common.data_types import FloatTensorType, StringTensorType
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
-    from skl2onnx.common.data_types import FloatTensorType, StringTensorType
 
     rng = np.random.default_rng(4)
     num = rng.normal(size=(300, 3)).astype(np.float32)
