@@ -433,6 +433,11 @@ def _score_frame(job: _Job, index: int, frame: Any) -> _Part:
     return _score(job, index, None, count, feeds, as_frame)
 
 
+def _frame_partition(frame: Any, job: _Job, partition_info: dict | None = None) -> Any:
+    """map_partitions' function: the scores of one partition (dask passes its index in partition_info)."""
+    return _score_frame(job, partition_info["number"] if partition_info else 0, frame).value
+
+
 def _frame_of(part: _Part) -> Any:
     return part.value
 
@@ -723,11 +728,12 @@ def _score_frame_collection(proto: onnx.ModelProto, data: Any, columns: Any, out
     meta = pd.DataFrame({c: np.empty(0, d) for cols, d in zip(frame_columns, job.dtypes) for c in cols},
                         index=data._meta.index[:0])
     job_key = _shared(job)
+    if not report:
+        # One task per partition, the frame's own (it fuses with the partition's read).
+        return data.map_partitions(_frame_partition, job_key, meta=meta, align_dataframes=False), None
     parts = [dask.delayed(_score_frame, pure=True)(job_key, i, p) for i, p in enumerate(data.to_delayed())]
     frames = [dask.delayed(_frame_of, pure=True)(p) for p in parts]
     scores = dd.from_delayed(frames, meta=meta, divisions=data.divisions, verify_meta=False)
-    if not report:
-        return scores, None
     # The report of a frame is a frame's reduction too: computing a delayed
     # object with a data frame would make dask materialize the frame's
     # expression (and warn). Each partition's summary travels as a string
