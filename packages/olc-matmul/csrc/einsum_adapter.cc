@@ -738,7 +738,7 @@ void* einsum_create(const olc_core_api* api, const olc_node_info* node, char* er
               : level >= OLC_SIMD_AVX2 ? avx2::einsum_loops()
                                        : scalar::einsum_loops();
   st->isa_name = st->ks.isa_name;
-  st->tun = default_gemm_tuning();
+  st->tun = default_gemm_tuning(dt);
   if (st->is_float) {
     // The GEMM of Einsum reads MatMul's tuning (the same driver and shapes).
     const char* lib = "olc_matmul";

@@ -160,7 +160,7 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
                        olc_dtype_name(node->output_dtypes[0]), olc_dtype_name(dt));
   st->dtype = dt;
   st->ks = select_kernels(api);
-  st->tun = default_gemm_tuning();
+  st->tun = default_gemm_tuning(dt);
   {
     // FusedMatMul is a MatMul: it reads MatMul's tuning keys.
     const char* kname = kind == OpKind::kGemm ? "Gemm" : "MatMul";

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string>
 #include <type_traits>
 
 namespace olc_mm {
@@ -709,11 +711,86 @@ std::shared_ptr<PackedB> make_packed(PackLayout layout, size_t bytes) {
   return pk;
 }
 
-GemmTuning default_gemm_tuning() {
+namespace {
+
+// The size in bytes of a sysfs cache "size" ("48K", "2048K", "32M"); 0 if unreadable.
+int64_t parse_size(const char* s) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (end == s || v <= 0) return 0;
+  if (*end == 'K') return v << 10;
+  if (*end == 'M') return v << 20;
+  return v;
+}
+
+// The logical CPUs in a sysfs cpu list ("0", "0-1", "0,2-3").
+int count_cpus(const char* s) {
+  int n = 0;
+  while (*s) {
+    char* end = nullptr;
+    const long a = std::strtol(s, &end, 10);
+    if (end == s) break;
+    long b = a;
+    if (*end == '-') b = std::strtol(end + 1, &end, 10);
+    n += static_cast<int>(b - a + 1);
+    s = *end == ',' ? end + 1 : end;
+    if (*s == '\n') break;
+  }
+  return std::max(n, 1);
+}
+
+bool read_line(const std::string& path, char* buf, size_t n) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return false;
+  const bool ok = std::fgets(buf, static_cast<int>(n), f) != nullptr;
+  std::fclose(f);
+  return ok;
+}
+
+}  // namespace
+
+const CacheInfo& cache_info() {
+  static const CacheInfo info = [] {
+    CacheInfo c;
+    for (int i = 0; i < 8; ++i) {
+      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+      char level[16], type[32], size[32], shared[256];
+      if (!read_line(dir + "level", level, sizeof level) || !read_line(dir + "type", type, sizeof type) ||
+          !read_line(dir + "size", size, sizeof size))
+        continue;
+      const int sharers = read_line(dir + "shared_cpu_list", shared, sizeof shared) ? count_cpus(shared) : 1;
+      const bool data = !std::strncmp(type, "Data", 4) || !std::strncmp(type, "Unified", 7);
+      if (level[0] == '1' && data) {
+        c.l1d = parse_size(size);
+        c.l1d_sharers = sharers;
+      } else if (level[0] == '2' && data) {
+        c.l2 = parse_size(size);
+        c.l2_sharers = sharers;
+      }
+    }
+    return c;
+  }();
+  return info;
+}
+
+GemmTuning default_gemm_tuning(int32_t dtype) { return gemm_tuning_for_caches(cache_info(), dtype); }
+
+GemmTuning gemm_tuning_for_caches(const CacheInfo& c, int32_t dtype) {
   GemmTuning t;
   t.parallel_min_macs = 1 << 16;
-  t.kc = 256;
+  // Blocking from the caches of one thread (a cache shared by SMT siblings
+  // counts as its share). kc: an MR x kc strip of A and a kc x NR panel of
+  // B in L1, 256 from 32 KiB per thread up. nc: the kc x nc block of packed
+  // B, which every row block of the task reads again, in half of L2. The
+  // defaults were tuned where that gives 512 (2 MiB L2 on Sapphire Rapids,
+  // 1 MiB on Zen 4); a 512 KiB L2 (Zen 2/3, older Intel) gives 256, so that
+  // the block is not fetched from L3 once per row block, which is where
+  // the second thread's gain went when both threads streamed from L3.
+  const int64_t elem = dtype == OLC_DTYPE_DOUBLE ? 8 : 4;  // float16/bfloat16 pack as float32
+  const int64_t l1 = c.l1d / std::max(1, c.l1d_sharers), l2 = c.l2 / std::max(1, c.l2_sharers);
+  t.kc = (l1 == 0 || l1 >= (32 << 10)) ? 256 : 128;
   t.nc = 512;
+  if (l2 > 0) t.nc = std::max<int64_t>(64, std::min<int64_t>(512, l2 / 2 / (t.kc * elem) / 64 * 64));
   t.split_k_min = 1024;
   t.gemv_max = 4;
   t.direct_b_max_mblocks = 3;

@@ -79,7 +79,18 @@ struct GemmTuning {
   int64_t direct_b_max_mblocks;
   int64_t direct_a;  // 1: a row-major float32/float64 A is read in place, not packed  // up to this many row blocks per task: B read in place
 };
-GemmTuning default_gemm_tuning();
+// Data cache sizes of CPU 0 as Linux reports them (sysfs), with the number
+// of logical CPUs sharing each; 0 where unknown (then fixed defaults).
+struct CacheInfo {
+  int64_t l1d = 0, l2 = 0;
+  int l1d_sharers = 1, l2_sharers = 1;
+};
+const CacheInfo& cache_info();
+
+// Defaults for element type dtype, the blocking derived from the caches
+// (of this host; of the given ones).
+GemmTuning default_gemm_tuning(int32_t dtype);
+GemmTuning gemm_tuning_for_caches(const CacheInfo& caches, int32_t dtype);
 
 // Packs B (nmat matrices of [K, N], or [N, K] when transB, consecutive with
 // stride mat_elems) for the kernel set. Returns NULL on allocation failure.

@@ -72,6 +72,31 @@ PYBIND11_MODULE(_ext, m) {
       py::arg("op_type"), "The kernel vtable capsule of op_type (a KernelRegistration factory).");
   m.def("prepacked_bytes", &olc_mm::packed_bytes_live, "Bytes held by live packed constant weights.");
   m.def(
+      "cache_info",
+      []() {
+        const olc_mm::CacheInfo& c = olc_mm::cache_info();
+        py::dict d;
+        d["l1d_bytes"] = c.l1d;
+        d["l1d_sharers"] = c.l1d_sharers;
+        d["l2_bytes"] = c.l2;
+        d["l2_sharers"] = c.l2_sharers;
+        return d;
+      },
+      "The data caches of CPU 0 the GEMM blocking is derived from (sysfs; 0 where unknown).");
+  m.def(
+      "gemm_blocking",
+      [](int64_t l1d, int l1d_sharers, int64_t l2, int l2_sharers, bool float64) {
+        olc_mm::CacheInfo c;
+        c.l1d = l1d;
+        c.l1d_sharers = l1d_sharers;
+        c.l2 = l2;
+        c.l2_sharers = l2_sharers;
+        const olc_mm::GemmTuning t = olc_mm::gemm_tuning_for_caches(c, float64 ? OLC_DTYPE_DOUBLE : OLC_DTYPE_FLOAT);
+        return py::make_tuple(t.kc, t.nc);
+      },
+      py::arg("l1d"), py::arg("l1d_sharers"), py::arg("l2"), py::arg("l2_sharers"), py::arg("float64") = false,
+      "(kc, nc) the GEMM defaults take for these caches (bytes, logical CPUs sharing each).");
+  m.def(
       "fma_peak_gflops",
       [](int64_t iters, const std::string& isa) {
         const uint64_t f = olc_mm::core_api()->cpu_features();

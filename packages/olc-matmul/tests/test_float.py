@@ -272,3 +272,26 @@ def test_tuning_overrides_reach_every_blocking_path(level, threads):
                 assert tuning.get("olc_matmul", "MatMul", k, implementation=isa, dtype=t) == names[k]
     finally:
         tuning.reset()
+
+
+def test_gemm_blocking_follows_the_caches():
+    """kc keeps an A strip and a B panel in L1, nc the packed B block in half
+    of L2, per thread (a cache SMT siblings share counts as its share); the
+    tuned defaults (256, 512) where the caches allow them."""
+    from olc_matmul import _ext
+
+    K = 1024
+    assert _ext.gemm_blocking(48 * K, 1, 2048 * K, 1) == (256, 512)  # Sapphire Rapids
+    assert _ext.gemm_blocking(32 * K, 1, 1024 * K, 1) == (256, 512)  # Zen 4
+    assert _ext.gemm_blocking(32 * K, 1, 512 * K, 1) == (256, 256)   # Zen 2/3: a 512 KiB L2
+    assert _ext.gemm_blocking(32 * K, 2, 512 * K, 2) == (128, 256)   # both vCPUs on one core
+    assert _ext.gemm_blocking(32 * K, 1, 512 * K, 1, float64=True) == (256, 128)
+    assert _ext.gemm_blocking(0, 1, 0, 1) == (256, 512)  # caches unknown
+    # This host's defaults are the ones its caches give.
+    c = _ext.cache_info()
+    kc, nc = _ext.gemm_blocking(c["l1d_bytes"], c["l1d_sharers"], c["l2_bytes"], c["l2_sharers"])
+    from olc_core import tuning
+
+    session(model("MatMul", [("a", "float32"), ("b", "float32")], [("y", "float32")]), LEVELS[-1])
+    assert tuning.get("olc_matmul", "MatMul", "kc", implementation=LEVELS[-1], dtype="float32") == kc
+    assert tuning.get("olc_matmul", "MatMul", "nc", implementation=LEVELS[-1], dtype="float32") == nc
