@@ -176,19 +176,28 @@ void fill_cache_rows(const CacheWrite& c, int64_t b, int64_t h, int64_t t0, int6
   const int64_t pl = std::min(c.T, c.past_len ? c.past_len[b] : c.P);
   const char* past = static_cast<const char*>(c.past.data) + static_cast<size_t>(b * c.past.sb + h * c.past.sh) * es;
   const char* cur = static_cast<const char*>(c.cur.data) + static_cast<size_t>(b * c.cur.sb + h * c.cur.sh) * es;
-  for (int64_t t = t0; t < t1; ++t) {
-    char* dst = out + t * row;
-    const int64_t s = t - pl;
-    if (t < pl || (s >= c.S && t < c.P)) {
-      std::memcpy(dst, past + static_cast<size_t>(t * c.past.ss) * es, row);
-    } else if (s < c.S) {
-      const char* src = cur + static_cast<size_t>(s * c.cur.ss) * es;
-      if (c.rope) c.k->rope_row(c.dt, c.rope, c.rope->pos[b * c.rope->pos_sb + s], src, dst, c.D);
-      else std::memcpy(dst, src, row);
-    } else {
-      std::memset(dst, 0, row);
+  // Runs of past rows go in one copy when the past is row-contiguous: a
+  // long copy moves whole cache lines without reading them first.
+  auto copy_past = [&](int64_t a, int64_t z) {
+    if (a >= z) return;
+    if (c.past.ss == c.D) {
+      std::memcpy(out + a * row, past + static_cast<size_t>(a * c.past.ss) * es, static_cast<size_t>(z - a) * row);
+      return;
     }
+    for (int64_t t = a; t < z; ++t) std::memcpy(out + t * row, past + static_cast<size_t>(t * c.past.ss) * es, row);
+  };
+  copy_past(t0, std::min(t1, pl));
+  const int64_t n0 = std::max(t0, pl), n1 = std::min(t1, pl + c.S);
+  for (int64_t t = n0; t < n1; ++t) {
+    const int64_t s = t - pl;
+    const char* src = cur + static_cast<size_t>(s * c.cur.ss) * es;
+    if (c.rope) c.k->rope_row(c.dt, c.rope, c.rope->pos[b * c.rope->pos_sb + s], src, out + t * row, c.D);
+    else std::memcpy(out + t * row, src, row);
   }
+  const int64_t r0 = std::max(t0, pl + c.S);
+  copy_past(r0, std::min(t1, c.P));
+  const int64_t z0 = std::max(r0, c.P);
+  if (z0 < t1) std::memset(out + z0 * row, 0, static_cast<size_t>(t1 - z0) * row);
 }
 
 namespace {
