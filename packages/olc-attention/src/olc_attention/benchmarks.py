@@ -18,7 +18,7 @@ The shapes are fixed (the tool's --sizes does not apply).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ def _angles(part: str) -> Callable[..., np.ndarray]:
     return gen
 
 
-def _model(nodes: list[Any], inputs: list[tuple[str, int]], outputs: list[str], domain: str) -> Any:
+def _model(nodes: list[Any], inputs: Sequence[tuple[str, Any]], outputs: list[str], domain: str) -> Any:
     from onnx import TensorProto, helper
 
     graph = helper.make_graph(nodes, "bench", [helper.make_tensor_value_info(n, t, None) for n, t in inputs],
