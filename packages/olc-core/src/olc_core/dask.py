@@ -527,8 +527,9 @@ def score(
     floating outputs, zero otherwise) and the others are scored; the errors
     are in the report, so it needs ``report=True``.
 
-    ``report=True`` returns ``(collections, report)``: ``report`` is a lazy
-    :class:`Report` over the same tasks; compute both at once
+    ``report=True`` returns ``(collections, report)``: ``report`` computes
+    to a :class:`Report` over the same tasks (a dask ``Delayed`` for arrays,
+    a dask ``Scalar`` for frames); compute both at once
     (``dask.compute(y, report)``), or the partitions run twice.
     """
     if errors not in ("raise", "collect"):
