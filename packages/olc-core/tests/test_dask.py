@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -328,6 +330,37 @@ def test_session_options_reach_the_sessions():
         assert report.kernel_plan == tuple(session.kernel_plan()), options
     # The chain runs as one fused kernel by default, as two with fusion=False.
     assert len(report.kernel_plan) == 2 and len(olc_core.Session(model).kernel_plan()) == 1
+
+
+def test_runs_take_turns_on_a_session(monkeypatch):
+    # Two dask threads share one session of two threads: were their runs
+    # concurrent, four threads would compete for two cores.
+    active = peak = 0
+    count = threading.Lock()
+    run = olc_core.Session.run
+
+    def counting_run(self, *args, **kwargs):
+        nonlocal active, peak
+        with count:
+            active += 1
+            peak = max(peak, active)
+        try:
+            time.sleep(0.002)  # a window another thread would enter
+            return run(self, *args, **kwargs)
+        finally:
+            with count:
+                active -= 1
+
+    monkeypatch.setattr(olc_core.Session, "run", counting_run)
+    model = make_model([helper.make_node("Flatten", ["x"], ["y"], axis=1, name="flatten")],
+                       [tensor("x", TensorProto.FLOAT, ["n", 3])], [tensor("y", TensorProto.FLOAT, None)])
+    x = float_data(400, 3)
+    with dask.config.set(num_workers=2):
+        y, report = olc_dask.score(model, da.from_array(x, chunks=10), threads_per_worker=2, report=True)
+        y, report = dask.compute(y, report, scheduler="threads")
+    np.testing.assert_array_equal(y, x)
+    assert [s.threads for s in report.sessions] == [2]
+    assert peak == 1
 
 
 def test_threaded_scheduler_threads_follow_the_pool():
