@@ -38,8 +38,13 @@ inline VI vzext8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128
 inline VI vmaxu32(VI a, VI b) { return _mm512_max_epu32(a, b); }
 inline uint32_t vhmaxu32(VI a) { return _mm512_reduce_max_epu32(a); }
 inline int32_t vhsum32(VI a) { return _mm512_reduce_add_epi32(a); }
+using VA = __m512i;  // int32 sums: vpdpbusd never overflows a block
+inline VA va_zero() { return _mm512_setzero_si512(); }
 template <int BITS>
-inline VI dot(VI acc, VI w, VI a) { return _mm512_dpbusd_epi32(acc, w, a); }
+inline VA dot(VA acc, VI w, VI a) { return _mm512_dpbusd_epi32(acc, w, a); }
+template <int BITS>
+constexpr int kDotsPerFlush = 1 << 30;
+inline VI flush(VI sum, VA acc) { return _mm512_add_epi32(sum, acc); }
 inline VF vcvt(VI a) { return _mm512_cvtepi32_ps(a); }
 inline __mmask16 nmask(int n) { return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << n) - 1u); }
 inline VF vldf(const float* p) { return _mm512_loadu_ps(p); }
