@@ -338,6 +338,8 @@ class Pool final : public Kernel {
     const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, g.in_plane * es));
     par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, parallel_min_bytes("Pool"), [&](int64_t b, int64_t e) {
       std::vector<F> plane, row, win, outrow;
+      std::vector<int64_t> ids;  // per-plane scratch, allocated once per range
+      std::vector<const F*> rp;
       if constexpr (std::is_same_v<T, float>) {
         if (global && kind != PKind::Lp && !yi) {
           // Whole planes at once, several in flight.
@@ -377,8 +379,8 @@ class Pool final : public Kernel {
           yp[0] = finish<T, F>(v, g.in_plane);
           continue;
         }
-        if (g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1) plane_block<T, F>(g, r, src, yp, row, outrow, scale, edges);
-        else plane_rows<T, F>(g, m, r, src, yp, row, win, outrow);
+        if (g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1) plane_block<T, F>(g, r, src, yp, row, outrow, ids, rp, scale, edges);
+        else plane_rows<T, F>(g, m, r, src, yp, row, win, outrow, rp);
       }
     });
     return OLC_OK;
@@ -393,7 +395,7 @@ class Pool final : public Kernel {
 
   template <class T, class F>
   void plane_rows(const Geometry& g, const AxisMap* m, const Rows<F>& r, const F* src, T* yp, std::vector<F>& row,
-                  std::vector<F>& win, std::vector<F>& outrow) const {
+                  std::vector<F>& win, std::vector<F>& outrow, std::vector<const F*>& rp) const {
     const int64_t W = g.in[2], H = g.in[1], OW = g.out[2];
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
     const int64_t span = (OW - 1) * sw + 1;  // window starts spanned by the outputs
@@ -404,7 +406,6 @@ class Pool final : public Kernel {
     outrow.resize(static_cast<size_t>(OW));
     F* rb = row.data() + pw;
     const bool is_max = kind == PKind::Max;
-    std::vector<const F*> rp;
     for (int64_t od = 0; od < g.out[0]; ++od) {
       for (int64_t oh = 0; oh < g.out[1]; ++oh) {
         const int64_t d0 = od * g.s[0] - g.pb[0], h0 = oh * g.s[1] - g.pb[1];
@@ -456,7 +457,8 @@ class Pool final : public Kernel {
   // outputs per row whose window crosses a row edge are recomputed.
   template <class T, class F>
   void plane_block(const Geometry& g, const Rows<F>& r, const F* src, T* yp, std::vector<F>& vb, std::vector<F>& yb,
-                   const std::vector<F>& scale, const std::vector<std::array<int64_t, 3>>& edges) const {
+                   std::vector<int64_t>& ids, std::vector<const F*>& rp, const std::vector<F>& scale,
+                   const std::vector<std::array<int64_t, 3>>& edges) const {
     const int64_t W = g.in[2], H = g.in[1], OW = g.out[2], OH = g.out[1];
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
     const int64_t kh = g.k[1], sh = g.s[1], dh = g.d[1], ph = g.pb[1];
@@ -465,8 +467,6 @@ class Pool final : public Kernel {
     vb.resize(static_cast<size_t>(OH * W));
     yb.resize(static_cast<size_t>(OH * OW));
     F* V = vb.data();
-    std::vector<int64_t> ids;
-    std::vector<const F*> rp;
     const auto reduce_rows = [&](F* dst, int64_t n) {
       if (rp.empty()) std::fill(dst, dst + n, ident);
       else if (is_max) r.rows_max_n(dst, rp.data(), static_cast<int64_t>(rp.size()), n);
@@ -492,8 +492,8 @@ class Pool final : public Kernel {
           for (int64_t jh = 0; jh < kh; ++jh) rp.push_back(src + (id * H + a0 - ph + jh * dh) * W);
         reduce_rows(V + a0 * W, (a1 - a0) * W);
       }
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        if (oh >= a0 && oh < a1) continue;
+      // The other rows one by one: [0, a0) and [a1, OH) (all rows when a0 == a1 == 0).
+      const auto one_row = [&](int64_t oh) {
         rp.clear();
         for (int64_t id : ids)
           for (int64_t jh = 0; jh < kh; ++jh) {
@@ -501,7 +501,9 @@ class Pool final : public Kernel {
             if (ih >= 0 && ih < H) rp.push_back(src + (id * H + ih) * W);
           }
         reduce_rows(V + oh * W, W);
-      }
+      };
+      for (int64_t oh = 0; oh < a0; ++oh) one_row(oh);
+      for (int64_t oh = a1; oh < OH; ++oh) one_row(oh);
       // The long row: outputs i in [i0, i1) read V[i * sw - pw + j * dw].
       const int64_t n_all = OH * OW, len = OH * W;
       const int64_t i0 = (pw + sw - 1) / sw;
@@ -518,20 +520,32 @@ class Pool final : public Kernel {
         else r.window_add(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
       }
       // Edge outputs: windows that leave their row (the long row read the
-      // neighbouring row there).
-      for (int64_t oh = 0; oh < OH; ++oh) {
-        const F* vr = V + oh * W;
-        F* o = out + oh * OW;
-        for (const auto& [ow, jlo, jhi] : edges) {
-          if (jlo < 0) {
-            o[ow] = ident;
-            continue;
+      // neighbouring row there), one edge position down every row at a time.
+      for (const auto& [ow, jlo, jhi] : edges) {
+        F* o = out + ow;
+        if (jlo < 0) {
+          for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = ident;
+          continue;
+        }
+        // Taps [jlo, jhi) are the ones inside the row (positions rise with j).
+        const F* v0 = V + ow * sw - pw + jlo * dw;
+        const int64_t nt = jhi - jlo;
+        if (is_max) {
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            const F* vr = v0 + oh * W;
+            F v = vr[0];
+            for (int64_t j = 1; j < nt; ++j) v = fmax1(v, vr[j * dw]);
+            o[oh * OW] = v;
           }
-          // Taps [jlo, jhi) are the ones inside the row (positions rise with j).
-          const int64_t st = ow * sw - pw;
-          F v = vr[st + jlo * dw];
-          for (int64_t j = jlo + 1; j < jhi; ++j) v = is_max ? fmax1(v, vr[st + j * dw]) : v + vr[st + j * dw];
-          o[ow] = v;
+        } else if (nt == 2) {
+          for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = v0[oh * W] + v0[oh * W + dw];
+        } else {
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            const F* vr = v0 + oh * W;
+            F v = vr[0];
+            for (int64_t j = 1; j < nt; ++j) v += vr[j * dw];
+            o[oh * OW] = v;
+          }
         }
       }
       if (kind == PKind::Avg) {
