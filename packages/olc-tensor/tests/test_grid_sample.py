@@ -262,6 +262,10 @@ def test_grid_sample_grid_shape_errors(x_shape, g_shape, fragment):
         sess.run(None, {"X": np.zeros(x_shape, np.float32), "grid": np.zeros(g_shape, np.float32)})
     msg = str(info.value)
     assert "node" in msg and "GridSample" in msg and fragment in msg, msg
+    # The session is intact: a valid feed runs and is right.
+    feeds = feeds_for(np.random.default_rng(1), (2, 1, 4, 4), (3, 3))
+    np.testing.assert_allclose(sess.run(None, feeds)[0], ReferenceEvaluator(m).run(None, feeds)[0], rtol=1e-5,
+                               atol=1e-5)
 
 
 @pytest.mark.parametrize("attrs,opset,fragment", [

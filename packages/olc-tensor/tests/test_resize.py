@@ -367,3 +367,26 @@ def test_errors(attrs, kw, fragment):
         sess.run(None, {"x": np.zeros((1, 1, 4, 4), np.float32)})
     msg = str(info.value)
     assert "node" in msg and fragment in msg, msg
+
+
+def test_scales_and_sizes_fed_at_run_time():
+    """scales and sizes both fed (so not known when the session is built):
+    the run fails naming the node before any output exists, and the same
+    session then runs a valid feed."""
+    node = helper.make_node("Resize", ["x", "", "s", "z"], ["y"], mode="linear", name="up")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, None),
+                                        helper.make_tensor_value_info("s", TensorProto.FLOAT, [None]),
+                                        helper.make_tensor_value_info("z", TensorProto.INT64, [None])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    m.ir_version = 9
+    sess = olc_core.Session(m, strict=True)
+    x = values(np.random.default_rng(2), (1, 1, 4, 6), "float32")
+    with pytest.raises(olc_core.OlcError) as info:
+        sess.run(None, {"x": x, "s": np.array([1, 1, 2, 2], np.float32), "z": np.array([1, 1, 8, 12], np.int64)})
+    msg = str(info.value)
+    assert "'up'" in msg and "Resize" in msg and "both 'scales' and 'sizes'" in msg, msg
+    feeds = {"x": x, "s": np.array([1, 1, 2, 2], np.float32), "z": np.zeros(0, np.int64)}
+    want = ref(resize_model({"mode": "linear"}, scales=(1, 1, 2, 2)), {"x": x})  # onnx.reference refuses empty sizes
+    np.testing.assert_allclose(sess.run(None, feeds)[0], want, rtol=1e-5, atol=1e-5)
+

@@ -202,6 +202,8 @@ def test_roi_align_errors(feeds, fragment):
         sess.run(None, {**base, **feeds})
     msg = str(info.value)
     assert "node" in msg and "RoiAlign" in msg and fragment in msg, msg
+    # The session is intact: a valid feed runs and is right.
+    np.testing.assert_allclose(sess.run(None, base)[0], ReferenceEvaluator(m).run(None, base)[0], rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("attrs,opset,fragment", [
