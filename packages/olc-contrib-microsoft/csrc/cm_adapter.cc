@@ -38,6 +38,25 @@ struct OpSpec {
   olc_kernel_vtable vtables[2];  // optimized, naive
 };
 
+std::vector<AttrSpec> moe_attrs(bool quantized) {
+  std::vector<AttrSpec> a = {{"k", OLC_ATTR_INT},
+                             {"activation_type", OLC_ATTR_STRING},
+                             {"normalize_routing_weights", OLC_ATTR_INT},
+                             {"use_sparse_mixer", OLC_ATTR_INT},
+                             {"swiglu_fusion", OLC_ATTR_INT},
+                             {"swiglu_limit", OLC_ATTR_FLOAT},
+                             {"swiglu_limit_after_activation", OLC_ATTR_INT},
+                             {"activation_alpha", OLC_ATTR_FLOAT},
+                             {"activation_beta", OLC_ATTR_FLOAT}};
+  if (quantized) {
+    for (const char* n : {"expert_weight_bits", "fc1_expert_weight_bits", "fc2_expert_weight_bits",
+                          "fc3_expert_weight_bits", "block_size", "weights_prepacked", "accuracy_level"})
+      a.push_back({n, OLC_ATTR_INT});
+    a.push_back({"quant_type", OLC_ATTR_STRING});
+  }
+  return a;
+}
+
 std::vector<OpSpec>& specs() {
   static std::vector<OpSpec> s = {
       {"SkipLayerNormalization", Op::SkipLN, 3, 5, 4, {{"epsilon", OLC_ATTR_FLOAT}}, {}},
@@ -55,6 +74,8 @@ std::vector<OpSpec>& specs() {
        {{"gather_axis", OLC_ATTR_INT}, {"quantize_axis", OLC_ATTR_INT}, {"block_size", OLC_ATTR_INT},
         {"bits", OLC_ATTR_INT}},
        {}},
+      {"MoE", Op::MoE, 5, 8, 1, moe_attrs(false), {}},
+      {"QMoE", Op::QMoE, 7, 15, 1, moe_attrs(true), {}},
   };
   return s;
 }
@@ -136,6 +157,18 @@ const char* input_name(Op op, int i) {
       static const char* n[] = {"data", "indices", "scales", "zero_points"};
       return n[i];
     }
+    case Op::MoE: {
+      static const char* n[] = {"input", "router_probs", "fc1_experts_weights", "fc1_experts_bias",
+                                "fc2_experts_weights", "fc2_experts_bias", "fc3_experts_weights", "fc3_experts_bias"};
+      return n[i];
+    }
+    case Op::QMoE: {
+      static const char* n[] = {"input", "router_probs", "fc1_experts_weights", "fc1_scales", "fc1_experts_bias",
+                                "fc2_experts_weights", "fc2_scales", "fc2_experts_bias", "fc3_experts_weights",
+                                "fc3_scales", "fc3_experts_bias", "fc1_zero_points", "fc2_zero_points",
+                                "fc3_zero_points", "router_weights"};
+      return n[i];
+    }
     default: return i == 0 ? "X" : "bias";
   }
 }
@@ -163,8 +196,17 @@ bool is_float_family(Op op) {
 }
 
 // The attributes, each checked against its declared type.
-bool read_attributes(const OpSpec* spec, const olc_node_info* node, KernelState* st, std::string* metric,
-                     char* error, size_t es) {
+// String attributes, by name, for check_attributes.
+using Strings = std::vector<std::pair<std::string, std::string>>;
+
+std::string string_attr(const Strings& strings, const char* name, const char* fallback) {
+  for (const auto& kv : strings)
+    if (kv.first == name) return kv.second;
+  return fallback;
+}
+
+bool read_attributes(const OpSpec* spec, const olc_node_info* node, KernelState* st, Strings* strings, char* error,
+                     size_t es) {
   for (int32_t k = 0; k < node->n_attributes; ++k) {
     const olc_attribute& a = node->attributes[k];
     const char* nm = a.name ? a.name : "";
@@ -194,16 +236,42 @@ bool read_attributes(const OpSpec* spec, const olc_node_info* node, KernelState*
       if (a.i != 0 && a.i != 1) return fail(error, es, "attribute 'is_inner_broadcast' must be 0 or 1, got %lld",
                                             static_cast<long long>(a.i));
       st->inner_broadcast = a.i;
-    } else if (!std::strcmp(nm, "metric")) {
-      *metric = a.s ? a.s : "";
+    } else if (a.type == OLC_ATTR_STRING) {
+      strings->emplace_back(nm, a.s ? a.s : "");
     } else if (!std::strcmp(nm, "gather_axis")) {
       st->gather_axis = a.i;
     } else if (!std::strcmp(nm, "quantize_axis")) {
       st->quantize_axis = a.i;
     } else if (!std::strcmp(nm, "block_size")) {
       st->block_size = a.i;
-    } else if (!std::strcmp(nm, "bits")) {
+      st->moe_block_size = a.i;
+    } else if (!std::strcmp(nm, "bits") || !std::strcmp(nm, "expert_weight_bits")) {
       st->bits = a.i;
+    } else if (!std::strcmp(nm, "fc1_expert_weight_bits") || !std::strcmp(nm, "fc2_expert_weight_bits") ||
+               !std::strcmp(nm, "fc3_expert_weight_bits")) {
+      st->fc_bits[nm[2] - '1'] = a.i;
+    } else if (!std::strcmp(nm, "k")) {
+      st->moe_k = a.i;
+    } else if (!std::strcmp(nm, "normalize_routing_weights")) {
+      st->normalize_routing = a.i != 0;
+    } else if (!std::strcmp(nm, "use_sparse_mixer")) {
+      if (a.i != 0) return fail(error, es, "use_sparse_mixer=1 is not supported");
+    } else if (!std::strcmp(nm, "swiglu_limit_after_activation")) {
+      if (a.i != 0) return fail(error, es, "swiglu_limit_after_activation=1 is not supported (onnxruntime has it on "
+                                           "CUDA only)");
+    } else if (!std::strcmp(nm, "swiglu_fusion")) {
+      if (a.i < 0 || a.i > 2) return fail(error, es, "attribute 'swiglu_fusion' must be 0, 1 or 2, got %lld",
+                                          static_cast<long long>(a.i));
+      st->moe_act.layout = static_cast<int>(a.i);
+    } else if (!std::strcmp(nm, "swiglu_limit")) {
+      st->moe_act.limit = static_cast<float>(a.f);
+    } else if (!std::strcmp(nm, "activation_alpha")) {
+      st->moe_act.alpha = static_cast<float>(a.f);
+    } else if (!std::strcmp(nm, "activation_beta")) {
+      st->moe_act.beta = static_cast<float>(a.f);
+    } else if (!std::strcmp(nm, "weights_prepacked")) {
+      if (a.i == 1) return fail(error, es, "weights_prepacked=1 (an execution provider's own layout) is not supported; "
+                                           "0 or -1 read the raw [E, N, K * bits / 8] layout");
     }
   }
   return true;
@@ -282,6 +350,19 @@ bool check_types(const olc_node_info* node, KernelState* st, char* error, size_t
                     olc_dtype_name(dtypes[3]), olc_dtype_name(q));
       break;
     }
+    case Op::QMoE: {
+      for (int i : {0, 1, 4, 7, 10, 14}) is_t[i] = true;
+      if (!bind_float_type(node, st, is_t, kFloats, "float32, float16 or bfloat16", error, es)) return false;
+      for (int32_t i = 2; i < node->n_inputs; ++i) {
+        const int32_t t = dtypes[i];
+        if (is_t[i] || t == OLC_DTYPE_UNDEFINED) continue;
+        const bool scales = i == 3 || i == 6 || i == 9;
+        if (scales ? storage_of(t) < 0 || t == OLC_DTYPE_DOUBLE : t != OLC_DTYPE_UINT8)
+          return fail(error, es, "input %d (%s) has unsupported type %s (expected %s)", i, input_name(st->op, i),
+                      olc_dtype_name(t), scales ? "float32, float16 or bfloat16" : "uint8");
+      }
+      break;
+    }
     default:
       for (int32_t i = 0; i < node->n_inputs; ++i) is_t[i] = true;
       if (!bind_float_type(node, st, is_t, kFloats, "float32, float16 or bfloat16", error, es)) return false;
@@ -305,15 +386,56 @@ int32_t output_type(const KernelState* st, int32_t o) {
   }
 }
 
-bool check_attributes(KernelState* st, const olc_node_info* node, const std::string& metric, char* error,
-                      size_t es) {
+bool check_moe_attributes(KernelState* st, const olc_node_info* node, const Strings& strings, char* error,
+                          size_t es) {
+  const std::string act = string_attr(strings, "activation_type", "relu");
+  static const std::pair<const char*, int> kActs[] = {{"relu", kMoeRelu}, {"gelu", kMoeGelu}, {"silu", kMoeSilu},
+                                                      {"identity", kMoeIdentity}, {"swiglu", kMoeSwiglu}};
+  bool known = false;
+  for (const auto& a : kActs)
+    if (act == a.first) {
+      st->moe_act.act = a.second;
+      known = true;
+    }
+  if (!known)
+    return fail(error, es, "activation_type '%s' is not supported (relu, gelu, silu, identity, swiglu)", act.c_str());
+  if (st->moe_act.act != kMoeSwiglu && st->moe_act.layout != kMoeSeparate)
+    return fail(error, es, "swiglu_fusion=%d needs activation_type 'swiglu'", st->moe_act.layout);
+  const bool fc3 = st->op == Op::MoE ? node->n_inputs > 6 && node->input_dtypes[6] != OLC_DTYPE_UNDEFINED
+                                     : node->n_inputs > 8 && node->input_dtypes[8] != OLC_DTYPE_UNDEFINED;
+  if (st->moe_act.act == kMoeSwiglu && st->moe_act.layout == kMoeSeparate && !fc3)
+    return fail(error, es, "swiglu with swiglu_fusion=0 takes its linear half from fc3_experts_weights, which is "
+                "absent");
+  if (fc3 && st->moe_act.layout != kMoeSeparate)
+    return fail(error, es, "fc3_experts_weights is given but swiglu_fusion=%d keeps both halves in FC1",
+                st->moe_act.layout);
+  if (st->moe_k < 1) return fail(error, es, "attribute 'k' must be >= 1, got %lld", static_cast<long long>(st->moe_k));
+  if (st->op == Op::QMoE) {
+    const std::string qt = string_attr(strings, "quant_type", "int");
+    if (qt != "int") return fail(error, es, "quant_type '%s' is not supported (only 'int')", qt.c_str());
+    for (int f = 0; f < 3; ++f) {
+      if (st->fc_bits[f] < 0) st->fc_bits[f] = st->bits;
+      if (st->fc_bits[f] != 2 && st->fc_bits[f] != 4 && st->fc_bits[f] != 8)
+        return fail(error, es, "FC%d weights of %lld bits are not supported (2, 4 or 8)", f + 1,
+                    static_cast<long long>(st->fc_bits[f]));
+    }
+    const int64_t bs = st->moe_block_size;
+    if (bs != 0 && (bs < 16 || (bs & (bs - 1)) != 0))
+      return fail(error, es, "attribute 'block_size' must be a power of 2 and at least 16, got %lld",
+                  static_cast<long long>(bs));
+  }
+  return true;
+}
+
+bool check_attributes(KernelState* st, const olc_node_info* node, const Strings& strings, char* error, size_t es) {
+  const std::string metric = string_attr(strings, "metric", "sqeuclidean");
   switch (st->op) {
     case Op::BiasSoftmax:
       if (st->inner_broadcast < 0) return fail(error, es, "attribute 'is_inner_broadcast' is required");
       return true;
     case Op::CDist:
       if (metric == "euclidean") st->euclidean = true;
-      else if (metric.empty() || metric == "sqeuclidean") st->euclidean = false;
+      else if (metric == "sqeuclidean") st->euclidean = false;
       else return fail(error, es, "metric '%s' is not supported (only 'sqeuclidean' and 'euclidean')", metric.c_str());
       return true;
     case Op::GatherBQ: {
@@ -347,6 +469,8 @@ bool check_attributes(KernelState* st, const olc_node_info* node, const std::str
       }
       return true;
     }
+    case Op::MoE:
+    case Op::QMoE: return check_moe_attributes(st, node, strings, error, es);
     default: return true;
   }
 }
@@ -374,12 +498,15 @@ void* cm_create_impl(const olc_core_api* api, const olc_node_info* node, char* e
   st->name = spec->name;
   st->naive = naive;
   st->n_inputs = node->n_inputs;
-  std::string metric;
-  if (!read_attributes(spec, node, st.get(), &metric, error, es)) return nullptr;
-  // Required inputs: the first min_inputs, but EmbedLayerNormalization's
-  // segment_ids (1) and segment_embedding (4) are optional among them.
+  Strings strings;
+  st->fc_bits[0] = st->fc_bits[1] = st->fc_bits[2] = -1;  // QMoE: inherit expert_weight_bits
+  st->moe_act.limit = INFINITY;
+  if (!read_attributes(spec, node, st.get(), &strings, error, es)) return nullptr;
+  // Required inputs: the first min_inputs, but for the optional ones among
+  // them (EmbedLayerNormalization's segments, the MoE FC1 bias).
   for (int32_t i = 0; i < spec->min_inputs; ++i) {
-    const bool optional = st->op == Op::EmbedLN && (i == 1 || i == 4);
+    const bool optional = (st->op == Op::EmbedLN && (i == 1 || i == 4)) || (st->op == Op::MoE && i == 3) ||
+                          (st->op == Op::QMoE && i == 4);
     if (!optional && node->input_dtypes[i] == OLC_DTYPE_UNDEFINED) {
       fail(error, es, "input %d (%s) is required", i, input_name(st->op, i));
       return nullptr;
@@ -398,7 +525,7 @@ void* cm_create_impl(const olc_core_api* api, const olc_node_info* node, char* e
       return nullptr;
     }
   }
-  if (!check_attributes(st.get(), node, metric, error, es)) return nullptr;
+  if (!check_attributes(st.get(), node, strings, error, es)) return nullptr;
   if (naive) {
     st->isa = "naive";
   } else {
@@ -412,7 +539,8 @@ void* cm_create_impl(const olc_core_api* api, const olc_node_info* node, char* e
     const bool cheap = st->op == Op::BiasAdd || st->op == Op::SkipLN || st->op == Op::SkipSLN ||
                        st->op == Op::EmbedLN || st->op == Op::GatherBQ;
     int64_t par_min = cheap ? 32768 : 8192, grain = cheap ? 16384 : 4096;
-    if (st->op == Op::CDist) par_min = grain = 1 << 20;  // multiply-adds (M x N x K)
+    if (st->op == Op::CDist || st->op == Op::MoE || st->op == Op::QMoE)
+      par_min = grain = 1 << 20;  // multiply-adds
     st->parallel_min_elements =
         api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT, "parallel_min_elements", par_min);
     st->grain_elements = api->tuning_declare_int(kLibrary, spec->name, st->isa, OLC_DTYPE_FLOAT, "grain_elements", grain);
@@ -700,6 +828,8 @@ int32_t cm_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_
       case Op::BiasSoftmax: return run_bias_softmax(c, inputs, n_inputs);
       case Op::CDist: return run_cdist(c, inputs, n_inputs);
       case Op::GatherBQ: return run_gather_bq(c, inputs, n_inputs);
+      case Op::MoE:
+      case Op::QMoE: return run_moe(c, inputs, n_inputs);
       default: return run_act(c, inputs, n_inputs);
     }
   } catch (const std::bad_alloc&) {

@@ -17,11 +17,11 @@ namespace olc_cm {
 
 extern const olc_core_api* g_api;
 constexpr const char* kLibrary = "olc_contrib_microsoft";
-constexpr int kMaxInputs = 9;
+constexpr int kMaxInputs = 15;
 
 enum class Op {
   SkipLN, SkipSLN, BiasGelu, FastGelu, QuickGelu, Gelu, BiasAdd,
-  EmbedLN, BiasSoftmax, CDist, GatherBQ
+  EmbedLN, BiasSoftmax, CDist, GatherBQ, MoE, QMoE
 };
 
 // The immutable state of one node's kernel, validated at creation.
@@ -52,6 +52,12 @@ struct KernelState {
   int64_t gather_axis = 0, quantize_axis = 1, block_size = 128, bits = 4;
   int qfmt = kQP4;
   int32_t default_zp = 0;
+  // MoE, QMoE
+  int64_t moe_k = 1;
+  int64_t normalize_routing = 0;
+  MoeAct moe_act{kMoeRelu, kMoeSeparate, 1.0f, 0.0f, 0.0f};
+  int64_t fc_bits[3] = {4, 4, 4};  // QMoE: FC1, FC2, FC3
+  int64_t moe_block_size = 0;      // QMoE: 0 = one scale per row
   // optimized kernels and their scheduling
   const IsaKernels* k = nullptr;
   const char* isa = "naive";
@@ -90,6 +96,7 @@ int32_t run_embed(Ctx& c, const olc_tensor* in, int32_t n_inputs);
 int32_t run_bias_softmax(Ctx& c, const olc_tensor* in, int32_t n_inputs);
 int32_t run_cdist(Ctx& c, const olc_tensor* in, int32_t n_inputs);
 int32_t run_gather_bq(Ctx& c, const olc_tensor* in, int32_t n_inputs);
+int32_t run_moe(Ctx& c, const olc_tensor* in, int32_t n_inputs);
 // CDist's creation step: packs a constant B (returns false with error set).
 bool cdist_prepare(KernelState* st, const olc_node_info* node, char* error, size_t es);
 

@@ -130,6 +130,7 @@ struct VD4 {
 #include "cm_engine.inc"
 #include "cm_cdist.inc"
 #include "cm_dequant.inc"
+#include "cm_moe.inc"
 
 }  // namespace
 
@@ -138,6 +139,7 @@ const IsaKernels* kernels() {
     IsaKernels t = make_kernels_rows<V8, VD4>("avx2");
     add_cdist_kernels<V8, VD4>(&t);
     add_dequant_kernels<V8>(&t);
+    add_moe_kernels<V8>(&t);
     return t;
   }();
   return &k;

@@ -118,6 +118,7 @@ struct VD8 {
 #include "cm_engine.inc"
 #include "cm_cdist.inc"
 #include "cm_dequant.inc"
+#include "cm_moe.inc"
 
 }  // namespace
 
@@ -126,6 +127,7 @@ const IsaKernels* kernels() {
     IsaKernels t = make_kernels_rows<V16, VD8>("avx512");
     add_cdist_kernels<V16, VD8>(&t);
     add_dequant_kernels<V16>(&t);
+    add_moe_kernels<V16>(&t);
     return t;
   }();
   return &k;

@@ -60,6 +60,20 @@ struct CDistArgs {
   int euclidean;
 };
 
+// MoE expert activations and gate/linear layouts (swiglu_fusion 0, 1, 2).
+enum MoeActType : int { kMoeRelu = 0, kMoeGelu = 1, kMoeSilu = 2, kMoeIdentity = 3, kMoeSwiglu = 4 };
+enum MoeLayout : int { kMoeSeparate = 0, kMoeInterleaved = 1, kMoeConcatenated = 2 };
+
+// h = act(g) (* l when FC3 is given), or for swiglu
+// h = G * sigmoid(alpha G) * (L + beta), G = min(g, limit),
+// L = clamp(l, -limit, limit); g and l from FC1 (interleaved [g0, l0, g1,
+// ...] or concatenated [g | l]) or FC1 and FC3 (separate).
+struct MoeAct {
+  int act;
+  int layout;
+  float alpha, beta, limit;
+};
+
 struct IsaKernels {
   const char* isa;
   // x, skip, y: rows of H elements of the storage type; third: another such
@@ -74,8 +88,9 @@ struct IsaKernels {
   // element 0 of the span.
   void (*act_span[3])(int act, float alpha, const void* x, const void* skip, const float* bias, int64_t H,
                       int64_t phase, void* y, int64_t n);
-  // Storage <-> float32 conversions (parameters of 16-bit types).
+  // Storage <-> float32 conversions (parameters of 16-bit types; MoE rows).
   void (*to_f32[3])(const void* x, float* y, int64_t n);
+  void (*from_f32[3])(const float* x, void* y, int64_t n);
   // y = softmax(x + bias) over one row of E elements. scratch: E floats for
   // the 16-bit storages (float32 and float64 rows are kept in y).
   void (*bias_softmax_row[4])(const void* x, const void* bias, void* y, float* scratch, int64_t E);
@@ -102,6 +117,21 @@ struct IsaKernels {
   // Unpacked formats only.
   void (*dq_elems[3])(int fmt, const uint8_t* q, const void* scale, const uint8_t* zp, int32_t default_zp, int64_t n,
                       void* y);
+  // MoE / QMoE (float32 arithmetic). pack_rows: rows [0, nrows) of an
+  // expert's weights (K each, storage dt) into a float32 panel [K][nv *
+  // lanes], later columns zero; pack_rows_q: the same from quantized rows
+  // (bits 2, 4 or 8, row_bytes each) with per-row, per-block scales and
+  // zero points ([row][blocks], already widened); gemm: C[i][c] = sum_k
+  // X[i][k] panel[k][c] for n rows and ncols columns; act: MoeAct over n
+  // rows of I outputs.
+  int moe_lanes;
+  void (*moe_pack_rows[3])(const void* W, int64_t nrows, int64_t K, int nv, float* panel);
+  void (*moe_pack_rows_q)(const uint8_t* q, int bits, int64_t row_bytes, const float* scale, const int32_t* zp,
+                          int64_t blocks, int64_t nrows, int64_t K, int64_t bs, int nv, float* panel);
+  void (*moe_gemm)(const float* X, int64_t n, int64_t K, const float* panel, int nv, float* C, int64_t ldc,
+                   int64_t ncols);
+  void (*moe_act)(const MoeAct* a, const float* fc1, int64_t ld1, const float* fc3, int64_t ld3, float* out, int64_t n,
+                  int64_t I);
 };
 
 namespace scalar { const IsaKernels* kernels(); }
@@ -137,6 +167,21 @@ void cdist(int dt, const void* A, const void* B, int64_t M, int64_t N, int64_t K
 void gather_block_quantized(int dt, int fmt, const uint8_t* data, const int64_t* dims, int rank, const int64_t* idx,
                             int64_t n_idx, const void* scales, const uint8_t* zp, int32_t default_zp, int gather_axis,
                             int quantize_axis, int64_t block_size, void* y);
+// MoE / QMoE over `tokens` rows of H (x in dt), everything else already
+// widened by the caller: router[t][e] (float32), expert weights as float32
+// [E][N][K] (dequantized for QMoE), biases float32 or null. Routing:
+// softmax over the experts, the k largest (ties: the lower index), their
+// weights renormalized when `normalize`, or taken from router_weights when
+// given. Output in dt.
+// float32 copies by the reference's own conversions.
+void widen(int dt, const void* src, int64_t n, float* dst);
+// rows of K values of `bits` bits (row_bytes each, low bits first):
+// out[r][k] = (q - zp[r][k / bs]) * scale[r][k / bs].
+void dequant_rows(const uint8_t* q, int bits, int64_t row_bytes, const float* scale, const int32_t* zp, int64_t blocks,
+                  int64_t rows, int64_t K, int64_t bs, float* out);
+void moe(int dt, const void* x, int64_t tokens, int64_t H, int64_t I, int64_t E, int64_t k, int normalize,
+         const float* router, const float* router_weights, const MoeAct* act, const float* w1, const float* b1,
+         const float* w2, const float* b2, const float* w3, const float* b3, void* y);
 }  // namespace naive
 
 }  // namespace olc_cm

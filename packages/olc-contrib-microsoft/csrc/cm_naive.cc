@@ -4,6 +4,7 @@
 // std::tanh, std::exp), and element conversions of their own built on
 // frexp / ldexp. The sums input + skip + bias are float32 additions in that
 // order, as the schema's float32 computation defines them.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -287,6 +288,119 @@ void gather_block_quantized(int dt, int fmt, const uint8_t* data, const int64_t*
       }
     }
   }
+}
+
+void widen(int dt, const void* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n; ++i) dst[i] = get(dt, src, i);
+}
+
+void dequant_rows(const uint8_t* q, int bits, int64_t row_bytes, const float* scale, const int32_t* zp, int64_t blocks,
+                  int64_t rows, int64_t K, int64_t bs, float* out) {
+  const int per_byte = 8 / bits;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t byte = q[r * row_bytes + k / per_byte];
+      const int32_t v = (byte >> (bits * (k % per_byte))) & ((1 << bits) - 1);
+      const int64_t b = r * blocks + k / bs;
+      out[r * K + k] = static_cast<float>(v - zp[b]) * scale[b];
+    }
+  }
+}
+
+namespace {
+
+double moe_activation(const MoeAct* a, double g, double l, bool gated) {
+  switch (a->act) {
+    case kMoeSwiglu: {
+      const double G = std::min(g, static_cast<double>(a->limit));
+      const double L = std::max(-static_cast<double>(a->limit), std::min(l, static_cast<double>(a->limit)));
+      return G / (1.0 + std::exp(-static_cast<double>(a->alpha) * G)) * (L + a->beta);
+    }
+    case kMoeRelu: g = g > 0.0 ? g : (std::isnan(g) ? g : 0.0); break;
+    case kMoeGelu: g = 0.5 * g * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (g + 0.044715 * g * g * g))); break;
+    case kMoeSilu: g = g / (1.0 + std::exp(-g)); break;
+    default: break;
+  }
+  return gated ? g * l : g;
+}
+
+}  // namespace
+
+void moe(int dt, const void* x, int64_t tokens, int64_t H, int64_t I, int64_t E, int64_t k, int normalize,
+         const float* router, const float* router_weights, const MoeAct* act, const float* w1, const float* b1,
+         const float* w2, const float* b2, const float* w3, const float* b3, void* y) {
+  const int64_t fusion = act->layout == kMoeSeparate ? 1 : 2;
+  const int64_t N1 = fusion * I;
+  double* h1 = new double[N1 > 0 ? N1 : 1];
+  double* h3 = new double[I > 0 ? I : 1];
+  double* a = new double[I > 0 ? I : 1];
+  double* out = new double[H > 0 ? H : 1];
+  int64_t* sel = new int64_t[k];
+  double* w = new double[k];
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float* r = router + t * E;
+    // softmax over every expert, in double
+    double mx = -INFINITY, total = 0.0;
+    for (int64_t e = 0; e < E; ++e) mx = std::max(mx, static_cast<double>(r[e]));
+    for (int64_t e = 0; e < E; ++e) total += std::exp(r[e] - mx);
+    // the k largest router values, ties to the lower index
+    for (int64_t i = 0; i < k; ++i) {
+      int64_t best = -1;
+      for (int64_t e = 0; e < E; ++e) {
+        bool taken = false;
+        for (int64_t q = 0; q < i; ++q) taken = taken || sel[q] == e;
+        if (!taken && (best < 0 || r[e] > r[best])) best = e;
+      }
+      sel[i] = best;
+      w[i] = router_weights ? router_weights[t * E + best] : std::exp(r[best] - mx) / total;
+    }
+    if (normalize) {
+      double s = 0.0;
+      for (int64_t i = 0; i < k; ++i) s += w[i];
+      if (s != 0.0)
+        for (int64_t i = 0; i < k; ++i) w[i] /= s;
+    }
+    for (int64_t h = 0; h < H; ++h) out[h] = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t e = sel[i];
+      for (int64_t n = 0; n < N1; ++n) {
+        double s = b1 ? b1[e * N1 + n] : 0.0;
+        for (int64_t j = 0; j < H; ++j) s += static_cast<double>(w1[(e * N1 + n) * H + j]) * get(dt, x, t * H + j);
+        h1[n] = s;
+      }
+      if (w3) {
+        for (int64_t n = 0; n < I; ++n) {
+          double s = b3 ? b3[e * I + n] : 0.0;
+          for (int64_t j = 0; j < H; ++j) s += static_cast<double>(w3[(e * I + n) * H + j]) * get(dt, x, t * H + j);
+          h3[n] = s;
+        }
+      }
+      for (int64_t n = 0; n < I; ++n) {
+        double g = h1[n], l = 1.0;
+        if (act->layout == kMoeInterleaved) {
+          g = h1[2 * n];
+          l = h1[2 * n + 1];
+        } else if (act->layout == kMoeConcatenated) {
+          l = h1[I + n];
+        } else if (w3) {
+          l = h3[n];
+        }
+        a[n] = moe_activation(act, g, l, w3 != nullptr);
+      }
+      for (int64_t h = 0; h < H; ++h) {
+        double s = b2 ? b2[e * H + h] : 0.0;
+        for (int64_t n = 0; n < I; ++n) s += static_cast<double>(w2[(e * H + h) * I + n]) * a[n];
+        out[h] += w[i] * s;
+      }
+    }
+    for (int64_t h = 0; h < H; ++h) put(dt, y, t * H + h, out[h]);
+  }
+  delete[] h1;
+  delete[] h3;
+  delete[] a;
+  delete[] out;
+  delete[] sel;
+  delete[] w;
 }
 
 }  // namespace naive

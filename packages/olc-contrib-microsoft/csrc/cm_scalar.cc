@@ -129,6 +129,7 @@ struct VD1 {
 #include "cm_engine.inc"
 #include "cm_cdist.inc"
 #include "cm_dequant.inc"
+#include "cm_moe.inc"
 
 }  // namespace
 
@@ -137,6 +138,7 @@ const IsaKernels* kernels() {
     IsaKernels t = make_kernels_rows<V1, VD1>("scalar");
     add_cdist_kernels<V1, VD1>(&t);
     add_dequant_kernels<V1>(&t);
+    add_moe_kernels<V1>(&t);
     return t;
   }();
   return &k;

@@ -26,6 +26,9 @@ SMALL = {
     "BiasSoftmax": ([((2, 3, 4), "T"), ((2, 1, 4), "T")], {"axis": 2, "is_inner_broadcast": 1}),
     "CDist": ([((3, 4), "T"), ((5, 4), "T")], {}),
     "GatherBlockQuantized": ([((6, 32), "uint4"), ((2,), "int64"), ((6, 2), "T")], {"block_size": 16}),
+    "MoE": ([((3, 4), "T"), ((3, 2), "T"), ((2, 5, 4), "T"), ((2, 5), "T"), ((2, 4, 5), "T")], {}),
+    "QMoE": ([((3, 16), "T"), ((3, 2), "T"), ((2, 16, 8), "uint8"), ((2, 16), "T"), ((2, 16), "T"),
+              ((2, 16, 8), "uint8"), ((2, 16), "T")], {"expert_weight_bits": 4}),
 }
 
 
@@ -53,7 +56,7 @@ def test_the_session_option_picks_the_implementation(op, t, naive):
     for (shape, _), ty in zip(shapes, types):
         if ty in ("int32", "int64"):
             arrays.append(rng.integers(0, 2, shape).astype(NP_TYPE[ty]))
-        elif ty in ("uint4", "int4"):
+        elif ty in ("uint4", "int4", "uint8"):
             arrays.append(rng.integers(0, 8, shape).astype(NP_TYPE[ty]))
         else:
             arrays.append(rng.uniform(0.5, 2.0, shape).astype(NP_TYPE[ty]))

@@ -59,6 +59,16 @@ OPS: tuple[ContribOp, ...] = (
               ("gather_axis", "quantize_axis", "block_size", "bits"), 3,
               "Gather of block-quantized data, dequantized: (q - zero_point) * scale",
               {"T1": ("uint8", "uint4", "int4"), "Tind": ("int32", "int64"), "T2": TYPES}),
+    ContribOp("MoE", ("T",) * 8, ("T",),
+              ("k", "activation_type", "normalize_routing_weights", "swiglu_fusion", "swiglu_limit", "activation_alpha",
+               "activation_beta"), 5,
+              "top-k mixture of expert FFNs: FC2(act(FC1 x) (* FC3 x)), weighted by the softmax of the router",
+              {"T": TYPES}),
+    ContribOp("QMoE", ("T", "T", "T1", "T2", "T", "T1", "T2", "T", "T1", "T2", "T", "T1", "T1", "T1", "T"), ("T",),
+              ("k", "activation_type", "normalize_routing_weights", "swiglu_fusion", "expert_weight_bits",
+               "block_size"), 7,
+              "MoE with 2-, 4- or 8-bit integer expert weights (per row or per block scales, zero points)",
+              {"T": TYPES, "T1": ("uint8",), "T2": TYPES}),
 )
 
 BY_NAME: dict[str, ContribOp] = {o.op: o for o in OPS}
@@ -83,4 +93,6 @@ def kernel_name(op: str, naive: bool = False) -> str:
 ENGINE: dict[str, str] = {
     "CDist": "blocked |a|^2 + |b|^2 - 2ab with exact recomputation of close pairs",
     "GatherBlockQuantized": "blockwise dequantization of the gathered rows",
+    "MoE": "routed tokens per expert through packed-panel products",
+    "QMoE": "routed tokens per expert through dequantized packed-panel products",
 }
