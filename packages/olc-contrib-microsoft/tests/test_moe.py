@@ -326,3 +326,25 @@ def test_qmoe_errors_name_the_node():
     with pytest.raises(olc_core.OlcError, match=r"node 'n0' \(QMoE\): fc1_experts_weights has shape \[3, 16, 16\], "
                                                r"expected \[3, 16, 32\]"):
         s.run(None, f)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("at", ["end", "start"])
+def test_guard_pages(at, level):
+    from olc_core.testing import guarded
+
+    rng = np.random.default_rng(9)
+    p, f = moe_case(rng, "bfloat16", 3, 19, 11, 3, layout=1)
+    feeds = {**f, **p}
+    ins = [(n, "bfloat16") for n in ("x", "r", "w1", "b1", "w2", "b2")]
+    m = make_model("MoE", ins, ["y"], {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1})
+    (want,) = run_checked(m, "MoE", feeds, level, naive=True)
+    (got,) = run_checked(m, "MoE", {k: guarded(v, at=at) for k, v in feeds.items()}, level)
+    assert_close(got, want, "bfloat16", "guarded MoE")
+    inits, _, f = qmoe_case(rng, 3, 20, 12, 3, 4, 0, True)
+    feeds = {**f, **inits}
+    m = make_model("QMoE", [(n if n in feeds else "", "uint8" if n[0] in "wz" else "float32") for n in QMOE_NAMES[:13]],
+                   ["y"], {"k": 2, "expert_weight_bits": 4})
+    (want,) = run_checked(m, "QMoE", feeds, level, naive=True)
+    (got,) = run_checked(m, "QMoE", {k: guarded(v, at=at) for k, v in feeds.items()}, level)
+    assert_close(got, want, "float32", "guarded QMoE", tol=F32_TOL)
