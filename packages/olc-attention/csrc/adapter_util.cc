@@ -240,6 +240,7 @@ void set_core_api(const olc_core_api* api) {
   onnx_ops(&ops);
   ms_ops(&ops);
   ms_encoder_ops(&ops);
+  linear_ops(&ops);
   e.resize(ops.size());  // never resized again: the vtables point into it
   for (size_t i = 0; i < ops.size(); ++i) {
     e[i].op = ops[i];

@@ -104,6 +104,7 @@ struct OpEntry {
 void onnx_ops(std::vector<OpEntry>* out);
 void ms_ops(std::vector<OpEntry>* out);
 void ms_encoder_ops(std::vector<OpEntry>* out);
+void linear_ops(std::vector<OpEntry>* out);  // linear_adapter.cc
 
 void set_core_api(const olc_core_api* api);
 // nullptr when (domain, op) is not an operator of the family.

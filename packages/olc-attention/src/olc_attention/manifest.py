@@ -64,6 +64,18 @@ OPS: tuple[AttnOp, ...] = (
            {"T": FLOATS, "M": ("int32",)}, ("T", "T", "T", "M", "T", "T", "M"), ("T", "T"),
            "BERT-style attention: the QKV projection (a blocked GEMM of the family) then the engine; mask_index "
            "lengths, start/end, 2-D and 3-D; unidirectional; past / present"),
+    # The recurrent-state operators of hybrid linear-attention decoders (linear_adapter.cc).
+    AttnOp("ai.onnx", "LinearAttention", "LinearAttention", 27,
+           {"T": FLOATS, "S": FLOATS}, ("T", "T", "T", "S", "T", "T"), ("T", "S"),
+           "linear attention with a recurrent state: linear, gated, delta, gated_delta rules, per-head or "
+           "per-key decay, GQA / MQA; prefill and decode on column slabs of the state"),
+    AttnOp("com.microsoft", "LinearAttention", "MicrosoftLinearAttention", 1,
+           {"T": FLOATS, "S": FLOATS}, ("T", "T", "T", "S", "T", "T"), ("T", "S"),
+           "linear attention as onnxruntime defines it: the ai.onnx rules plus inverse GQA, key heads shared "
+           "by several kv heads, state_window"),
+    AttnOp("ai.onnx", "CausalConvWithState", "CausalConvWithState", 27,
+           {"T": FLOATS}, ("T", "T", "T", "T"), ("T", "T"),
+           "stateful causal depthwise 1-D convolution: bias, carried state, fused SiLU / Swish"),
 )
 
 BY_NAME: dict[str, AttnOp] = {o.name: o for o in OPS}
