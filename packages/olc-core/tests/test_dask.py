@@ -152,7 +152,7 @@ def one_session(model, feeds):
 @pytest.fixture(scope="module")
 def process_client():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0") as c, \
-            distributed.Client(c) as client:
+            distributed.Client(c, set_as_default=False) as client:
         yield client
 
 
