@@ -73,32 +73,60 @@ struct ExpertJob {
   std::atomic<bool>* oom;
 };
 
-// Y[i][n] = sum_j X[i][j] W_e[n][j] (+ bias) for the n rows of X.
-void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t n, float* Y,
-            std::vector<float>* panel, std::vector<float>* scale, std::vector<int32_t>* zp) {
+// Per-thread buffers of one expert's work.
+struct Scratch {
+  std::vector<float> X, y1, y3, a, y2, rows, panel, scale;
+  std::vector<int32_t> zp;
+  std::vector<const float*> ptrs;
+};
+
+// Up to this many tokens, each weight row is dotted with the token rows
+// directly (no packing): the decode case, where the weights are read once.
+constexpr int64_t kDirectTokens = 8;
+
+// Y[i][n] = sum_j X[i][j] W_e[n][j] (+ bias) for the n rows of X. The
+// weight rows are taken as float32 (their own data, widened, or
+// dequantized by the GatherBlockQuantized row kernel), a chunk at a time.
+void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t n, float* Y, Scratch* sc) {
   const KernelState* st = j.st;
   const IsaKernels* k = st->k;
-  const int lanes = k->moe_lanes;
-  const int nv = f.N >= 3 * lanes ? 4 : 1;
-  const int64_t nr = nv * lanes;
-  panel->resize(static_cast<size_t>(std::max<int64_t>(1, f.K * nr)));
   const bool quant = st->op == Op::QMoE;
+  const bool direct = n <= kDirectTokens;
+  const int nv = f.N >= 3 * k->moe_lanes ? 4 : 1;
+  const int64_t chunk = direct ? 64 : nv * k->moe_lanes;
+  const bool own_rows = !quant && st->dt == kF32;
+  if (!own_rows) sc->rows.resize(static_cast<size_t>(chunk * f.K));
+  if (!direct) sc->panel.resize(static_cast<size_t>(std::max<int64_t>(1, f.K * chunk)));
   if (quant) {
-    scale->resize(static_cast<size_t>(nr * f.blocks));
-    zp->resize(static_cast<size_t>(nr * f.blocks));
+    sc->scale.resize(static_cast<size_t>(chunk * f.blocks));
+    sc->zp.resize(static_cast<size_t>(chunk * f.blocks));
   }
+  sc->ptrs.resize(static_cast<size_t>(chunk));
   const char* we = f.w + e * f.expert_bytes;
   const size_t es = olc_dtype_size(st->dtype);
-  for (int64_t n0 = 0; n0 < f.N; n0 += nr) {
-    const int64_t rows = std::min(nr, f.N - n0);
-    if (quant) {
-      fc_params(st, f, e, n0, rows, scale->data(), zp->data(), false);
-      k->moe_pack_rows_q(reinterpret_cast<const uint8_t*>(we) + n0 * f.row_bytes, f.bits, f.row_bytes, scale->data(),
-                         zp->data(), f.blocks, rows, f.K, f.bs ? f.bs : f.K, nv, panel->data());
-    } else {
-      k->moe_pack_rows[st->dt](we + static_cast<size_t>(n0 * f.K) * es, rows, f.K, nv, panel->data());
+  const int fmt = f.bits == 8 ? kQU8 : f.bits == 4 ? kQP4 : kQP2;
+  for (int64_t n0 = 0; n0 < f.N; n0 += chunk) {
+    const int64_t rows = std::min(chunk, f.N - n0);
+    if (quant) fc_params(st, f, e, n0, rows, sc->scale.data(), sc->zp.data(), false);
+    for (int64_t r = 0; r < rows; ++r) {
+      float* buf = own_rows ? nullptr : sc->rows.data() + r * f.K;
+      if (own_rows) {
+        sc->ptrs[r] = reinterpret_cast<const float*>(we) + (n0 + r) * f.K;
+        continue;
+      }
+      if (quant)
+        k->dq_blocks[kF32](fmt, reinterpret_cast<const uint8_t*>(we) + (n0 + r) * f.row_bytes,
+                           sc->scale.data() + r * f.blocks, sc->zp.data() + r * f.blocks, f.K, f.bs ? f.bs : f.K, buf);
+      else
+        k->to_f32[st->dt](we + static_cast<size_t>((n0 + r) * f.K) * es, buf, f.K);
+      sc->ptrs[r] = buf;
     }
-    k->moe_gemm(X, n, f.K, panel->data(), nv, Y + n0, f.N, rows);
+    if (direct) {
+      for (int64_t r = 0; r < rows; ++r) k->moe_dot(sc->ptrs[r], X, n, f.K, Y + n0 + r, f.N);
+    } else {
+      k->moe_pack_panel(sc->ptrs.data(), rows, f.K, nv, sc->panel.data());
+      k->moe_gemm(X, n, f.K, sc->panel.data(), nv, Y + n0, f.N, rows);
+    }
   }
   if (!f.bias.empty()) {
     const float* b = f.bias.data() + e * f.N;
@@ -110,29 +138,28 @@ void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t 
 void expert_items(void* user, int64_t begin, int64_t end) {
   const ExpertJob& j = *static_cast<const ExpertJob*>(user);
   try {
-    std::vector<float> X, y1, y3, a, y2, panel, scale;
-    std::vector<int32_t> zp;
+    Scratch sc;
     for (int64_t it = begin; it < end; ++it) {
       const int64_t e = j.experts[it];
       const int64_t b0 = j.offsets[e], n = j.offsets[e + 1] - b0;
-      X.resize(static_cast<size_t>(n * j.H));
+      sc.X.resize(static_cast<size_t>(n * j.H));
       for (int64_t i = 0; i < n; ++i)
-        std::memcpy(&X[i * j.H], j.x + (j.entries[b0 + i] / j.k) * j.H, static_cast<size_t>(j.H) * 4);
+        std::memcpy(&sc.X[i * j.H], j.x + (j.entries[b0 + i] / j.k) * j.H, static_cast<size_t>(j.H) * 4);
       const Fc& f1 = *j.fc[0];
-      y1.resize(static_cast<size_t>(n * f1.N));
-      run_fc(j, f1, e, X.data(), n, y1.data(), &panel, &scale, &zp);
+      sc.y1.resize(static_cast<size_t>(n * f1.N));
+      run_fc(j, f1, e, sc.X.data(), n, sc.y1.data(), &sc);
       const float* y3p = nullptr;
       if (j.fc[2]->present) {
-        y3.resize(static_cast<size_t>(n * j.I));
-        run_fc(j, *j.fc[2], e, X.data(), n, y3.data(), &panel, &scale, &zp);
-        y3p = y3.data();
+        sc.y3.resize(static_cast<size_t>(n * j.I));
+        run_fc(j, *j.fc[2], e, sc.X.data(), n, sc.y3.data(), &sc);
+        y3p = sc.y3.data();
       }
-      a.resize(static_cast<size_t>(n * j.I));
-      j.st->k->moe_act(&j.st->moe_act, y1.data(), f1.N, y3p, j.I, a.data(), n, j.I);
-      y2.resize(static_cast<size_t>(n * j.H));
-      run_fc(j, *j.fc[1], e, a.data(), n, y2.data(), &panel, &scale, &zp);
+      sc.a.resize(static_cast<size_t>(n * j.I));
+      j.st->k->moe_act(&j.st->moe_act, sc.y1.data(), f1.N, y3p, j.I, sc.a.data(), n, j.I);
+      sc.y2.resize(static_cast<size_t>(n * j.H));
+      run_fc(j, *j.fc[1], e, sc.a.data(), n, sc.y2.data(), &sc);
       for (int64_t i = 0; i < n; ++i)
-        std::memcpy(j.contrib + j.entries[b0 + i] * j.H, &y2[i * j.H], static_cast<size_t>(j.H) * 4);
+        std::memcpy(j.contrib + j.entries[b0 + i] * j.H, &sc.y2[i * j.H], static_cast<size_t>(j.H) * 4);
     }
   } catch (const std::bad_alloc&) {
     j.oom->store(true);

@@ -117,17 +117,14 @@ struct IsaKernels {
   // Unpacked formats only.
   void (*dq_elems[3])(int fmt, const uint8_t* q, const void* scale, const uint8_t* zp, int32_t default_zp, int64_t n,
                       void* y);
-  // MoE / QMoE (float32 arithmetic). pack_rows: rows [0, nrows) of an
-  // expert's weights (K each, storage dt) into a float32 panel [K][nv *
-  // lanes], later columns zero; pack_rows_q: the same from quantized rows
-  // (bits 2, 4 or 8, row_bytes each) with per-row, per-block scales and
-  // zero points ([row][blocks], already widened); gemm: C[i][c] = sum_k
-  // X[i][k] panel[k][c] for n rows and ncols columns; act: MoeAct over n
-  // rows of I outputs.
+  // MoE / QMoE (float32 arithmetic, weight rows already float32).
+  // pack_panel: rows [0, nrows) (K each) into a panel [K][nv * lanes],
+  // later columns zero; gemm: C[i][c] = sum_k X[i][k] panel[k][c] for n
+  // rows and ncols columns; dot: out[i * stride] = w . X[i] for n rows;
+  // act: MoeAct over n rows of I outputs.
   int moe_lanes;
-  void (*moe_pack_rows[3])(const void* W, int64_t nrows, int64_t K, int nv, float* panel);
-  void (*moe_pack_rows_q)(const uint8_t* q, int bits, int64_t row_bytes, const float* scale, const int32_t* zp,
-                          int64_t blocks, int64_t nrows, int64_t K, int64_t bs, int nv, float* panel);
+  void (*moe_pack_panel)(const float* const* rows, int64_t nrows, int64_t K, int nv, float* panel);
+  void (*moe_dot)(const float* w, const float* X, int64_t n, int64_t K, float* out, int64_t stride);
   void (*moe_gemm)(const float* X, int64_t n, int64_t K, const float* panel, int nv, float* C, int64_t ldc,
                    int64_t ncols);
   void (*moe_act)(const MoeAct* a, const float* fc1, int64_t ld1, const float* fc3, int64_t ld3, float* out, int64_t n,
