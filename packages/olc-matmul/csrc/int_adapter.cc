@@ -232,6 +232,7 @@ struct IntState {
   bool float_out;  // MatMulIntegerToFloat, DynamicQuantizeMatMul: y = acc * sa * sb + bias
   IntInputs in;
   IntKernel ik;
+  bool amx = false;  // AMX-INT8 blocks of 32 x 32 where A is uint8 read in place
   int32_t a_type, b_type, y_type;
   int32_t ka_type;  // A as the integer kernel sees it (uint8 for DynamicQuantizeMatMul)
   std::shared_ptr<PackedB> packed;  // constant B (2-D), whole K
@@ -247,6 +248,7 @@ struct Quant {
   std::vector<int32_t> zy;       // size 1 or M
   std::vector<float> mult;       // float output: sa * sb, size 1 or N
   std::vector<float> bias;       // float output: [N] or empty
+  std::vector<float> mult_full, bias_full;  // the same expanded to N (bias 0 when absent)
   std::vector<int32_t> zb_full;  // zb' expanded to N
 };
 
@@ -317,16 +319,18 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
     }
     if (job.st->float_out) {
       // y = acc * (sa * sb) + bias; float32 output in place over the int32
-      // sums, float16 from the work block.
-      const float* mult = q.mult.size() == 1 ? nullptr : q.mult.data() + n0 + j0;
-      const float m1 = q.mult[0];
-      const float* bias = q.bias.empty() ? nullptr : q.bias.data() + n0 + j0;
-      const int64_t o = gi * job.N + n0 + j0;
-      for (int64_t j = 0; j < nlen; ++j) {
-        float v = static_cast<float>(static_cast<int32_t>(c[j])) * (mult ? mult[j] : m1);
-        if (bias) v += bias[j];
-        if (job.st->y_type == OLC_DTYPE_FLOAT) std::memcpy(c + j, &v, 4);
-        else static_cast<uint16_t*>(job.Y)[o + j] = f32_to_f16(v);
+      // sums, float16 from the work block. The multiplier and bias arrays
+      // (q.mult_full, q.bias_full: N values) keep the loop branch-free.
+      const float* mult = q.mult_full.data() + n0 + j0;
+      const float* bias = q.bias_full.data() + n0 + j0;
+      if (job.st->y_type == OLC_DTYPE_FLOAT) {
+        const int32_t* ci = reinterpret_cast<const int32_t*>(c);
+        float* yf = reinterpret_cast<float*>(c);
+        for (int64_t j = 0; j < nlen; ++j) yf[j] = static_cast<float>(ci[j]) * mult[j] + bias[j];
+      } else {
+        uint16_t* yh = static_cast<uint16_t*>(job.Y) + gi * job.N + n0 + j0;
+        for (int64_t j = 0; j < nlen; ++j)
+          yh[j] = f32_to_f16(static_cast<float>(static_cast<int32_t>(c[j])) * mult[j] + bias[j]);
       }
     } else if (job.st->qlinear) {
       const float sa = q.sa.size() == 1 ? q.sa[0] : q.sa[gi];
@@ -357,6 +361,7 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   const int64_t mlen = m1 - m0, nlen = n1 - n0;
   const int64_t ng_total = (job.K + g - 1) / g;
   const bool direct_a = ik.uk_da && g == 4 && !job.opa.is_signed && job.K % 4 == 0;
+  const bool amx = direct_a && job.st->amx;
   int32_t* C;
   int64_t ldc;
   if (job.st->y_type == OLC_DTYPE_INT32 || job.st->y_type == OLC_DTYPE_FLOAT) {  // the int32 sums in the output
@@ -380,6 +385,17 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
     finish_block(job, C, ldc, m0, n0, 0, mlen, 0, nlen);
     return;
   }
+  // The tiles are configured for this task and released after it (a
+  // thread holding tile state makes every context switch save 8 KiB more).
+  struct TileScope {
+    bool on;
+    explicit TileScope(bool o) : on(o) {
+      if (on) amx::begin();
+    }
+    ~TileScope() {
+      if (on) amx::end();
+    }
+  } tiles(amx);
   for (int64_t nc0 = n0; nc0 < n1; nc0 += kColsPerBlock) {
     const int64_t nc = std::min(kColsPerBlock, n1 - nc0);
     for (int64_t k0 = 0; k0 < job.K; k0 += KC) {
@@ -396,6 +412,33 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
         pstride = ng * NR;
         pack_b_int(job.opb, job.B, job.N, k0, kc, nc0, nc, NR, pstride, bp);
         bblock = bp;
+      }
+      if (amx) {
+        // 32-row blocks: AMX tiles over full 32 x 32 blocks and 64-k steps,
+        // the vpdpbusd kernel for the K tail and the partial blocks. Panel
+        // by panel, all the rows of the task under each (the panel stays
+        // in L1), then the finished rows.
+        const int64_t ngm = ng / 16 * 16;
+        for (int64_t j = 0; j * NR < nc; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+          const uint32_t* Bj = bblock + j * pstride;
+          for (int64_t m = m0; m < m1; m += 32) {
+            const int64_t rows = std::min<int64_t>(32, m1 - m);
+            const uint8_t* Am = job.A + m * job.K + k0;
+            int32_t* Cb = C + (m - m0) * ldc + (nc0 - n0) + j * NR;
+            int64_t done = 0;  // groups the tiles took
+            if (rows == 32 && nr == 32 && ngm > 0) {
+              amx::block_32x32(ngm, Am, job.K, Bj, Cb, ldc, first);
+              done = ngm;
+            }
+            if (done < ng)
+              for (int64_t i = 0; i < rows; i += MR)
+                ik.uk_da(ng - done, Am + i * job.K + 4 * done, job.K, Bj + done * NR, Cb + i * ldc, ldc,
+                         static_cast<int>(std::min<int64_t>(MR, rows - i)), nr, done == 0 ? first : 0);
+          }
+        }
+        if (last) finish_block(job, C, ldc, m0, n0, 0, mlen, nc0 - n0, nc0 - n0 + nc);
+        continue;
       }
       for (int64_t m = m0; m < m1; m += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
@@ -573,6 +616,12 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
   const olc_tuning_param* vnni = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
                                                          OLC_DTYPE_UNDEFINED, "use_vnni", 1);
   st->ik = select_int_kernel(api, api->tuning_read_int(vnni) != 0);
+  // AMX reuses the vpdpbusd kernel's packed B; use_amx = 0 keeps to VNNI.
+  const olc_tuning_param* use_amx = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
+                                                            OLC_DTYPE_UNDEFINED, "use_amx", 1);
+  const uint64_t amx_bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_INT8;
+  st->amx = api->tuning_read_int(use_amx) != 0 && (api->cpu_features() & amx_bits) == amx_bits &&
+            !std::strcmp(st->ik.name, "avx512vnni") && st->ik.nr == 32 && st->ik.group == 4;
   // Constant 2-D B: packed once for the whole K with its column sums.
   const olc_tensor* cb = node->input_constants ? &node->input_constants[ix.b] : nullptr;
   std::string note;
@@ -596,7 +645,7 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
       note = buf;
     }
   }
-  st->detail = std::string(st->ik.name) + note;
+  st->detail = std::string(st->amx ? "amx+" : "") + st->ik.name + note;
   return st.release();
 }
 
@@ -673,14 +722,33 @@ bool read_zp(olc_context* ctx, const olc_tensor* t, int32_t dtype, int64_t per, 
 // as scale 1 as onnxruntime does. Returns false when A holds NaN or an
 // infinity (no scale exists).
 bool quantize_a_u8(const float* x, int64_t n, uint8_t* q, float* scale, int32_t* zp) {
-  float lo = 0.0f, hi = 0.0f;
-  bool finite = true;
-  for (int64_t i = 0; i < n; ++i) {
-    finite = finite && std::isfinite(x[i]);
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
+  // Sixteen independent lanes (the compiler vectorizes them; one running
+  // min, max or sum it would not, the order of a float reduction being
+  // fixed): x - x is 0 for every finite x and NaN for an infinity or NaN,
+  // which the sums keep.
+  constexpr int L = 16;
+  float lo_l[L] = {}, hi_l[L] = {}, bad_l[L] = {};
+  int64_t i0 = 0;
+  for (; i0 + L <= n; i0 += L)
+    for (int l = 0; l < L; ++l) {
+      const float v = x[i0 + l];
+      lo_l[l] = v < lo_l[l] ? v : lo_l[l];
+      hi_l[l] = v > hi_l[l] ? v : hi_l[l];
+      bad_l[l] += v - v;
+    }
+  for (; i0 < n; ++i0) {
+    const float v = x[i0];
+    lo_l[0] = v < lo_l[0] ? v : lo_l[0];
+    hi_l[0] = v > hi_l[0] ? v : hi_l[0];
+    bad_l[0] += v - v;
   }
-  if (!finite) return false;
+  float lo = 0.0f, hi = 0.0f, bad = 0.0f;
+  for (int l = 0; l < L; ++l) {
+    lo = std::min(lo, lo_l[l]);
+    hi = std::max(hi, hi_l[l]);
+    bad += bad_l[l];
+  }
+  if (bad != 0.0f) return false;
   const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   const float z = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
   // x / s is within [-255, 255]: the 1.5 * 2^23 shift rounds it to the
@@ -766,6 +834,12 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   if (st->float_out) {
     q.mult.resize(q.sb.size());
     for (size_t j = 0; j < q.sb.size(); ++j) q.mult[j] = q.sa[0] * q.sb[j];
+    q.mult_full.resize(ms.N);
+    q.bias_full.assign(ms.N, 0.0f);
+    for (int64_t j = 0; j < ms.N; ++j) {
+      q.mult_full[j] = q.mult.size() == 1 ? q.mult[0] : q.mult[j];
+      if (!q.bias.empty()) q.bias_full[j] = q.bias[j];
+    }
   }
   q.zb_full.resize(ms.N);
   for (int64_t j = 0; j < ms.N; ++j) q.zb_full[j] = q.zb.size() == 1 ? q.zb[0] : q.zb[j];

@@ -149,6 +149,14 @@ void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx512
 namespace avx2 { IntKernel int_kernel(); }
 namespace scalar { IntKernel int_kernel(); }
+// AMX-INT8 (int_amx.cc): begin() configures this thread's tiles, end()
+// releases them; block_32x32 adds A[32 x 4 ng] (uint8, row stride lda) times
+// 32 columns of an avx512vnni packed B panel to C (ng a multiple of 16).
+namespace amx {
+void begin();
+void end();
+void block_32x32(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int first);
+}  // namespace amx
 
 static inline float bf16_to_f32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;

@@ -221,3 +221,32 @@ def test_qlinear_rounds_half_to_even_and_saturates():
         np.testing.assert_array_equal(y, ref)
     acc = a.astype(np.int64) @ b.astype(np.int64)
     assert (acc % 2 != 0).any()  # ties were present
+
+
+@pytest.mark.parametrize("use_amx", [1, 0])
+def test_matmul_integer_amx_blocks(use_amx):
+    """AMX-INT8 32 x 32 blocks (uint8 A read in place) with the vpdpbusd
+    kernel for the K tail past a multiple of 64 and for partial blocks, and
+    the same shapes with AMX switched off (use_amx): both exact."""
+    from olc_core import tuning
+
+    if "avx512" not in LEVELS:
+        pytest.skip("no AVX-512")
+    feats = olc_core.simd.detected_cpu_features()
+    has_amx = feats.get("amx_tile") and feats.get("amx_int8") and feats.get("avx512_vnni")
+    rng = np.random.default_rng(18)
+    try:
+        tuning.set("olc_matmul", "MatMulInteger", "use_amx", use_amx)
+        for threads in (1, 2):
+            s = session(model("MatMulInteger", [("a", "uint8"), ("b", "int8"), ("za", "uint8"), ("zb", "int8")],
+                              [("y", "int32")], opset=10), "avx512", threads)
+            for M, N, K in [(32, 32, 64), (64, 96, 256), (33, 31, 64), (100, 70, 1300), (32, 64, 1024 + 68),
+                            (65, 129, 60), (96, 32, 4)]:
+                a, b = rand_q(rng, (M, K), "uint8"), rand_q(rng, (K, N), "int8")
+                za, zb = rand_q(rng, (M,), "uint8"), rand_q(rng, (N,), "int8")
+                y = s.run(None, {"a": a, "b": b, "za": za, "zb": zb})[0]
+                np.testing.assert_array_equal(y, ref_mmi(a, b, za, zb).astype(np.int32))
+            assert s.kernel_usage_details()[0].startswith(
+                "olc_matmul::MatMulInteger[amx+" if use_amx and has_amx else "olc_matmul::MatMulInteger[avx512")
+    finally:
+        tuning.reset()
