@@ -1,5 +1,7 @@
 // The avx2 float kernels (see mm_kernels.inc). Compiled with this level's
 // flags only; entered after the runtime check for the level has passed.
+#include <immintrin.h>
+
 #include <algorithm>
 
 #include "mm_common.h"
