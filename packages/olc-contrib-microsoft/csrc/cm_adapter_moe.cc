@@ -75,57 +75,77 @@ struct ExpertJob {
 
 // Per-thread buffers of one expert's work.
 struct Scratch {
-  std::vector<float> X, y1, y3, a, y2, rows, panel, scale;
+  std::vector<float> X, y1, y3, a, y2, rows, panel, products, scale;
   std::vector<int32_t> zp;
   std::vector<const float*> ptrs;
 };
 
 // Up to this many tokens, each weight row is dotted with the token rows
-// directly (no packing): the decode case, where the weights are read once.
+// directly: the decode case, where the weights are read once anyway.
 constexpr int64_t kDirectTokens = 8;
+// Weight rows materialized as float32 at a time (a multiple of every tile height).
+constexpr int64_t kRowChunk = 48;
 
 // Y[i][n] = sum_j X[i][j] W_e[n][j] (+ bias) for the n rows of X. The
-// weight rows are taken as float32 (their own data, widened, or
-// dequantized by the GatherBlockQuantized row kernel), a chunk at a time.
+// weight rows are taken as float32 (their own data, or widened or
+// dequantized by the GatherBlockQuantized row kernel into a chunk buffer);
+// for more than kDirectTokens tokens they are multiplied with panels of the
+// packed tokens, the products [rows][tokens] written back transposed.
 void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t n, float* Y, Scratch* sc) {
   const KernelState* st = j.st;
   const IsaKernels* k = st->k;
   const bool quant = st->op == Op::QMoE;
   const bool direct = n <= kDirectTokens;
-  const int nv = f.N >= 3 * k->moe_lanes ? 4 : 1;
-  const int64_t chunk = direct ? 64 : nv * k->moe_lanes;
+  const int lanes = k->moe_lanes;
+  const int nv = n >= 3 * lanes ? 4 : n > lanes ? 2 : 1;
+  const int64_t nr = nv * lanes;
+  const int64_t panels = direct ? 0 : (n + nr - 1) / nr;
   const bool own_rows = !quant && st->dt == kF32;
-  if (!own_rows) sc->rows.resize(static_cast<size_t>(chunk * f.K));
-  if (!direct) sc->panel.resize(static_cast<size_t>(std::max<int64_t>(1, f.K * chunk)));
+  if (!own_rows) sc->rows.resize(static_cast<size_t>(kRowChunk * f.K));
   if (quant) {
-    sc->scale.resize(static_cast<size_t>(chunk * f.blocks));
-    sc->zp.resize(static_cast<size_t>(chunk * f.blocks));
+    sc->scale.resize(static_cast<size_t>(kRowChunk * f.blocks));
+    sc->zp.resize(static_cast<size_t>(kRowChunk * f.blocks));
   }
-  sc->ptrs.resize(static_cast<size_t>(chunk));
+  if (!direct) {
+    // the tokens, packed once for every weight row
+    sc->panel.resize(static_cast<size_t>(std::max<int64_t>(1, panels * f.K * nr)));
+    sc->ptrs.resize(static_cast<size_t>(nr));
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t cols = std::min(nr, n - p * nr);
+      for (int64_t c = 0; c < cols; ++c) sc->ptrs[c] = X + (p * nr + c) * f.K;
+      k->moe_pack_panel(sc->ptrs.data(), cols, f.K, nv, sc->panel.data() + p * f.K * nr);
+    }
+    sc->products.resize(static_cast<size_t>(kRowChunk * nr));  // one chunk against one panel
+  }
   const char* we = f.w + e * f.expert_bytes;
   const size_t es = olc_dtype_size(st->dtype);
   const int fmt = f.bits == 8 ? kQU8 : f.bits == 4 ? kQP4 : kQP2;
-  for (int64_t n0 = 0; n0 < f.N; n0 += chunk) {
-    const int64_t rows = std::min(chunk, f.N - n0);
-    if (quant) fc_params(st, f, e, n0, rows, sc->scale.data(), sc->zp.data(), false);
-    for (int64_t r = 0; r < rows; ++r) {
-      float* buf = own_rows ? nullptr : sc->rows.data() + r * f.K;
-      if (own_rows) {
-        sc->ptrs[r] = reinterpret_cast<const float*>(we) + (n0 + r) * f.K;
-        continue;
+  for (int64_t n0 = 0; n0 < f.N; n0 += kRowChunk) {
+    const int64_t rows = std::min(kRowChunk, f.N - n0);
+    const float* W = reinterpret_cast<const float*>(we) + n0 * f.K;
+    if (!own_rows) {
+      if (quant) fc_params(st, f, e, n0, rows, sc->scale.data(), sc->zp.data(), false);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* buf = sc->rows.data() + r * f.K;
+        if (quant)
+          k->dq_blocks[kF32](fmt, reinterpret_cast<const uint8_t*>(we) + (n0 + r) * f.row_bytes,
+                             sc->scale.data() + r * f.blocks, sc->zp.data() + r * f.blocks, f.K, f.bs ? f.bs : f.K,
+                             buf);
+        else
+          k->to_f32[st->dt](we + static_cast<size_t>((n0 + r) * f.K) * es, buf, f.K);
       }
-      if (quant)
-        k->dq_blocks[kF32](fmt, reinterpret_cast<const uint8_t*>(we) + (n0 + r) * f.row_bytes,
-                           sc->scale.data() + r * f.blocks, sc->zp.data() + r * f.blocks, f.K, f.bs ? f.bs : f.K, buf);
-      else
-        k->to_f32[st->dt](we + static_cast<size_t>((n0 + r) * f.K) * es, buf, f.K);
-      sc->ptrs[r] = buf;
+      W = sc->rows.data();
     }
     if (direct) {
-      for (int64_t r = 0; r < rows; ++r) k->moe_dot(sc->ptrs[r], X, n, f.K, Y + n0 + r, f.N);
-    } else {
-      k->moe_pack_panel(sc->ptrs.data(), rows, f.K, nv, sc->panel.data());
-      k->moe_gemm(X, n, f.K, sc->panel.data(), nv, Y + n0, f.N, rows);
+      for (int64_t r = 0; r < rows; ++r) k->moe_dot(W + r * f.K, X, n, f.K, Y + n0 + r, f.N);
+      continue;
+    }
+    for (int64_t p = 0; p < panels; ++p) {
+      const int64_t cols = std::min(nr, n - p * nr);
+      float* T = sc->products.data();
+      k->moe_gemm(W, rows, f.K, sc->panel.data() + p * f.K * nr, nv, T, nr, cols);
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < rows; ++r) Y[(p * nr + c) * f.N + n0 + r] = T[r * nr + c];
     }
   }
   if (!f.bias.empty()) {

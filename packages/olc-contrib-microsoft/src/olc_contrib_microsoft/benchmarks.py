@@ -19,8 +19,10 @@ Transformer shapes [1, rows, H] for rows in 1, 128, 2048 and H in 384, 768,
   with zero points (the genai builder's embedding), uint4 and int4.
 
 Ungated group "other": SkipSimplifiedLayerNormalization, QuickGelu, Gelu,
-FastGelu without a bias, CDist euclidean and float64. The shapes are fixed
-(the tool's --sizes does not apply).
+FastGelu without a bias, CDist euclidean and float64. Ungated group "moe":
+MoE and QMoE (4-bit, per row and per 32-element block) of 8 SwiGLU experts
+of 768 x 1536, top 2, for 1 and 128 tokens. The shapes are fixed (the
+tool's --sizes does not apply).
 """
 
 from __future__ import annotations
@@ -147,6 +149,41 @@ def _gbq_case(rows: int, fmt: str) -> dict[str, Any]:
             "size": rows * VOCAB_HIDDEN, "rtol": 0.0, "atol": 0.0, "group": "gather_block_quantized"}
 
 
+MOE_EXPERTS, MOE_HIDDEN, MOE_INTER = 8, 768, 1536
+
+
+def _small_weights(rng: np.random.Generator, shape: Any, dtype: Any) -> np.ndarray:
+    return (0.03 * rng.standard_normal(shape)).astype(dtype)
+
+
+def _moe_case(tokens: int, quantized: bool, block: int = 0) -> dict[str, Any]:
+    E, H, inter = MOE_EXPERTS, MOE_HIDDEN, MOE_INTER
+    act = {"shape": [tokens, H], "dtype": "float32", "generator": "normal"}
+    router = {"shape": [tokens, E], "dtype": "float32", "generator": "normal"}
+    attrs: dict[str, Any] = {"k": 2, "activation_type": "swiglu", "swiglu_fusion": 1}
+    if not quantized:
+        w = {"dtype": "float32", "generator": _small_weights, "constant": True}
+        inputs = [act, router, dict(w, shape=[E, 2 * inter, H]), dict(w, shape=[E, 2 * inter]),
+                  dict(w, shape=[E, H, inter]), dict(w, shape=[E, H])]
+        name = f"MoE float32 [{tokens}, {H}], {E} experts of {inter}, top 2"
+    else:
+        q = {"dtype": "uint8", "generator": _bytes, "constant": True}
+        s = {"dtype": "float32", "generator": _scales, "constant": True}
+        blocks = (lambda k: [k // block]) if block else (lambda k: [])
+        inputs = [act, router, dict(q, shape=[E, 2 * inter, H // 2]), dict(s, shape=[E, 2 * inter, *blocks(H)]),
+                  dict(s, shape=[E, 2 * inter]), dict(q, shape=[E, H, inter // 2]),
+                  dict(s, shape=[E, H, *blocks(inter)])]
+        # onnxruntime's CPU kernel renormalizes the top-k weights whatever the attribute says
+        attrs.update(expert_weight_bits=4, normalize_routing_weights=1, weights_prepacked=0)
+        if block:
+            attrs["block_size"] = block
+        name = f"QMoE 4-bit {'block ' + str(block) if block else 'per row'} [{tokens}, {H}], {E} experts of {inter}, top 2"
+    op = "QMoE" if quantized else "MoE"
+    return {"op": op, "domain": DOMAIN, "opset": 1, "attributes": attrs, "inputs": inputs, "outputs": ["float32"],
+            "expected_kernel": kernel_name(op), "name": name, "size": tokens * H, "rtol": 1e-3, "atol": 1e-3,
+            "group": "moe"}
+
+
 def benchmark_cases() -> list[dict[str, Any]]:
     cases = []
     for h in HIDDEN:
@@ -171,6 +208,10 @@ def benchmark_cases() -> list[dict[str, Any]]:
         cases.append(_case("FastGelu", rows, h, params=0, group="other", label="FastGelu (no bias)"))
         cases.append(_cdist_case(rows, h, metric="euclidean", group="other"))
         cases.append(_cdist_case(rows, h, dtype="float64", group="other"))
+    for tokens in (1, 128):
+        cases.append(_moe_case(tokens, quantized=False))
+        cases.append(_moe_case(tokens, quantized=True))
+        cases.append(_moe_case(tokens, quantized=True, block=32))
     return cases
 
 
