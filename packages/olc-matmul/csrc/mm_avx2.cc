@@ -18,7 +18,11 @@ namespace avx2 {
 #include "mm_kernels.inc"
 
 const IsaKernels* kernels() {
-  static const IsaKernels table = make_table();
+  static const IsaKernels table = [] {
+    IsaKernels t = make_table();
+    t.nbits_dequant = &nbits_dequant_fast;  // nbits_avx2.cc
+    return t;
+  }();
   return &table;
 }
 

@@ -147,7 +147,10 @@ void nbits_gemv_generic(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_gemv_fast(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx512
-namespace avx2 { IntKernel int_kernel(); }
+namespace avx2 {
+IntKernel int_kernel();
+void nbits_dequant_fast(const NbDequant* p);
+}  // namespace avx2
 namespace scalar { IntKernel int_kernel(); }
 // AMX-INT8 (int_amx.cc): begin() configures this thread's tiles, end()
 // releases them; block_32x32 adds A[32 x 4 ng] (uint8, row stride lda) times
