@@ -1,6 +1,6 @@
 // AVX-512 (F, BW, VL, DQ) level of the recurrent-state kernels
-// (linear_kernels.inc): 16 float32 lanes, slabs of two vectors (32 state
-// columns), four query heads per pass.
+// (linear_kernels.inc): 16 float32 lanes, slabs of four vectors (64 state
+// columns, 32 KB of rows at dk 128: L1), four query heads per pass.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "linear_common.h"
@@ -20,7 +21,7 @@ namespace {
 struct L16 {
   using R = __m512;
   static constexpr int64_t W = 16;
-  static constexpr int kNV = 2;
+  static constexpr int kNV = 4;
   static constexpr int kMaxQ = 4;
   static R ld(const float* p) { return _mm512_loadu_ps(p); }
   static void st(float* p, R v) { _mm512_storeu_ps(p, v); }
