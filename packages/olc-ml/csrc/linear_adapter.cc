@@ -310,9 +310,14 @@ void linear_rows(const State& st, const float* x, int64_t f, int64_t r0, int64_t
 void svm_regressor_rows(const State& st, const float* x, int64_t f, int64_t r0, int64_t r1, float* y) {
   const int64_t rows = r1 - r0;
   if (st.svc) {
-    std::vector<float> kern(static_cast<size_t>(rows * st.n_vectors));
-    kernel_rows(st, st.kernel, x + r0 * f, rows, f, st.vectors.data(), st.n_vectors, kern.data());
-    st.k->dot(kern.data(), rows, st.n_vectors, st.coef.data(), 1, y + r0);
+    const int64_t nv = st.n_vectors;
+    const int64_t block = std::max<int64_t>(1, std::min<int64_t>(rows, 16384 / std::max<int64_t>(1, nv)));
+    std::vector<float> kern(static_cast<size_t>(block * nv));
+    for (int64_t r = 0; r < rows; r += block) {
+      const int64_t n = std::min(block, rows - r);
+      kernel_rows(st, st.kernel, x + (r0 + r) * f, n, f, st.vectors.data(), nv, kern.data());
+      st.k->dot(kern.data(), n, nv, st.coef.data(), 1, y + r0 + r);
+    }
   } else {
     st.k->dot(x + r0 * f, rows, f, st.coef.data(), 1, y + r0);
   }
@@ -349,13 +354,17 @@ void svm_classifier_rows(const State& st, const float* x, int64_t f, int64_t r0,
   }
   const int64_t nv = st.n_vectors;
   const int64_t pairs = nc * (nc - 1) / 2;
-  std::vector<float> kern(static_cast<size_t>(rows * nv));
-  kernel_rows(st, st.kernel, x + r0 * f, rows, f, st.vectors.data(), nv, kern.data());
+  // Kernel rows for a block of rows at a time: the block's values stay in
+  // cache (a whole batch's would not: 100,000 rows x 150 vectors is 60 MB).
+  const int64_t block = std::max<int64_t>(1, std::min<int64_t>(rows, 16384 / std::max<int64_t>(1, nv)));
+  std::vector<float> kern(static_cast<size_t>(block * nv));
   std::vector<float> pair_scores(static_cast<size_t>(pairs));
   std::vector<int64_t> votes(static_cast<size_t>(nc));
   std::vector<float> probs(static_cast<size_t>(nc * nc));
   for (int64_t r = 0; r < rows; ++r) {
-    const float* kr = kern.data() + r * nv;
+    if (r % block == 0)
+      kernel_rows(st, st.kernel, x + (r0 + r) * f, std::min(block, rows - r), f, st.vectors.data(), nv, kern.data());
+    const float* kr = kern.data() + (r % block) * nv;
     std::fill(votes.begin(), votes.end(), 0);
     int64_t idx = 0;
     for (int64_t i = 0; i < nc - 1; ++i) {

@@ -67,6 +67,51 @@ py::array_t<int64_t> string_codes(const py::bytes& serialized, const std::vector
   return out;
 }
 
+// ZipMap's output: row r of x [rows, n] (a 1-D x is one row) as the dict
+// {keys[k]: x[r, columns[k]]}, built through the C API (a Python
+// comprehension costs several times more per row). Made once per node;
+// called with the GIL held (a Python kernel).
+class ZipRows {
+ public:
+  ZipRows(py::list keys, std::vector<int64_t> columns) : keys_(std::move(keys)), columns_(std::move(columns)) {
+    const int64_t n = static_cast<int64_t>(keys_.size());
+    if (static_cast<int64_t>(columns_.size()) != n) throw py::value_error("one column per key");
+    for (int64_t c : columns_)
+      if (c < 0 || c >= n) throw py::value_error("column out of range");
+  }
+
+  py::list operator()(const py::array_t<float, py::array::c_style | py::array::forcecast>& x) const {
+    const int64_t n = static_cast<int64_t>(keys_.size());
+    if (x.ndim() != 1 && x.ndim() != 2)
+      throw py::value_error("ZipMap takes a 1-D or 2-D input, got rank " + std::to_string(x.ndim()));
+    const int64_t width = x.shape(x.ndim() - 1);
+    if (width != n)
+      throw py::value_error("the input has " + std::to_string(width) + " scores per row for " + std::to_string(n) +
+                            " class labels");
+    const int64_t rows = x.ndim() == 1 ? 1 : x.shape(0);
+    const float* data = x.data();
+    py::list out(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      PyObject* d = PyDict_New();
+      if (!d) throw py::error_already_set();
+      PyList_SET_ITEM(out.ptr(), r, d);  // the list owns it from here
+      const float* row = data + r * n;
+      for (int64_t k = 0; k < n; ++k) {
+        PyObject* v = PyFloat_FromDouble(static_cast<double>(row[columns_[static_cast<size_t>(k)]]));
+        if (!v) throw py::error_already_set();
+        const int rc = PyDict_SetItem(d, PyList_GET_ITEM(keys_.ptr(), k), v);
+        Py_DECREF(v);
+        if (rc != 0) throw py::error_already_set();
+      }
+    }
+    return out;
+  }
+
+ private:
+  py::list keys_;
+  std::vector<int64_t> columns_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_ext, m) {
@@ -103,6 +148,9 @@ PYBIND11_MODULE(_ext, m) {
         return names;
       },
       "Operators with a native kernel in this extension.");
+  py::class_<ZipRows>(m, "ZipRows", "ZipMap's rows as dicts {keys[k]: row[columns[k]]}.")
+      .def(py::init<py::list, std::vector<int64_t>>(), py::arg("keys"), py::arg("columns"))
+      .def("__call__", &ZipRows::operator(), py::arg("x"));
   m.def("string_codes", &string_codes, py::arg("serialized_attribute"), py::arg("names"),
         "The strings of a serialized STRINGS AttributeProto as indices into names (-1: not there).");
   // The float16 conversions the kernels use, for the tests.

@@ -43,6 +43,8 @@ struct State {
   std::vector<int64_t> dims;                // FeatureVectorizer
   int64_t total = 0;
   std::unordered_map<int64_t, int64_t> cats;  // OneHotEncoder: category -> column
+  std::vector<int32_t> dense;  // ... or, for categories within a small range, column of (value - low), -1 if none
+  int64_t low = 0;
   int64_t n_cats = 0;
   bool zeros = true;
 };
@@ -121,6 +123,12 @@ std::string parse(Op op, const olc_node_info* node, const Attrs& at, State* st) 
       if (!c || c->count == 0) return "a numeric input needs cats_int64s";
       for (int64_t j = 0; j < c->count; ++j) st->cats[c->ints[j]] = j;  // a repeated category: the last column
       st->n_cats = c->count;
+      const auto [lo, hi] = std::minmax_element(c->ints, c->ints + c->count);
+      if (static_cast<uint64_t>(*hi) - static_cast<uint64_t>(*lo) < 4096) {  // a table beats hashing
+        st->low = *lo;
+        st->dense.assign(static_cast<size_t>(*hi - *lo + 1), -1);
+        for (const auto& kv : st->cats) st->dense[static_cast<size_t>(kv.first - *lo)] = static_cast<int32_t>(kv.second);
+      }
       int64_t zeros = 1;
       OLC_TRY(at.integer("zeros", 1, &zeros));
       st->zeros = zeros != 0;
@@ -265,15 +273,25 @@ int32_t run_binarizer(const State& st, olc_context* ctx, const olc_tensor& X) {
 // ---- Imputer: values equal to the replaced value (NaN: NaN) take the
 // imputed value of their column ----
 
-template <typename T, typename V>
-void impute(const T* x, T* y, int64_t n, int64_t f, T replaced, const std::vector<V>& values) {
-  const bool nan = std::isnan(static_cast<double>(replaced));
-  const bool one = values.size() == 1;
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    const bool hit = nan ? std::isnan(static_cast<double>(v)) : v == replaced;
-    y[i] = hit ? static_cast<T>(values[one ? 0 : static_cast<size_t>(i % f)]) : v;
+// Rows of f values; `per_column` holds f imputed values (one repeated).
+template <typename T>
+void impute(const T* x, T* y, int64_t rows, int64_t f, T replaced, const T* per_column) {
+  const bool nan = replaced != replaced;
+  for (int64_t r = 0; r < rows; ++r, x += f, y += f) {
+    if (nan) {
+      for (int64_t c = 0; c < f; ++c) y[c] = x[c] != x[c] ? per_column[c] : x[c];
+    } else {
+      for (int64_t c = 0; c < f; ++c) y[c] = x[c] == replaced ? per_column[c] : x[c];
+    }
   }
+}
+
+template <typename T, typename V>
+std::vector<T> per_column(const std::vector<V>& values, int64_t f) {
+  if (values.empty()) return {};  // the other type's values
+  std::vector<T> out(static_cast<size_t>(f));
+  for (int64_t c = 0; c < f; ++c) out[static_cast<size_t>(c)] = static_cast<T>(values[values.size() == 1 ? 0 : c]);
+  return out;
 }
 
 int32_t run_imputer(const State& st, olc_context* ctx, const olc_tensor& X) {
@@ -290,22 +308,25 @@ int32_t run_imputer(const State& st, olc_context* ctx, const olc_tensor& X) {
   void* y = g_api->allocate_output(ctx, 0, X.dtype, X.ndim, X.shape);
   if (!y && n) return OLC_ERROR;
   if (n == 0) return OLC_OK;
+  const auto vf = per_column<float>(st.imputed_f, f);
+  const auto vd = per_column<double>(st.imputed_f, f);
+  const auto vl = per_column<int64_t>(st.imputed_i, f);
+  const auto vi = per_column<int32_t>(st.imputed_i, f);
   for_rows(g_api, ctx, rows, f, [&](int64_t r0, int64_t r1) {
-    const int64_t b = r0 * f, e = r1 * f;
+    const int64_t b = r0 * f, n = r1 - r0;
     switch (X.dtype) {
       case OLC_DTYPE_FLOAT:
-        impute(data_of<float>(X) + b, static_cast<float*>(y) + b, e - b, f, static_cast<float>(st.replaced_f),
-               st.imputed_f);
+        impute(data_of<float>(X) + b, static_cast<float*>(y) + b, n, f, static_cast<float>(st.replaced_f), vf.data());
         break;
       case OLC_DTYPE_DOUBLE:
-        impute(data_of<double>(X) + b, static_cast<double*>(y) + b, e - b, f, st.replaced_f, st.imputed_f);
+        impute(data_of<double>(X) + b, static_cast<double*>(y) + b, n, f, st.replaced_f, vd.data());
         break;
       case OLC_DTYPE_INT64:
-        impute(data_of<int64_t>(X) + b, static_cast<int64_t*>(y) + b, e - b, f, st.replaced_i, st.imputed_i);
+        impute(data_of<int64_t>(X) + b, static_cast<int64_t*>(y) + b, n, f, st.replaced_i, vl.data());
         break;
       default:
-        impute(data_of<int32_t>(X) + b, static_cast<int32_t*>(y) + b, e - b, f,
-               static_cast<int32_t>(st.replaced_i), st.imputed_i);
+        impute(data_of<int32_t>(X) + b, static_cast<int32_t*>(y) + b, n, f, static_cast<int32_t>(st.replaced_i),
+               vi.data());
         break;
     }
   });
@@ -395,7 +416,12 @@ int64_t category_of(const State& st, T v) {
     // beyond int64 match no category.
     if (!(std::fabs(v) < 9.2233720368547758e18)) return -1;
   }
-  auto it = st.cats.find(static_cast<int64_t>(v));
+  const int64_t key = static_cast<int64_t>(v);
+  if (!st.dense.empty()) {
+    const uint64_t at = static_cast<uint64_t>(key) - static_cast<uint64_t>(st.low);  // wraps below low
+    return at < st.dense.size() ? st.dense[static_cast<size_t>(at)] : -1;
+  }
+  auto it = st.cats.find(key);
   return it == st.cats.end() ? -1 : it->second;
 }
 

@@ -7,6 +7,7 @@ list of dicts onnxruntime returns."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -92,7 +93,12 @@ def test_sklearn_ensembles(name, model):
         check(onx, {"X": data})
 
 
-def _xgb_lgb_models():
+@functools.cache
+def _xgb_lgb_models() -> list[tuple[str, object]]:
+    return list(_train_xgb_lgb())
+
+
+def _train_xgb_lgb():
     xgboost = pytest.importorskip("xgboost")
     lightgbm = pytest.importorskip("lightgbm")
     yield "xgb-regressor", xgboost.XGBRegressor(n_estimators=25, max_depth=5).fit(X_NAN, YR)
@@ -108,7 +114,7 @@ def test_xgboost_and_lightgbm(index):
     onnxmltools = pytest.importorskip("onnxmltools")
     from onnxmltools.convert.common.data_types import FloatTensorType
 
-    name, model = list(_xgb_lgb_models())[index]
+    name, model = _xgb_lgb_models()[index]
     types = [("X", FloatTensorType([None, X.shape[1]]))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -203,20 +203,9 @@ def zip_map(info: Any) -> Kernel:
         raise ValueError("no class labels")
     order = sorted(range(len(labels)), key=lambda k: (labels[k].encode() if isinstance(labels[k], str)
                                                         else labels[k], k))
-    keys = [labels[k] for k in order]
-    n = len(labels)
-
-    def run(x: Any) -> list[Any]:
-        x = np.asarray(x)
-        if x.ndim not in (1, 2):
-            _fail(f"ZipMap takes a 1-D or 2-D input, got shape {list(x.shape)}")
-        rows = x.reshape(-1, x.shape[-1]) if x.size else x.reshape(0, n)
-        if rows.shape[1] != n:
-            _fail(f"the input has {rows.shape[1]} scores per row for {n} class labels")
-        values = rows[:, order].tolist()
-        return [[dict(zip(keys, r)) for r in values]]
-
-    return run
+    # The dicts are built in C++ (olc_ml._ext.ZipRows), which checks the shape.
+    zip_rows = olc_core.load_extension("olc_ml._ext").ZipRows([labels[k] for k in order], order)
+    return lambda x: [zip_rows(x)]
 
 
 def _map_items(m: Any) -> list[tuple[Any, Any]]:
