@@ -18,13 +18,16 @@ features). For each partition count it times, alternating, as medians of
   the loop baseline there is Session(threads=2)).
 
 olc overhead per partition is (olc dask time - loop time / workers) /
-partitions; the dask floor per partition is its time / partitions. Not a
+partitions, in wall time and in CPU time (this process and its children:
+client, scheduler and workers; the CPU column holds up better on a busy
+machine); the dask floor per partition is its time / partitions. Not a
 test: the numbers depend on the machine and its load (printed with them).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import logging
 import os
@@ -35,6 +38,7 @@ from typing import Any
 import dask
 import dask.array as da
 import numpy as np
+import psutil
 from distributed import Client, LocalCluster
 
 import olc_core
@@ -43,6 +47,16 @@ from olc_core import dask as olc_dask
 
 def first_column(block: np.ndarray) -> np.ndarray:
     return block[:, :1].copy()
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process (client, scheduler, threaded scheduler) and its children (worker processes)."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            total += sum(child.cpu_times()[:2])
+    return total
 
 
 def run_loop(session: olc_core.Session, slices: list[np.ndarray]) -> None:
@@ -75,8 +89,8 @@ def main() -> None:
           f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     print(f"{args.rows:,} rows x 20 float32, a 100-tree depth-6 forest; medians of {args.repeat}\n")
     print("| partitions | rows/partition | where | loop s | olc dask s | olc dask rows/s | "
-          "olc overhead/partition | dask floor/partition |")
-    print("|---|---|---|---|---|---|---|---|")
+          "olc overhead/partition (wall) | (CPU) | dask floor/partition (wall) | (CPU) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
 
     sessions = {threads: olc_core.Session(model, threads=threads) for threads in (1, 2)}
 
@@ -88,15 +102,19 @@ def main() -> None:
         runs = [functools.partial(run_loop, sessions[threads], slices), functools.partial(dask_floor, x),
                 functools.partial(score, model, x)]
         times: list[list[float]] = [[], [], []]
+        cpu: list[list[float]] = [[], [], []]
         for _ in range(args.repeat):
-            for fn, spent in zip(runs, times):
-                start = time.perf_counter()
+            for fn, spent, used in zip(runs, times, cpu):
+                start, start_cpu = time.perf_counter(), cpu_seconds()
                 fn()
                 spent.append(time.perf_counter() - start)
+                used.append(cpu_seconds() - start_cpu)
         loop, floor, scored = (statistics.median(t) for t in times)
+        loop_cpu, floor_cpu, scored_cpu = (statistics.median(t) for t in cpu)
         print(f"| {parts} | {args.rows // parts:,} | {where} | {loop:.3f} | {scored:.3f} | "
               f"{args.rows / scored:,.0f} | {(scored - loop / workers) / parts * 1e3:.1f} ms | "
-              f"{floor / parts * 1e3:.1f} ms |", flush=True)
+              f"{(scored_cpu - loop_cpu) / parts * 1e3:.1f} ms | {floor / parts * 1e3:.1f} ms | "
+              f"{floor_cpu / parts * 1e3:.1f} ms |", flush=True)
 
     for workers in (1, 2):
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
