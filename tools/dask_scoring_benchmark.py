@@ -1,5 +1,6 @@
 """Rows per second of olc_core.dask.score on a tree model, and what Dask adds per partition.
 
+    pip install 'olc-core[dask]' olc-ml psutil
     python tools/dask_scoring_benchmark.py                      # 400k rows, 8 / 32 / 128 partitions
     python tools/dask_scoring_benchmark.py --rows 1000000 --partitions 16
 
