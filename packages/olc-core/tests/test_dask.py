@@ -511,6 +511,8 @@ def test_checks_on_the_client():
         olc_dask.score(model, ids, profile=True)
     with pytest.raises(ValueError, match="lacks b"):
         olc_dask.score(core_model(), {"a": da.zeros((4, 2, 3), np.float32)})
+    with pytest.raises(ValueError, match="compute_chunk_sizes"):
+        olc_dask.score(model, ids[ids[:, 0] > 3])
     with pytest.raises(ValueError, match="batch_rows"):
         olc_dask.score(model, ids, batch_rows=0)
     df = dd.from_pandas(pd.DataFrame({"a": [1.0, 2.0]}), npartitions=1)

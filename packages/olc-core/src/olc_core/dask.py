@@ -592,6 +592,8 @@ def _score_arrays(proto: onnx.ModelProto, data: Any, outputs: Any, common: dict[
     if any(a.ndim == 0 for a in arrays.values()):
         raise ValueError("data: arrays need a row axis (axis 0)")
     row_chunks = first.chunks[0]
+    if any(np.isnan(c) for a in arrays.values() for c in a.chunks[0]):
+        raise ValueError("data: an array's row chunks are unknown (nan): call its compute_chunk_sizes() first")
     for name, a in arrays.items():
         _check_feed(infos[name], a.dtype, a.ndim)
         if a.shape[0] != first.shape[0]:
