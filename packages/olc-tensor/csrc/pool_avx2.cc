@@ -72,6 +72,20 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
       _mm256_storeu_ps(t + i, m);
     }
   }
+  if (st > 2 && (n - 1) * st + (k - 1) * d < (int64_t{1} << 31)) {
+    // Larger strides (1-D audio pools of 4 at stride 4): tap j of 8 outputs
+    // is one gather; the tail's gathers are masked.
+    const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                            _mm256_set1_epi32(static_cast<int>(st)));
+    for (; i < n; i += 8) {
+      const __m256i mk = tail_mask(n - i);
+      const float* p = x + i * st;
+      __m256 m = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, lane, _mm256_castsi256_ps(mk), 4);
+      for (int64_t j = 1; j < k; ++j)
+        m = op<Max>(m, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p + j * d, lane, _mm256_castsi256_ps(mk), 4));
+      _mm256_maskstore_ps(t + i, mk, m);
+    }
+  }
   for (; i < n; ++i) {
     const float* p = x + i * st;
     float m = p[0];

@@ -63,6 +63,20 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     }
     return;
   }
+  if ((n - 1) * st + (k - 1) * d < (int64_t{1} << 31)) {
+    // Larger strides (1-D audio pools of 4 at stride 4): tap j of 16 outputs
+    // is one gather; the tail's gathers are masked.
+    const __m512i lane = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                            _mm512_set1_epi32(static_cast<int>(st)));
+    for (; i < n; i += 16) {
+      const __mmask16 mk = n - i >= 16 ? __mmask16(0xFFFF) : tail(n - i);
+      const float* p = x + i * st;
+      __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, lane, p, 4);
+      for (int64_t j = 1; j < k; ++j) v = op<Max>(v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk, lane, p + j * d, 4));
+      _mm512_mask_storeu_ps(t + i, mk, v);
+    }
+    return;
+  }
   for (; i < n; ++i) {
     const float* p = x + i * st;
     float m = p[0];

@@ -19,7 +19,8 @@ struct PoolRowsF32 {
   void (*rows_add_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
   // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n; reads
   // nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths for s = 1 and
-  // s = 2 (deinterleaved), a scalar loop otherwise.
+  // s = 2 (deinterleaved), masked gathers for larger strides (AVX2 and
+  // AVX-512); the same tap order at every level.
   void (*window_max)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*window_add)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*mul)(float* y, const float* a, const float* b, int64_t n);  // y[i] = a[i] * b[i]

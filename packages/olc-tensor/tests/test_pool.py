@@ -334,6 +334,24 @@ def test_pool_rows_guarded(at):
             check_levels(pool_model(op, {}), feeds, op, [want], 1e-6, 1e-6, f"{op} w={w}")
 
 
+@pytest.mark.parametrize("at", ["end", "start"])
+def test_pool_large_strides_guarded(at):
+    """Strides above 2 (gathers at AVX2 / AVX-512): output counts around the
+    8- and 16-lane tiles, the input against an inaccessible page."""
+    rng = np.random.default_rng(seed_of("strides", at))
+    for n_out in list(range(1, 20)) + [31, 32, 33]:
+        for op, attrs, kind in (("MaxPool", {"kernel_shape": [4], "strides": [4]}, "max"),
+                                ("AveragePool", {"kernel_shape": [4], "strides": [4]}, "avg"),
+                                ("MaxPool", {"kernel_shape": [3], "strides": [3], "dilations": [2]}, "max"),
+                                ("AveragePool", {"kernel_shape": [5], "strides": [3], "pads": [2, 1]}, "avg")):
+            k, s_, d = attrs["kernel_shape"][0], attrs["strides"][0], attrs.get("dilations", [1])[0]
+            w = (n_out - 1) * s_ + (k - 1) * d + 1 - sum(attrs.get("pads", [0, 0]))
+            x = values(rng, (1, 2, w), "float32")
+            want = np_pool(x, kind, **oracle_kwargs(attrs))
+            assert want.shape[-1] == n_out
+            check_levels(pool_model(op, attrs), {"x": guarded(x, at=at)}, op, [want], 1e-6, 1e-6, f"{op} {attrs} n={n_out}")
+
+
 def test_pool_threads():
     rng = np.random.default_rng(11)
     x = values(rng, (2, 48, 33, 35), "float32")
