@@ -159,6 +159,23 @@ def test_nan_and_infinities_stay_in_their_columns():
     assert_close(naive[0], ref[0], "float32", "naive vs onnx.reference", tol=F32_TOL)
 
 
+@pytest.mark.parametrize("rule", ["gated", "gated_delta"])
+@pytest.mark.parametrize("lo,hi,T", [(-40.0, -20.0, 20), (0.2, 0.5, 129)])
+def test_extreme_per_head_decays(lo, hi, T, rule):
+    """Per-head decays are folded lazily into one factor per state; a factor
+    that leaves its range (strong decay, or growth) is folded back into the
+    state: the results stay those of the definition."""
+    rng = np.random.default_rng(int(abs(hi) * 10) + T)
+    m = build("float32", rule, 2, 2, decay="head")
+    f = feeds(rng, "float32", rule, 1, T, 2, 2, 32, 64, decay="head")
+    f["decay"] = rng.uniform(lo, hi, f["decay"].shape).astype(np.float32)
+    naive = check_levels(m, f, "LinearAttention", "float32")
+    ref = reference_run(m, f)
+    assert np.isfinite(naive[0]).all() and np.abs(naive[1]).max() > (1e15 if hi > 0 else 0)
+    assert_close(naive[0], ref[0], "float32", "naive vs onnx.reference, output", tol=(1e-5, 1e-4))
+    assert_close(naive[1], ref[1], "float32", "naive vs onnx.reference, present_state", tol=(1e-5, 1e-4))
+
+
 def test_empty_tokens_and_batch():
     rng = np.random.default_rng(3)
     m = build("float32", "gated_delta", 2, 2)
@@ -215,17 +232,18 @@ def test_microsoft_against_onnxruntime(heads, rule, past):
         assert_close(naive[1], ort[1], "float32", "naive vs onnxruntime, present_state", tol=F32_TOL)
 
 
+@pytest.mark.parametrize("decay", ["key", "head"])
 @pytest.mark.parametrize("window,T", [(1, 4), (3, 1), (3, 5), (8, 5), (8, 64)])
-def test_microsoft_state_window(window, T):
+def test_microsoft_state_window(window, T, decay):
     """state_window: slot j holds the state after token T - W + j (zeros for
     slots before the call's first token, slot W - 1 the final state), and
     only past_state's last slot is read. The oracle: onnxruntime's kernel
     (no window) run on each prefix of the tokens from that slot."""
     rng = np.random.default_rng(window * 10 + T)
     B, hq, hkv, dk, dv = 2, 4, 2, 16, 40
-    m = build("float32", "gated_delta", hq, hkv, decay="key", domain=MS, attrs={"state_window": window})
-    f = feeds(rng, "float32", "gated_delta", B, T, hq, hkv, dk, dv, decay="key", window=window)
-    plain = build("float32", "gated_delta", hq, hkv, decay="key", domain=MS)
+    m = build("float32", "gated_delta", hq, hkv, decay=decay, domain=MS, attrs={"state_window": window})
+    f = feeds(rng, "float32", "gated_delta", B, T, hq, hkv, dk, dv, decay=decay, window=window)
+    plain = build("float32", "gated_delta", hq, hkv, decay=decay, domain=MS)
     ref = run_checked(m, "MicrosoftLinearAttention", f, naive=True)
     whole = ort_run(plain, dict(f, past=f["past"][-1]))
     assert_close(ref[0], whole[0], "float32", "output", tol=F32_TOL)
