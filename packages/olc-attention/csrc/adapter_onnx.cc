@@ -549,6 +549,7 @@ int32_t ScatterKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in, in
   // In place (the runtime handed us past's own buffer): only the update is
   // written. An update that shares that buffer is copied aside first.
   const bool inplace = out == past.data;
+  if (inplace) g_api->record_usage_detail(c.ctx, "in place");
   std::vector<char> upd_copy;
   const char* usrc = static_cast<const char*>(upd.data);
   const size_t ubytes = static_cast<size_t>(olc_element_count(&upd)) * es;

@@ -35,3 +35,16 @@ def test_the_session_option_picks_the_implementation(t, naive):
     assert y.shape == (1, 2, 3, 8) and y.dtype == NP_TYPE[t]
     # Causal: the first query row sees only the first key, so it is that value row.
     np.testing.assert_allclose(y[0, :, 0].astype(np.float64), v[0, :, 0].astype(np.float64), rtol=1e-2)
+
+
+def test_benchmark_cases_name_registered_kernels():
+    from olc_attention import benchmarks
+
+    names = {r.kernel_name for r in olc_core.registered_kernels() if r.family == manifest.FAMILY}
+    cases = benchmarks.benchmark_cases()
+    assert len(cases) == len(benchmarks.HEADS) * (len(benchmarks.PREFILL) + len(benchmarks.DECODE)) * 2
+    for c in cases:
+        assert c["expected_kernel"] in names and c["group"] == benchmarks.GROUP
+        model = c["model"]()
+        assert len(list(model.graph.input)) == len(c["inputs"])
+    assert {g["group"] for g in benchmarks.benchmark_gates()} == {benchmarks.GROUP}

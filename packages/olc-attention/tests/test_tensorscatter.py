@@ -62,30 +62,36 @@ def _model(inputs, attrs):
 
 
 def test_in_place_on_a_runtime_owned_cache():
-    # cache = past + 0 (a buffer the runtime owns and that dies at the
-    # scatter), then two scatters in a row: each writes into its input.
+    # Three scatters in a row: the first reads the feed (never written: it
+    # copies), the next two get a buffer the runtime owns and that dies at
+    # them, and write only their update rows into it.
     B, M, D = 2, 6, 4
-    nodes = [helper.make_node("Add", ["past", "zero"], ["c0"]),
+    nodes = [helper.make_node("TensorScatter", ["past", "u0", "i0"], ["c0"], mode="linear"),
              helper.make_node("TensorScatter", ["c0", "u1", "i1"], ["c1"], mode="circular"),
              helper.make_node("TensorScatter", ["c1", "u2", "i2"], ["out"], mode="linear")]
-    f = TensorProto.FLOAT
+    f, i64 = TensorProto.FLOAT, TensorProto.INT64
     graph = helper.make_graph(
         nodes, "g",
-        [helper.make_tensor_value_info("past", f, [B, M, D]), helper.make_tensor_value_info("u1", f, [B, 2, D]),
-         helper.make_tensor_value_info("i1", TensorProto.INT64, [B]),
-         helper.make_tensor_value_info("u2", f, [B, 1, D]), helper.make_tensor_value_info("i2", TensorProto.INT64, [B])],
-        [helper.make_tensor_value_info("out", f, [B, M, D])],
-        initializer=[helper.make_tensor("zero", f, [], [0.0])])
+        [helper.make_tensor_value_info("past", f, [B, M, D]),
+         helper.make_tensor_value_info("u0", f, [B, 1, D]), helper.make_tensor_value_info("i0", i64, [B]),
+         helper.make_tensor_value_info("u1", f, [B, 2, D]), helper.make_tensor_value_info("i1", i64, [B]),
+         helper.make_tensor_value_info("u2", f, [B, 1, D]), helper.make_tensor_value_info("i2", i64, [B])],
+        [helper.make_tensor_value_info("out", f, [B, M, D])])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
     model.ir_version = 10
     rng = np.random.default_rng(2)
     feeds = {"past": rng.uniform(-1, 1, (B, M, D)).astype(np.float32),
+             "u0": rng.uniform(-1, 1, (B, 1, D)).astype(np.float32), "i0": np.array([1, 3], np.int64),
              "u1": rng.uniform(-1, 1, (B, 2, D)).astype(np.float32), "i1": np.array([5, 2], np.int64),
              "u2": rng.uniform(-1, 1, (B, 1, D)).astype(np.float32), "i2": np.array([0, 4], np.int64)}
+    past = feeds["past"].copy()
     want = reference_run(model, feeds)[0]
-    s = olc_core.Session(model, strict=True, record_usage=True)
-    for _ in range(3):
-        np.testing.assert_array_equal(s.run(None, feeds)[0], want)
-    assert s.kernel_usage().count("olc_attention::TensorScatter") == 2
-    # The feed itself is never written.
-    np.testing.assert_array_equal(feeds["past"], feeds["past"].copy())
+    for naive in (False, True):
+        s = olc_core.Session(model, strict=True, record_usage=True, naive="olc-attention" if naive else False)
+        for _ in range(3):
+            np.testing.assert_array_equal(s.run(None, feeds)[0], want)
+        assert len(s.kernel_usage()) == 3
+        # The second and third scatters wrote into their input's buffer.
+        name = "olc_attention::" + ("Naive" if naive else "") + "TensorScatter"
+        assert s.kernel_usage_details().count(f"{name}[in place]") == 2, s.kernel_usage_details()
+    np.testing.assert_array_equal(feeds["past"], past)  # the feed itself is never written
