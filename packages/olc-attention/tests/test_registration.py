@@ -38,13 +38,15 @@ def test_the_session_option_picks_the_implementation(t, naive):
 
 
 def test_benchmark_cases_name_registered_kernels():
-    from olc_attention import benchmarks
+    from olc_attention import benchmarks, linear_benchmarks
 
     names = {r.kernel_name for r in olc_core.registered_kernels() if r.family == manifest.FAMILY}
     cases = benchmarks.benchmark_cases()
-    assert len(cases) == len(benchmarks.HEADS) * (len(benchmarks.PREFILL) + len(benchmarks.DECODE)) * 2
+    linear = linear_benchmarks.benchmark_cases()
+    assert len(cases) == len(benchmarks.HEADS) * (len(benchmarks.PREFILL) + len(benchmarks.DECODE)) * 2 + len(linear)
+    groups = (benchmarks.GROUP, linear_benchmarks.GROUP, linear_benchmarks.FUNCTION_GROUP)
     for c in cases:
-        assert c["expected_kernel"] in names and c["group"] == benchmarks.GROUP
+        assert c["expected_kernel"] in names and c["group"] in groups
         model = c["model"]()
         assert len(list(model.graph.input)) == len(c["inputs"])
-    assert {g["group"] for g in benchmarks.benchmark_gates()} == {benchmarks.GROUP}
+    assert {g["group"] for g in benchmarks.benchmark_gates()} == {benchmarks.GROUP, linear_benchmarks.GROUP}

@@ -14,6 +14,9 @@ in (14, 2, 64), (32, 8, 128), (16, 16, 64):
   4096 tokens and the present outputs.
 
 The shapes are fixed (the tool's --sizes does not apply).
+
+The suite also holds the cases of the recurrent-state operators (group
+"linear" and its gate, group "linear_function"): see linear_benchmarks.py.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import linear_benchmarks
 from .manifest import kernel_name
 
 GROUP = "attention"
@@ -126,9 +130,9 @@ def benchmark_cases() -> list[dict[str, Any]]:
         for past in DECODE:
             cases.append(_gqa_case(hq, hkv, d, 1, past))
             cases.append(_attention_case(hq, hkv, d, 1, past))
-    return cases
+    return cases + linear_benchmarks.benchmark_cases()
 
 
 def benchmark_gates() -> list[dict[str, Any]]:
     return [{"name": "attention: GroupQueryAttention and Attention prefill and decode, float32, ort/olc",
-             "group": GROUP, "median_at_least": 1.3, "min_at_least": 1.0}]
+             "group": GROUP, "median_at_least": 1.3, "min_at_least": 1.0}] + linear_benchmarks.benchmark_gates()
