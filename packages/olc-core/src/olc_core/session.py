@@ -289,6 +289,60 @@ def _blas_controller() -> Any:
 _CHECK_INFERENCE_MAX_CONSTANT = 1024
 
 
+# Node attributes with more values than this are cut to their first value in
+# the copy of the model type inference reads (_inference_model).
+_INFERENCE_MAX_VALUES = 1 << 16
+
+
+def _attribute_values(a: onnx.AttributeProto) -> int:
+    if a.type == onnx.AttributeProto.TENSOR:
+        return int(np.prod(a.t.dims, dtype=np.int64))
+    return max(len(a.ints), len(a.floats), len(a.strings))
+
+
+def _inference_model(model: onnx.ModelProto) -> onnx.ModelProto:
+    """The model whole-model inference is given: the model itself, unless a
+    node has an attribute of more than _INFERENCE_MAX_VALUES values (a tree
+    ensemble's node tables, an SVM's support vectors); then a copy whose such
+    attributes keep only their first value. Inference reads those ops' types
+    and counts from small attributes (n_targets, class labels), while
+    serializing the tables for it and parsing its result back cost seconds
+    for a 5,000-tree forest."""
+    graph = model.graph
+    big = [any(_attribute_values(a) > _INFERENCE_MAX_VALUES for a in n.attribute) for n in graph.node]
+    if not any(big):
+        return model
+    slim = onnx.ModelProto()
+    for field_name in ("ir_version", "producer_name", "producer_version", "domain", "model_version"):
+        setattr(slim, field_name, getattr(model, field_name))
+    slim.opset_import.extend(model.opset_import)
+    slim.functions.extend(model.functions)
+    g = slim.graph
+    g.name = graph.name
+    for field_name in ("input", "output", "value_info", "initializer", "sparse_initializer"):
+        getattr(g, field_name).extend(getattr(graph, field_name))
+    for node, cut in zip(graph.node, big):
+        copy = g.node.add()
+        if not cut:
+            copy.CopyFrom(node)
+            continue
+        copy.name, copy.op_type, copy.domain = node.name, node.op_type, node.domain
+        copy.input.extend(node.input)
+        copy.output.extend(node.output)
+        for a in node.attribute:
+            if _attribute_values(a) <= _INFERENCE_MAX_VALUES:
+                copy.attribute.add().CopyFrom(a)
+                continue
+            short = copy.attribute.add(name=a.name, type=a.type)
+            if a.type == onnx.AttributeProto.TENSOR:
+                short.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(a.t).reshape(-1)[:1], a.t.name))
+            else:
+                short.ints.extend(a.ints[:1])
+                short.floats.extend(a.floats[:1])
+                short.strings.extend(a.strings[:1])
+    return slim
+
+
 def _fallback_check_model(model: onnx.ModelProto) -> onnx.ModelProto:
     """The model as shape inference should see it to say what a fallback node must return.
 
@@ -671,7 +725,7 @@ class Session:
         if not proto.HasField("graph"):
             raise InvalidModelError("invalid model: it has no graph")
         try:
-            inferred = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+            inferred = onnx.shape_inference.infer_shapes(_inference_model(proto), strict_mode=False)
         except Exception:  # noqa: BLE001 - inference is best effort; kernels validate at run time
             inferred = proto
         self._model = proto
