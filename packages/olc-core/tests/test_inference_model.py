@@ -56,3 +56,20 @@ def test_large_attributes_are_cut_and_the_types_do_not_change():
         assert {a.name for a in node.attribute} == {a.name for a in model.graph.node[0].attribute}
         assert list(slim.graph.node[1].input) == list(model.graph.node[1].input)
         assert _value_types(slim) == _value_types(model)
+
+
+def test_large_constants_of_other_domains_are_kept_whole():
+    """A Constant (or any ai.onnx node) with a large attribute is what inference
+    must see: its shape decides the shapes of every value computed from it."""
+    n = session._INFERENCE_MAX_VALUES + 10
+    const = helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(np.ones(n, np.float32), "c"))
+    floats = helper.make_node("Constant", [], ["f"], value_floats=[1.0] * n)
+    add = helper.make_node("Add", ["c", "f"], ["s"])
+    mul = helper.make_node("Mul", ["x", "s"], ["y"])
+    graph = helper.make_graph([const, floats, add, mul], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    assert session._inference_model(model) is model
+    inferred = onnx.shape_inference.infer_shapes(session._inference_model(model))
+    (y,) = [vi for vi in inferred.graph.output if vi.name == "y"]
+    assert [d.dim_value for d in y.type.tensor_type.shape.dim] == [n]

@@ -289,9 +289,14 @@ def _blas_controller() -> Any:
 _CHECK_INFERENCE_MAX_CONSTANT = 1024
 
 
-# Node attributes with more values than this are cut to their first value in
-# the copy of the model type inference reads (_inference_model).
+# Attributes of ai.onnx.ml nodes with more values than this are cut to their
+# first value in the copy of the model type inference reads
+# (_inference_model). Only that domain: its ops' output types and shapes
+# follow from small attributes, while a Constant's or any ai.onnx node's
+# large attribute is the value inference must see (a cut Constant would give
+# every value computed from it a wrong shape).
 _INFERENCE_MAX_VALUES = 1 << 16
+_INFERENCE_CUT_DOMAINS = frozenset({"ai.onnx.ml"})
 
 
 def _attribute_values(a: onnx.AttributeProto) -> int:
@@ -301,15 +306,16 @@ def _attribute_values(a: onnx.AttributeProto) -> int:
 
 
 def _inference_model(model: onnx.ModelProto) -> onnx.ModelProto:
-    """The model whole-model inference is given: the model itself, unless a
-    node has an attribute of more than _INFERENCE_MAX_VALUES values (a tree
+    """The model whole-model inference is given: the model itself, unless an
+    ai.onnx.ml node has an attribute of more than _INFERENCE_MAX_VALUES values (a tree
     ensemble's node tables, an SVM's support vectors); then a copy whose such
     attributes keep only their first value. Inference reads those ops' types
     and counts from small attributes (n_targets, class labels), while
     serializing the tables for it and parsing its result back cost seconds
     for a 5,000-tree forest."""
     graph = model.graph
-    big = [any(_attribute_values(a) > _INFERENCE_MAX_VALUES for a in n.attribute) for n in graph.node]
+    big = [n.domain in _INFERENCE_CUT_DOMAINS and any(_attribute_values(a) > _INFERENCE_MAX_VALUES
+                                                      for a in n.attribute) for n in graph.node]
     if not any(big):
         return model
     slim = onnx.ModelProto()
