@@ -20,7 +20,7 @@
 //
 // The taps of a chunk of points form a plan (sample_plan.h); each channel
 // is then one pass of SIMD gathers over it. Work items are (image, chunk of
-// points). float32 computes coordinates in float32 (as onnxruntime);
+// points, range of channels). float32 computes coordinates in float32 (as onnxruntime);
 // float16/bfloat16 inputs are widened to float32 once; float64 in either
 // input computes in float64.
 #include <algorithm>
@@ -147,16 +147,27 @@ class GridSample final : public Kernel {
     int64_t taps = 1;
     const int32_t k = mode == GMode::Nearest ? 1 : mode == GMode::Linear ? 2 : 4;
     for (int a = 0; a < r; ++a) taps *= k;
-    // Points per work item: a plan of at most 64K taps, whole blocks.
-    const int64_t chunk = std::max<int64_t>(kSampleBlock, std::min<int64_t>(1024, (65536 / taps) / kSampleBlock * kSampleBlock));
+    // Work items: an image's points in chunks (a plan of about 32 KiB, which
+    // stays in L1 while every channel runs through it: 1024 points of
+    // bilinear taps; and at least two chunks per thread when there are
+    // enough points), split by channels only when there are still fewer
+    // items than threads and enough channels per part to pay for building
+    // the plan again.
+    const int64_t threads = ctx ? static_cast<int64_t>(g_api->concurrency(ctx)) : 1;
+    const int64_t want = threads > 1 ? 2 * threads : 1;
+    const int64_t fit = (int64_t{32} << 10) / (taps * static_cast<int64_t>(4 + sizeof(F)));
+    const int64_t even = (points / std::max<int64_t>(1, (want + N - 1) / N) + kSampleBlock - 1) / kSampleBlock * kSampleBlock;
+    const int64_t chunk = std::max(kSampleBlock, std::min(fit / kSampleBlock * kSampleBlock, std::max<int64_t>(256, even)));
     const int64_t chunks = (points + chunk - 1) / chunk;
-    par_for(ctx, N * chunks, 1, total * taps * 4, pmin, [&](int64_t b, int64_t e) {
+    const int64_t parts = N * chunks >= want ? 1 : std::max<int64_t>(1, std::min(C / 16, want / (N * chunks)));
+    par_for(ctx, N * chunks * parts, 1, total * taps * 4, pmin, [&](int64_t b, int64_t e) {
       TapPlan<F> plan;
       for (int64_t item = b; item < e; ++item) {
-        const int64_t n = item / chunks, p0 = (item % chunks) * chunk;
+        const int64_t part = item % parts, nc = item / parts;
+        const int64_t n = nc / chunks, p0 = (nc % chunks) * chunk;
         const int64_t np = std::min(chunk, points - p0);
         build_plan<F>(x, grid, n, points, p0, np, taps, &plan);
-        for (int64_t c = 0; c < C; ++c) {
+        for (int64_t c = C * part / parts; c < C * (part + 1) / parts; ++c) {
           const F* xp = xs + (n * C + c) * in_plane;
           F* yp = ys + (n * C + c) * points + p0;
           if constexpr (std::is_same_v<F, float>) isa.taps_sum(yp, xp, plan.idx.data(), plan.w.data(), taps, np, 1.0f);

@@ -10,11 +10,11 @@
 // onnx.reference do): a sample outside [-1, H] x [-1, W] contributes 0, a
 // coordinate in [-1, 0) is taken as 0, one past the last row or column as
 // that row or column. The four taps and weights of every sample of a block
-// of 16 bins form a tap plan (sample_plan.h), the same for every channel;
+// of a roi form a tap plan (sample_plan.h), the same for every channel;
 // each channel is then one pass of SIMD gathers over the plan (avg: the sum
 // divided by the sample count; max: the largest weighted tap, NaN ignored).
-// Work items are (roi, block of bins); each builds its plan once and runs
-// every channel. Coordinates are computed in the element type (float32 for
+// Work items are (roi, bins, channels): each builds its plan once and runs
+// its channels, so each channel's plane is read once per roi. Coordinates are computed in the element type (float32 for
 // float16/bfloat16, whose X is widened once), in the order onnxruntime uses.
 //
 // MaxRoiPool rounds the roi to whole pixels (round half away from zero,
@@ -36,8 +36,8 @@ namespace olc_tn {
 namespace {
 
 // A bin may take at most this many samples (a plan of 16 bins then stays
-// under 64 MiB); a larger adaptive grid is refused, naming sampling_ratio.
-constexpr double kMaxSamplesPerBin = 1 << 18;
+// under 32 MiB); a larger adaptive grid is refused, naming sampling_ratio.
+constexpr double kMaxSamplesPerBin = 1 << 16;
 
 SampleF32 pick_sample() {
   const int32_t level = g_api->simd_level();
@@ -245,23 +245,45 @@ class RoiAlign final : public Kernel {
       xs = static_cast<const double*>(x.data);
       ys = static_cast<double*>(y);
     }
+    // Work items: a roi's bins (as many as a plan of about 64 KiB holds,
+    // usually all: each channel's plane is then read once per roi; blocks
+    // of 16 bins when there are fewer rois than threads) and, when that
+    // still leaves threads idle, ranges of at least 16 channels.
+    struct Item {
+      int64_t r, p0, np, c0, c1;
+    };
     const int64_t bins = out_h * out_w;
-    const int64_t blocks = (bins + kSampleBlock - 1) / kSampleBlock;
+    const int64_t threads = ctx ? static_cast<int64_t>(g_api->concurrency(ctx)) : 1;
+    const int64_t want = threads > 1 ? 2 * threads : 1;
+    std::vector<Item> items;
     int64_t work = 0;
-    for (const RoiGeom<F>& g : geo) work += 4 * g.grid_h * g.grid_w * bins * C * 4;
-    par_for(ctx, R * blocks, 1, work, pmin, [&](int64_t b, int64_t e) {
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t taps = 4 * geo[r].grid_h * geo[r].grid_w;
+      const int64_t fit = (int64_t{64} << 10) / std::max<int64_t>(1, taps * static_cast<int64_t>(4 + sizeof(F)));
+      const int64_t step = R >= want ? std::max(kSampleBlock, fit / kSampleBlock * kSampleBlock) : kSampleBlock;
+      for (int64_t p0 = 0; p0 < bins; p0 += step) items.push_back({r, p0, std::min(step, bins - p0), 0, C});
+      work += taps * bins * C * 4;
+    }
+    const int64_t n_items = static_cast<int64_t>(items.size());
+    const int64_t parts = n_items >= want ? 1 : std::max<int64_t>(1, std::min(C / 16, (want + n_items - 1) / n_items));
+    if (parts > 1) {
+      std::vector<Item> split;
+      for (const Item& it : items)
+        for (int64_t k = 0; k < parts; ++k) split.push_back({it.r, it.p0, it.np, C * k / parts, C * (k + 1) / parts});
+      items.swap(split);
+    }
+    par_for(ctx, static_cast<int64_t>(items.size()), 1, work, pmin, [&](int64_t b, int64_t e) {
       TapPlan<F> plan;
-      for (int64_t item = b; item < e; ++item) {
-        const int64_t r = item / blocks, p0 = (item % blocks) * kSampleBlock;
-        const int64_t np = std::min(kSampleBlock, bins - p0);
-        const RoiGeom<F>& g = geo[r];
-        build_plan(g, H, W, p0, np, &plan);
-        for (int64_t c = 0; c < C; ++c) {
+      for (int64_t i = b; i < e; ++i) {
+        const Item& it = items[i];
+        const RoiGeom<F>& g = geo[it.r];
+        build_plan(g, H, W, it.p0, it.np, &plan);
+        for (int64_t c = it.c0; c < it.c1; ++c) {
           const F* xp = xs + (g.batch * C + c) * H * W;
-          F* yp = ys + (r * C + c) * bins + p0;
+          F* yp = ys + (it.r * C + c) * bins + it.p0;
           if constexpr (std::is_same_v<F, float>) {
-            if (max_mode) isa.taps_max(yp, xp, plan.idx.data(), plan.w.data(), plan.taps, np);
-            else isa.taps_sum(yp, xp, plan.idx.data(), plan.w.data(), plan.taps, np, static_cast<float>(g.count));
+            if (max_mode) isa.taps_max(yp, xp, plan.idx.data(), plan.w.data(), plan.taps, it.np);
+            else isa.taps_sum(yp, xp, plan.idx.data(), plan.w.data(), plan.taps, it.np, static_cast<float>(g.count));
           } else {
             if (max_mode) taps_max_f64(yp, xp, plan);
             else taps_sum_f64(yp, xp, plan, static_cast<double>(g.count));
