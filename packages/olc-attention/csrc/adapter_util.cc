@@ -125,7 +125,7 @@ void init_common(Kernel* k, const olc_node_info* node, bool naive, const char* k
 void* alloc_out(RunCtx& c, const Kernel& k, int32_t o, int32_t dtype, const std::vector<int64_t>& shape, bool* ok) {
   *ok = true;
   if (o >= k.n_outputs) return nullptr;
-  if (!k.wants_out(o)) {
+  if (o > 0 && !k.wants_out(o)) {
     const int64_t zero = 0;
     g_api->allocate_output(c.ctx, o, dtype, 1, &zero);
     return nullptr;

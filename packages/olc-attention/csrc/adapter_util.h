@@ -75,8 +75,9 @@ struct Kernel {
 void init_common(Kernel* k, const olc_node_info* node, bool naive, const char* kernel);
 
 // Output `o`: allocated with shape when the node names it, else a
-// 0-element tensor (an absent optional output the runtime drops). Returns
-// the data (null: error set, unless the tensor is empty).
+// 0-element tensor (an absent optional output the runtime drops) and null
+// returned. Output 0, every operator's primary output, is always allocated
+// in full (a node may leave even it unnamed). *ok false: the error is set.
 void* alloc_out(RunCtx& c, const Kernel& k, int32_t o, int32_t dtype, const std::vector<int64_t>& shape, bool* ok);
 
 // An input's int64 / int32 values, copied as int64 (shape already checked).

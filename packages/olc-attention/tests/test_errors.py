@@ -136,3 +136,32 @@ def test_tensor_scatter_bounds():
                    {"mode": "linear"}, opset=24)
     expect(m, {"p": f32(2, 4, 3), "u": f32(2, 2, 3), "i": np.array([0, 3])}, "write_indices[1] = 3")
     expect(m, {"p": f32(2, 4, 3), "u": f32(2, 2, 4), "i": np.array([0, 0])}, "update")
+
+
+@pytest.mark.parametrize("op", ["Attention", "MultiHeadAttention", "MicrosoftAttention", "GroupQueryAttention"])
+def test_an_unnamed_primary_output_is_still_computed_safely(op):
+    # A node may leave even its first output unnamed (found by fuzzing: the
+    # output was then a 0-element tensor the kernel wrote through).
+    from onnx import helper
+
+    if op == "GroupQueryAttention":
+        m, f = gqa_build({"B": 1, "S": 1, "Hq": 4, "Hkv": 2, "D": 16, "seqlens": [3], "total": 4, "P": 3})
+    elif op == "Attention":
+        m, f = attention(), {"q": f32(1, 2, 3, 8), "k": f32(1, 2, 4, 8), "v": f32(1, 2, 4, 8)}
+    elif op == "MultiHeadAttention":
+        m = make_model(op, [("q", "float32"), ("k", "float32"), ("v", "float32")], ["y"], {"num_heads": 2}, domain=MS)
+        f = {"q": f32(2, 3, 8), "k": f32(2, 5, 8), "v": f32(2, 5, 8)}
+    else:
+        m = make_model("Attention", [("x", "float32"), ("w", "float32")], ["y"], {"num_heads": 2}, domain=MS)
+        f = {"x": f32(2, 3, 8), "w": f32(8, 24)}
+    node = m.graph.node[0]
+    node.output[0] = ""
+    extra = helper.make_node("Identity", [node.input[0]], ["keep"], name="keep")
+    m.graph.node.append(extra)
+    del m.graph.output[:]
+    m.graph.output.append(helper.make_value_info("keep", helper.TypeProto()))
+    for naive in (False, True):
+        s = olc_core.Session(m, strict=True, record_usage=True, naive="olc-attention" if naive else False)
+        (out,) = s.run(None, f)
+        assert out.shape == f[node.input[0]].shape
+        assert len(s.kernel_usage()) == 2  # the attention node ran
