@@ -23,6 +23,7 @@ inline __m256i bytes8(const uint8_t* p) {
 
 struct V8 {
   using T = float;
+  static constexpr bool kScalef = false;  // exp scaling by scalef (cm_engine.inc)
   using R = __m256;
   static constexpr int64_t W = 8;
   static constexpr int kRegs = 16;

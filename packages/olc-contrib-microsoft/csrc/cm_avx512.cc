@@ -23,6 +23,7 @@ inline __m512i bytes16(const uint8_t* p) {
 
 struct V16 {
   using T = float;
+  static constexpr bool kScalef = true;  // exp scaling by scalef (cm_engine.inc)
   using R = __m512;
   static constexpr int64_t W = 16;
   static constexpr int kRegs = 32;
@@ -84,6 +85,7 @@ struct V16 {
   static __mmask16 less(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static R select(__mmask16 m, R a, R b) { return _mm512_mask_blend_ps(m, b, a); }
   static unsigned bits(__mmask16 m) { return static_cast<unsigned>(m); }
+  static R scalef(R a, R n) { return _mm512_scalef_ps(a, n); }
 };
 
 // float64 lanes (eight).

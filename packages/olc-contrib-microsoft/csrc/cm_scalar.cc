@@ -62,6 +62,7 @@ inline uint16_t f32_to_bf16(float f) {
 
 struct V1 {
   using T = float;
+  static constexpr bool kScalef = false;  // exp scaling by scalef (cm_engine.inc)
   using R = float;
   static constexpr int64_t W = 1;
   static constexpr int kRegs = 16;
