@@ -4,7 +4,10 @@ A corpus of small valid models (built here with ``onnx.helper``) covers the
 installed families and the runtime: elementwise chains with broadcasting,
 MatMul/Gemm, normalization, shape chains, Cast, Reduce*, If/Loop/Scan with
 subgraphs, sequences, an ``ai.onnx.ml`` and a ``com.microsoft`` node,
-Quantize/DequantizeLinear, Einsum, and olc-core's own test kernels. Each
+Quantize/DequantizeLinear, Einsum, the attention operators (Attention with
+a KV cache, RotaryEmbedding and TensorScatter; GroupQueryAttention;
+MultiHeadAttention, com.microsoft Attention and RotaryEmbedding), and
+olc-core's own test kernels. Each
 case takes one corpus model, applies one to three seeded mutations
 (attributes, declared shapes and types, huge dims, wiring, initializer
 payloads, op types and domains, opsets, node order, subgraph bodies, raw
@@ -234,6 +237,36 @@ def _corpus_models() -> dict[str, onnx.ModelProto]:
          _n("Einsum", ["sq"], ["diag"], equation="ii->i")],
         [_v("a", shape=[2, 3, 4]), _v("b", shape=[2, 4, 5]), _v("sq", shape=[4, 4])],
         [_v("out", shape=[2, 5, 3]), _v("diag", shape=[4])])
+    cs = np.cos(rng.uniform(0, 6, (16, 4))).astype(f)
+    sn = np.sin(rng.uniform(0, 6, (16, 4))).astype(f)
+    m["attention"] = _model(
+        [_n("Attention", ["q", "k", "v", "mask", "pk", "pv"], ["y", "ok", "ov", "qk"], is_causal=1,
+            qk_matmul_output_mode=3),
+         _n("RotaryEmbedding", ["x", "cos", "sin", "pos"], ["r"]),
+         _n("TensorScatter", ["pk", "upd", "wi"], ["ts"], mode="circular")],
+        [_v("q", shape=[1, 4, 3, 8]), _v("k", shape=[1, 2, 3, 8]), _v("v", shape=[1, 2, 3, 8]),
+         _v("mask", TensorProto.BOOL, [3, 8]), _v("pk", shape=[1, 2, 5, 8]), _v("pv", shape=[1, 2, 5, 8]),
+         _v("x", shape=[1, 2, 3, 8]), _v("upd", shape=[1, 2, 2, 8]), _v("wi", TensorProto.INT64, [1])],
+        [_v("y"), _v("ok"), _v("ov"), _v("qk"), _v("r"), _v("ts")],
+        (_init("cos", cs), _init("sin", sn), _init("pos", np.array([[3, 4, 5]], np.int64))), opset=24)
+    m["group_query_attention"] = _model(
+        [_n("GroupQueryAttention", ["qkv", "", "", "pk", "pv", "sl", "tot", "cos", "sin"], ["y", "ok", "ov"],
+            domain="com.microsoft", num_heads=4, kv_num_heads=2, do_rotary=1, local_window_size=3, softcap=2.0)],
+        [_v("qkv", shape=[1, 1, 64]), _v("pk", shape=[1, 2, 6, 8]), _v("pv", shape=[1, 2, 6, 8])],
+        [_v("y"), _v("ok"), _v("ov")],
+        (_init("cos", cs), _init("sin", sn), _init("sl", np.array([6], np.int32)), _init("tot", np.int32(7))),
+        extra_opsets=(("com.microsoft", 1),))
+    m["encoder_attention"] = _model(
+        [_n("MultiHeadAttention", ["q", "k", "v", "b", "m"], ["y1"], domain="com.microsoft", num_heads=2,
+            unidirectional=1),
+         _n("Attention", ["x", "w", "bb", "mi"], ["y2"], domain="com.microsoft", num_heads=2),
+         _n("RotaryEmbedding", ["x", "p1", "cos2", "sin2"], ["r"], domain="com.microsoft", num_heads=2, interleaved=1)],
+        [_v("q", shape=[2, 3, 8]), _v("k", shape=[2, 3, 8]), _v("v", shape=[2, 3, 8]),
+         _v("m", TensorProto.INT32, [2]), _v("x", shape=[2, 3, 8]), _v("mi", TensorProto.INT32, [2, 3])],
+        [_v("y1"), _v("y2"), _v("r")],
+        (_init("b", rng.standard_normal(24).astype(f)), _init("w", rng.standard_normal((8, 24)).astype(f)),
+         _init("bb", rng.standard_normal(24).astype(f)), _init("cos2", cs[:, :2].copy()),
+         _init("sin2", sn[:, :2].copy()), _init("p1", np.array([2], np.int64))), extra_opsets=(("com.microsoft", 1),))
     m["test_kernels"] = _model(
         [_n("Copy", ["x"], ["c"], domain=TEST_DOMAIN), _n("Scale", ["c"], ["s"], domain=TEST_DOMAIN, factor=2.0),
          _n("AddSum", ["s", "w"], ["a"], domain=TEST_DOMAIN), _n("Copy", ["a"], ["out"], domain=TEST_DOMAIN)],
