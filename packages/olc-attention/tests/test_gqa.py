@@ -146,3 +146,29 @@ def test_cache_rows_past_the_new_tokens_keep_the_past_buffer():
         assert pk.shape == (2, 2, 12, 32)
         np.testing.assert_array_equal(pk[1, :, 4:], feeds["past_key"][1, :, 4:])
         np.testing.assert_array_equal(pv[0, :, 7:], feeds["past_value"][0, :, 7:])
+
+
+def test_one_session_runs_from_several_threads_at_once():
+    # Kernel state is immutable and the engine's scratch is per thread: runs
+    # of one session from four Python threads (two workers each) agree.
+    from concurrent.futures import ThreadPoolExecutor
+
+    import olc_core
+
+    c = _case(B=1, S=1, Hq=14, Hkv=2, D=64, seqlens=[700], total=701, P=700, rot=64)
+    model, feeds = build(c)
+    s = olc_core.Session(model, threads=2, strict=True)
+    want = s.run(None, feeds)
+    variants = []
+    for k in range(8):
+        f = dict(feeds)
+        f["query"] = (feeds["query"] * (1 + k / 8)).astype(np.float32)
+        variants.append(f)
+    expected = [s.run(None, f) for f in variants]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda f: s.run(None, f), variants * 3))
+    for i, g in enumerate(got):
+        for a, b in zip(g, expected[i % 8]):
+            np.testing.assert_array_equal(a, b)
+    for a, b in zip(s.run(None, feeds), want):
+        np.testing.assert_array_equal(a, b)
