@@ -251,12 +251,14 @@ int32_t LinearAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor
     return OLC_OK;
   }
   // Work items: one per (batch, kv head), its columns cut into a few ranges
-  // of whole slabs when there are too few heads to keep every thread busy.
-  const int64_t slab = lk->slab;
-  const int64_t nslab = (dv + slab - 1) / slab;
+  // of whole slabs when there are too few heads to keep every thread busy;
+  // the wide slab when each state has one reader and the heads suffice.
   const int64_t heads = B * hkv;
-  if (heads == 0 || nslab == 0) return OLC_OK;
   const int64_t conc = g_api->concurrency(c.ctx);
+  p.wide = (hq <= hkv) && heads >= 4 * conc;
+  const int64_t slab = p.wide ? lk->slab_wide : lk->slab;
+  const int64_t nslab = (dv + slab - 1) / slab;
+  if (heads == 0 || nslab == 0) return OLC_OK;
   const int64_t split = std::max<int64_t>(1, std::min(nslab, (4 * conc + heads - 1) / heads));
   std::vector<LinItem> items;
   items.reserve(static_cast<size_t>(heads * split));

@@ -23,6 +23,7 @@ struct L8 {
   using R = __m256;
   static constexpr int64_t W = 8;
   static constexpr int kNV = 2;
+  static constexpr int kNVWide = 2;
   static constexpr int kMaxQ = 2;
   static R ld(const float* p) { return _mm256_loadu_ps(p); }
   static void st(float* p, R v) { _mm256_storeu_ps(p, v); }

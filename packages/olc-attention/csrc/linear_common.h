@@ -43,6 +43,7 @@ struct LinAttnProblem {
   float scale = 1.0f;
   int64_t window = 0;
   int64_t chunk = 64;  // tokens whose inputs are converted at once
+  bool wide = false;   // one query head per kv head: slabs of LinearKernels::slab_wide columns
   void *y = nullptr, *present = nullptr;
 };
 
@@ -73,7 +74,8 @@ struct LinearKernels {
   // The channels [c0, c1) of batch row b of the convolution (may throw
   // std::bad_alloc).
   void (*conv)(const ConvProblem* p, int64_t b, int64_t c0, int64_t c1);
-  int64_t slab;  // state columns one pass keeps in registers
+  int64_t slab;       // state columns one pass keeps in registers
+  int64_t slab_wide;  // the same for LinAttnProblem::wide
 };
 
 namespace scalar { const LinearKernels* linear_kernels(); }

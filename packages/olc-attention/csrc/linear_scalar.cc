@@ -19,6 +19,7 @@ struct L1 {
   using R = float;
   static constexpr int64_t W = 1;
   static constexpr int kNV = 4;
+  static constexpr int kNVWide = 4;
   static constexpr int kMaxQ = 4;
   static R ld(const float* p) { return *p; }
   static void st(float* p, R v) { *p = v; }

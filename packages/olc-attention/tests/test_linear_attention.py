@@ -123,6 +123,23 @@ def test_threads_and_splits_agree_bit_for_bit(level):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("rule,decay", [("gated_delta", "head"), ("gated", "key"), ("linear", None)])
+def test_one_reader_per_state(rule, decay, threads):
+    """One query head per kv head and enough heads: the wide slabs (eight
+    vectors on AVX-512), in place (dv 128, 256) and in the padded copy (dv
+    200; a bfloat16 state)."""
+    rng = np.random.default_rng(12)
+    for dv, st in ((128, None), (256, None), (200, None), (128, "bfloat16")):
+        m = build("float32", rule, 4, 4, decay=decay, st=st)
+        f = feeds(rng, "float32", rule, 2, 9, 4, 4, 32, dv, decay=decay, st=st)
+        ref = run_checked(m, "LinearAttention", f, naive=True)
+        for level in LEVELS:
+            got = run_checked(m, "LinearAttention", f, level=level, threads=threads)
+            assert_close(got[0], ref[0], "float32", f"{level} output")
+            assert_close(got[1], ref[1], st or "float32", f"{level} present_state")
+
+
 @pytest.mark.parametrize("at", ["end", "start"])
 @pytest.mark.parametrize("t", ["float32", "bfloat16"])
 def test_guarded_inputs(t, at):
