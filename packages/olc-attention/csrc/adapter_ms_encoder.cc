@@ -72,21 +72,6 @@ Mask attn_bias_mask(const olc_tensor& a, int dt, int64_t N, int64_t S, int64_t T
   return m;
 }
 
-// x + bias (bias of `cols` values repeated over the rows), rounded to the type.
-std::vector<char> add_bias(const IsaKernels* k, int dt, const void* x, int64_t rows, int64_t cols, int64_t ld,
-                           const void* bias) {
-  const size_t es = storage_size(dt);
-  std::vector<char> out(static_cast<size_t>(rows * cols) * es);
-  std::vector<float> b(static_cast<size_t>(cols)), r(static_cast<size_t>(cols));
-  k->to_f32(dt, bias, b.data(), cols);
-  for (int64_t i = 0; i < rows; ++i) {
-    k->to_f32(dt, static_cast<const char*>(x) + static_cast<size_t>(i * ld) * es, r.data(), cols);
-    for (int64_t c = 0; c < cols; ++c) r[static_cast<size_t>(c)] += b[static_cast<size_t>(c)];
-    k->from_f32(dt, r.data(), out.data() + static_cast<size_t>(i * cols) * es, cols);
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- MultiHeadAttention
 
 enum MhaIn : int { kQ = 0, kK, kV, kBias, kKeyMask, kAttnBias, kPastK, kPastV, kPastLen, kCacheInd, kMhaInputs };
