@@ -12,6 +12,10 @@
 #include <string>
 #include <type_traits>
 
+#if defined(__SSE2__)
+#include <xmmintrin.h>
+#endif
+
 namespace olc_mm {
 
 namespace {
@@ -95,7 +99,39 @@ void pack_b(const S* B, bool transB, int64_t ldb, int64_t k0, int64_t kc, int64_
     const int64_t c0 = n0 + j * NR;
     const int w = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
     {
-      for (int c = 0; c < w; ++c) {
+      int c = 0;
+#if defined(__SSE2__)
+      if constexpr (std::is_same<S, float>::value && std::is_same<T, float>::value) {
+        // Four columns (rows of the stored B) at a time, transposed 4 x 4 in
+        // registers: whole-vector loads and stores instead of one store per
+        // element at a stride of a panel row (attention scores Q K^T over 12
+        // heads of 128 x 128 x 64, one thread: 200 -> 160 us).
+        for (; c + 4 <= w; c += 4) {
+          const float* s0 = B + (c0 + c) * ldb + k0;
+          const float* s1 = s0 + ldb;
+          const float* s2 = s1 + ldb;
+          const float* s3 = s2 + ldb;
+          int64_t k = 0;
+          for (; k + 4 <= kc; k += 4) {
+            __m128 r0 = _mm_loadu_ps(s0 + k), r1 = _mm_loadu_ps(s1 + k);
+            __m128 r2 = _mm_loadu_ps(s2 + k), r3 = _mm_loadu_ps(s3 + k);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            _mm_storeu_ps(d + k * NR + c, r0);
+            _mm_storeu_ps(d + (k + 1) * NR + c, r1);
+            _mm_storeu_ps(d + (k + 2) * NR + c, r2);
+            _mm_storeu_ps(d + (k + 3) * NR + c, r3);
+          }
+          for (; k < kc; ++k) {
+            float* o = d + k * NR + c;
+            o[0] = s0[k];
+            o[1] = s1[k];
+            o[2] = s2[k];
+            o[3] = s3[k];
+          }
+        }
+      }
+#endif
+      for (; c < w; ++c) {
         const S* src = B + (c0 + c) * ldb + k0;
         for (int64_t k = 0; k < kc; ++k) d[k * NR + c] = to_c(src[k]);
       }
