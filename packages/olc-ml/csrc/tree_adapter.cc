@@ -5,6 +5,7 @@
 // it), checks them and compiles the forest once; run() checks the input,
 // allocates the outputs and splits the work (rows, or trees when rows are
 // few) over the session's executor.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -195,30 +196,42 @@ struct Job {
 // larger than the L2 cache is read from memory once per range, not once per
 // row group. The sum per row stays in tree order.
 constexpr int64_t kTreeChunkBytes = 192 * 1024;
+// ... and the rows in blocks of about this many bytes of input, every chunk
+// of trees over one block before the next block: a block stays in L2 while
+// the chunks walk it (a range of 100,000 rows of 200 features, 80 MB, read
+// at random once per chunk, ran 4-6 times slower per row than 1,000 rows).
+constexpr int64_t kRowBlockBytes = 512 * 1024;
 
 template <typename T, typename O>
 void score_rows(const Job<T, O>& j, int64_t r0, int64_t r1) {
   const Forest<T>& f = *j.f;
   const int64_t nt = f.n_targets;
-  std::vector<T> acc(static_cast<size_t>((r1 - r0) * nt), T(0));
-  std::vector<uint8_t> has(acc.size(), 0);
-  int64_t t0 = 0;
-  while (t0 < f.n_trees) {
-    int64_t t1 = t0 + 1;
-    const int64_t first = f.roots[static_cast<size_t>(t0)];
-    while (t1 < f.n_trees &&
-           (f.roots[static_cast<size_t>(t1)] - first) * static_cast<int64_t>(sizeof(Node<T>)) < kTreeChunkBytes)
-      ++t1;
-    if (r1 - r0 < j.group) t1 = f.n_trees;  // one group: the chunks would not be reused
-    for (int64_t g = r0; g < r1; g += j.group) {
-      const int64_t ge = std::min(r1, g + j.group);
-      accumulate(f, j.x, j.nf, g, ge, t0, t1, acc.data() + (g - r0) * nt, has.data() + (g - r0) * nt);
+  const int64_t row_bytes = std::max<int64_t>(1, j.nf * static_cast<int64_t>(sizeof(T)));
+  const int64_t block = std::max<int64_t>(1, kRowBlockBytes / row_bytes / j.group) * j.group;
+  std::vector<T> acc(static_cast<size_t>(std::min(block, r1 - r0) * nt));
+  std::vector<uint8_t> has(acc.size());
+  for (int64_t b0 = r0; b0 < r1; b0 += block) {
+    const int64_t b1 = std::min(r1, b0 + block);
+    std::fill(acc.begin(), acc.end(), T(0));
+    std::fill(has.begin(), has.end(), 0);
+    int64_t t0 = 0;
+    while (t0 < f.n_trees) {
+      int64_t t1 = t0 + 1;
+      const int64_t first = f.roots[static_cast<size_t>(t0)];
+      while (t1 < f.n_trees &&
+             (f.roots[static_cast<size_t>(t1)] - first) * static_cast<int64_t>(sizeof(Node<T>)) < kTreeChunkBytes)
+        ++t1;
+      if (b1 - b0 < j.group) t1 = f.n_trees;  // one group: the chunks would not be reused
+      for (int64_t g = b0; g < b1; g += j.group) {
+        const int64_t ge = std::min(b1, g + j.group);
+        accumulate(f, j.x, j.nf, g, ge, t0, t1, acc.data() + (g - b0) * nt, has.data() + (g - b0) * nt);
+      }
+      t0 = t1;
     }
-    t0 = t1;
+    for (int64_t r = b0; r < b1; ++r)
+      finalize_row(f, acc.data() + (r - b0) * nt, has.data() + (r - b0) * nt, j.z + r * nt,
+                   j.label ? j.label + r : nullptr);
   }
-  for (int64_t r = r0; r < r1; ++r)
-    finalize_row(f, acc.data() + (r - r0) * nt, has.data() + (r - r0) * nt, j.z + r * nt,
-                 j.label ? j.label + r : nullptr);
 }
 
 template <typename T, typename O>

@@ -258,3 +258,15 @@ def test_native_without_fusion():
     s = olc_core.Session(onx, strict=True, fusion=False, record_usage=True)
     np.testing.assert_allclose(s.run(None, {"X": X})[0], ort_run(onx, {"X": X})[0], rtol=1e-5, atol=1e-5)
     assert s.kernel_usage() == [kernel_name("TreeEnsembleRegressor")]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_wide_rows_in_several_row_blocks(threads):
+    """Rows of 1,500 features: the engine walks every chunk of trees over one
+    block of rows (about 512 KB of input) before the next block; 300 rows
+    span several blocks and the forest several chunks."""
+    from olc_ml.benchmarks import forest_model
+    model = forest_model("gb", 150, 7, 1500, seed=5)
+    x = np.random.default_rng(12).standard_normal((300, 1500)).astype(np.float32)
+    np.testing.assert_allclose(olc_run(model, {"X": x}, "TreeEnsembleRegressor", threads)[0],
+                               ort_run(model, {"X": x})[0], rtol=1e-5, atol=1e-5)
