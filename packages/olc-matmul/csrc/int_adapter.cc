@@ -721,7 +721,7 @@ bool read_zp(olc_context* ctx, const olc_tensor* t, int32_t dtype, int64_t per, 
 // and values rounded half to even and saturated), with a range of 0 taken
 // as scale 1 as onnxruntime does. Returns false when A holds NaN or an
 // infinity (no scale exists).
-bool quantize_a_u8(const float* x, int64_t n, uint8_t* q, float* scale, int32_t* zp) {
+bool quantize_a_u8(const IntKernel& ik, const float* x, int64_t n, uint8_t* q, float* scale, int32_t* zp) {
   // Sixteen independent lanes (the compiler vectorizes them; one running
   // min, max or sum it would not, the order of a float reduction being
   // fixed): x - x is 0 for every finite x and NaN for an infinity or NaN,
@@ -751,12 +751,16 @@ bool quantize_a_u8(const float* x, int64_t n, uint8_t* q, float* scale, int32_t*
   if (bad != 0.0f) return false;
   const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   const float z = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
-  // x / s is within [-255, 255]: the 1.5 * 2^23 shift rounds it to the
-  // nearest integer, ties to even, in the default rounding mode.
-  constexpr float kShift = 12582912.0f;
-  for (int64_t i = 0; i < n; ++i) {
-    const float r = (x[i] / s + kShift) - kShift;
-    q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, r + z)));
+  if (ik.quant_u8) {
+    ik.quant_u8(x, n, s, static_cast<int32_t>(z), q);
+  } else {
+    // x / s is within [-255, 255]: the 1.5 * 2^23 shift rounds it to the
+    // nearest integer, ties to even, in the default rounding mode.
+    constexpr float kShift = 12582912.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float r = (x[i] / s + kShift) - kShift;
+      q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, r + z)));
+    }
   }
   *scale = s;
   *zp = static_cast<int32_t>(z);
@@ -826,7 +830,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     aq.resize(static_cast<size_t>(na));
     float sa = 1.0f;
     int32_t za = 0;
-    a_finite = quantize_a_u8(static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
+    a_finite = quantize_a_u8(st->ik, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
     q.sa.assign(1, sa);
     q.za.assign(1, za + opa.offset());
     a_data = aq.data();

@@ -2,6 +2,8 @@
 // uint8 operands: no pmaddubsw saturation). Tile 6 x 16.
 #include <immintrin.h>
 
+#include <cmath>
+
 #include "mm_common.h"
 
 namespace olc_mm {
@@ -49,9 +51,26 @@ void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int
   }
 }
 
+void quant_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q) {
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256i z = _mm256_set1_epi32(zp), lo = _mm256_setzero_si256(), hi = _mm256_set1_epi32(255);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), s), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256i r = _mm256_add_epi32(_mm256_cvttps_epi32(v), z);
+    r = _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+    const __m128i h = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(q + i), _mm_packus_epi16(h, h));
+  }
+  for (; i < n; ++i) {
+    const float r = std::nearbyint(x[i] / scale) + static_cast<float>(zp);
+    q[i] = static_cast<uint8_t>(r < 0.0f ? 0.0f : r > 255.0f ? 255.0f : r);
+  }
+}
+
 }  // namespace
 
-IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr}; }
+IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr, &quant_u8}; }
 
 }  // namespace avx2
 }  // namespace olc_mm

@@ -78,7 +78,21 @@ void comp_row_avx512(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct) {
   }
 }
 
-IntKernel int_kernel() { return {"avx512", kMR, kNR, 2, &ukernel, nullptr, &comp_row_avx512}; }
+void quant_u8_avx512(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const __m512i z = _mm512_set1_epi32(zp), lo = _mm512_setzero_si512(), hi = _mm512_set1_epi32(255);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_div_ps(_mm512_maskz_loadu_ps(m, x + i), s);
+    __m512i r = _mm512_add_epi32(_mm512_cvt_roundps_epi32(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), z);
+    r = _mm512_min_epi32(_mm512_max_epi32(r, lo), hi);
+    _mm_mask_storeu_epi8(q + i, m, _mm512_cvtepi32_epi8(r));
+  }
+}
+
+IntKernel int_kernel() {
+  return {"avx512", kMR, kNR, 2, &ukernel, nullptr, &comp_row_avx512, &quant_u8_avx512};
+}
 
 }  // namespace avx512
 }  // namespace olc_mm

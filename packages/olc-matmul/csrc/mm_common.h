@@ -75,6 +75,9 @@ struct IntKernel {
   // c[j] -= rc + ct[j], j < n (wrapping): the per-tensor zero-point
   // compensation of one output row; NULL: the portable loop.
   void (*comp_row)(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct);
+  // q[i] = saturate_u8(rint(x[i] / scale) + zp), i < n, ties to even (the
+  // body of DynamicQuantizeLinear, x finite); NULL: the portable loop.
+  void (*quant_u8)(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q);
 };
 
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
@@ -143,6 +146,7 @@ namespace avx512vnni { IntKernel int_kernel(); }
 namespace avx512 {
 IntKernel int_kernel();
 void comp_row_avx512(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct);
+void quant_u8_avx512(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q);
 void nbits_gemv_generic(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_gemv_fast(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_dequant_fast(const NbDequant* p);
