@@ -10,8 +10,12 @@ of real ones and small images, as torch.onnx exports them in eval mode
 (Conv -> BatchNormalization -> activation, symbolic batch): a ResNet-style
 stack, a MobileNetV3-style depthwise-separable stack with HardSwish and
 squeeze-excite gates, a U-Net with a ConvTranspose / Resize decoder, and a
-1-D audio classifier. Used by tests/test_models.py, tests/test_models_cnn.py
-and by tools/benchmark_parity.py's ``models`` suite.
+1-D audio classifier. A Llama / Qwen2-style decoder LLM in the form
+onnxruntime-genai's model builder emits for CPU (GroupQueryAttention with
+packed QKV, rotary and a BNSH KV cache, SkipSimplifiedLayerNormalization,
+MatMulNBits or float32 MatMul). Used by tests/test_models.py,
+tests/test_models_cnn.py, tests/test_models_decoder.py and by
+tools/benchmark_parity.py's ``models`` suite.
 """
 
 from __future__ import annotations
@@ -339,6 +343,232 @@ CNN_MODELS = {
     "unet": (unet, "image", (1, 3, 64, 64)),
     "audio": (audio_stack, "audio", (1, 1, 8000)),
 }
+
+
+# --------------------------------------------------------------- decoder LLM
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    """A Llama / Qwen2-style decoder. The defaults are Qwen2.5-0.5B's
+    attention and MLP shapes (hidden 896, 14 query and 2 kv heads of 64,
+    SwiGLU 4864, RoPE theta 1e6, q/k/v biases) with fewer layers and a
+    small vocabulary."""
+
+    vocab: int = 512
+    hidden: int = 896
+    heads: int = 14
+    kv_heads: int = 2
+    head_size: int = 64
+    layers: int = 4
+    intermediate: int = 4864
+    max_positions: int = 2048  # rows of the cos / sin caches
+    rope_theta: float = 1_000_000.0
+    rms_eps: float = 1e-6
+    qkv_bias: bool = True  # Qwen2 has them, Llama does not
+    int4: bool = True  # MatMulNBits (4 bits, block 32, accuracy_level 4), else float32 MatMul
+    block_size: int = 32
+    accuracy_level: int = 4
+
+
+def _quantize_int4(w: np.ndarray, block: int) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric 4-bit blockwise quantization of a [K, N] weight as
+    MatMulNBits stores it without zero points (implicit 8): B [N, K / block,
+    block / 2] uint8, two values a byte (low nibble first), and scales [N, K /
+    block]."""
+    k, n = w.shape
+    blocks = w.T.reshape(n, k // block, block)
+    scales = np.abs(blocks).max(axis=2) / 7.0
+    scales[scales == 0] = 1.0
+    q = (np.clip(np.rint(blocks / scales[..., None]), -8, 7) + 8).astype(np.uint8)
+    packed = q[..., 0::2] | (q[..., 1::2] << 4)
+    return packed, scales.astype(np.float32)
+
+
+class _DecoderGraph:
+    """Nodes, initializers and the builder's naming (``/model/layers.0/attn/...``)."""
+
+    def __init__(self, config: DecoderConfig, rng: np.random.Generator):
+        self.c = config
+        self.rng = rng
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.constants: set[str] = set()
+
+    def node(self, op: str, inputs: list[str], name: str, outputs: list[str] | None = None, domain: str = "",
+             **attrs: Any) -> str:
+        outs = outputs if outputs is not None else [f"{name}/output_0"]
+        self.nodes.append(helper.make_node(op, inputs, outs, name=name, domain=domain, **attrs))
+        return outs[0]
+
+    def init(self, name: str, value: np.ndarray) -> str:
+        self.inits.append(numpy_helper.from_array(value, name))
+        return name
+
+    def const(self, kind: str, value: Any) -> str:
+        """A scalar or small constant as the builder writes it: a Constant
+        node whose output is named ``/model/constants/INT64/[1]``."""
+        dtype = {"INT64": np.int64, "INT32": np.int32, "FLOAT": np.float32}[kind]
+        out = f"/model/constants/{kind}/{value}"
+        if out not in self.constants:
+            self.constants.add(out)
+            self.nodes.append(helper.make_node("Constant", [], [out], name=out.replace("constants", "constant_nodes"),
+                                               value=numpy_helper.from_array(np.array(value, dtype))))
+        return out
+
+    def linear(self, x: str, basename: str, weight: np.ndarray, output: str | None = None) -> str:
+        """x @ weight ([K, N]) as MatMulNBits or MatMul, named as the builder names it."""
+        k, n = weight.shape
+        key = basename[1:].replace("/", ".")
+        outputs = [output] if output else None
+        if not self.c.int4:
+            return self.node("MatMul", [x, self.init(f"{key}.weight", weight)], basename, outputs)
+        packed, scales = _quantize_int4(weight, self.c.block_size)
+        name = f"{basename}NBits"
+        return self.node("MatMulNBits", [x, self.init(f"{key}.weight_Q4", packed),
+                                         self.init(f"{key}.weight_scales", scales)], name, outputs,
+                         domain="com.microsoft", K=k, N=n, bits=4, block_size=self.c.block_size,
+                         accuracy_level=self.c.accuracy_level)
+
+    def weight(self, k: int, n: int) -> np.ndarray:
+        return (self.rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+
+    def norm_weight(self, name: str) -> str:
+        return self.init(name, (1 + 0.1 * self.rng.standard_normal(self.c.hidden)).astype(np.float32))
+
+
+def genai_decoder(config: DecoderConfig = DecoderConfig(), seed: int = 0) -> onnx.ModelProto:
+    """A decoder in the form onnxruntime-genai's model builder emits for
+    Llama / Qwen on CPU (float32 activations, GroupQueryAttention):
+
+    - inputs ``input_ids`` and ``attention_mask`` (int64 [batch, sequence] and
+      [batch, total_sequence]), ``past_key_values.{i}.key`` / ``.value``
+      (float32 [batch, kv_heads, past, head_size], BNSH); outputs ``logits``
+      [batch, sequence, vocab] and ``present.{i}.key`` / ``.value``;
+    - ``seqlens_k`` = ReduceSum(attention_mask, axis 1) - 1 as int32 and
+      ``total_sequence_length`` = Shape(attention_mask)[1] as int32, computed
+      once in the graph;
+    - the token embedding Gather; layer 0's input norm a
+      SimplifiedLayerNormalization, every later norm a com.microsoft
+      SkipSimplifiedLayerNormalization adding the residual (its output 3 the
+      residual stream), the final one with output 0 only;
+    - per layer the packed QKV projection (+ packed bias Add for Qwen),
+      GroupQueryAttention with QKV packed in ``query`` (key / value empty),
+      ``do_rotary`` with ``cos_cache`` / ``sin_cache`` [max_positions,
+      head_size / 2], the o_proj, and the SwiGLU MLP (gate and up
+      projections, gate * Sigmoid(gate) * up, down projection);
+    - every projection and the lm_head a MatMulNBits (4 bits, block 32,
+      accuracy_level 4, symmetric: no zero points) or, with ``int4=False``, a
+      float32 MatMul.
+
+    Weights are random, scaled so activations keep unit scale."""
+    c = config
+    g = _DecoderGraph(c, np.random.default_rng(seed))
+    q_size, kv_size = c.heads * c.head_size, c.kv_heads * c.head_size
+
+    # The attention mask's reformatting, shared by every layer.
+    base = "/model/attn_mask_reformat/attn_mask_subgraph"
+    total = g.node("ReduceSum", ["attention_mask", g.const("INT64", [1])], f"{base}/ReduceSum", keepdims=0)
+    seqlens = g.node("Sub", [total, g.const("INT64", [1])], f"{base}/Sub")
+    seqlens_k = g.node("Cast", [seqlens], f"{base}/Sub/Cast", to=TensorProto.INT32)
+    mask_shape = g.node("Shape", ["attention_mask"], f"{base}/Shape")
+    total_len = g.node("Gather", [mask_shape, g.const("INT64", 1)], f"{base}/Gather", axis=0)
+    total_seq_len = g.node("Cast", [total_len], f"{base}/Gather/Cast", to=TensorProto.INT32)
+
+    # RoPE caches: cos / sin of position x inverse frequency, [max_positions, head_size / 2].
+    inv_freq = 1.0 / (c.rope_theta ** (np.arange(0, c.head_size, 2, dtype=np.float64) / c.head_size))
+    angles = np.arange(c.max_positions, dtype=np.float64)[:, None] * inv_freq[None, :]
+    cos_cache = g.init("cos_cache", np.cos(angles).astype(np.float32))
+    sin_cache = g.init("sin_cache", np.sin(angles).astype(np.float32))
+
+    embeddings = g.init("model.embed_tokens.weight", g.rng.standard_normal((c.vocab, c.hidden)).astype(np.float32))
+    x = g.node("Gather", [embeddings, "input_ids"], "/model/embed_tokens/Gather")
+    residual = x
+    skip = ""
+    for i in range(c.layers):
+        lp = f"/model/layers.{i}"
+        weight = g.norm_weight(f"model.layers.{i}.input_layernorm.weight")
+        if i == 0:
+            h = g.node("SimplifiedLayerNormalization", [x, weight], f"{lp}/input_layernorm/LayerNorm",
+                       axis=-1, epsilon=c.rms_eps, stash_type=1)
+        else:
+            h = g.node("SkipSimplifiedLayerNormalization", [residual, skip, weight],
+                       f"{lp}/input_layernorm/SkipLayerNorm",
+                       [f"{lp}/input_layernorm/output_0", "", "", f"{lp}/input_layernorm/output_3"],
+                       domain="com.microsoft", epsilon=c.rms_eps)
+            residual = f"{lp}/input_layernorm/output_3"
+
+        qkv = g.linear(h, f"{lp}/attn/qkv_proj/MatMul", g.weight(c.hidden, q_size + 2 * kv_size))
+        if c.qkv_bias:
+            bias = g.init(f"model.layers.{i}.attn.qkv_proj.Add.bias",
+                          (0.1 * g.rng.standard_normal(q_size + 2 * kv_size)).astype(np.float32))
+            qkv = g.node("Add", [qkv, bias], f"{lp}/attn/qkv_proj/Add")
+        attn = g.node("GroupQueryAttention",
+                      [qkv, "", "", f"past_key_values.{i}.key", f"past_key_values.{i}.value", seqlens_k,
+                       total_seq_len, cos_cache, sin_cache],
+                      f"{lp}/attn/GroupQueryAttention",
+                      [f"{lp}/attn/GroupQueryAttention/output_0", f"present.{i}.key", f"present.{i}.value"],
+                      domain="com.microsoft", num_heads=c.heads, kv_num_heads=c.kv_heads,
+                      scale=float(1 / np.sqrt(c.head_size)), local_window_size=-1, softcap=0.0, do_rotary=1,
+                      rotary_interleaved=0)
+        o = g.linear(attn, f"{lp}/attn/o_proj/MatMul", g.weight(q_size, c.hidden))
+
+        weight = g.norm_weight(f"model.layers.{i}.post_attention_layernorm.weight")
+        h = g.node("SkipSimplifiedLayerNormalization", [residual, o, weight],
+                   f"{lp}/post_attention_layernorm/SkipLayerNorm",
+                   [f"{lp}/post_attention_layernorm/output_0", "", "", f"{lp}/post_attention_layernorm/output_3"],
+                   domain="com.microsoft", epsilon=c.rms_eps)
+        residual = f"{lp}/post_attention_layernorm/output_3"
+
+        gate = g.linear(h, f"{lp}/mlp/gate_proj/MatMul", g.weight(c.hidden, c.intermediate))
+        up = g.linear(h, f"{lp}/mlp/up_proj/MatMul", g.weight(c.hidden, c.intermediate))
+        act = g.node("Mul", [gate, g.node("Sigmoid", [gate], f"{lp}/mlp/act_fn/Sigmoid")], f"{lp}/mlp/act_fn/Mul")
+        skip = g.linear(g.node("Mul", [act, up], f"{lp}/mlp/Mul"), f"{lp}/mlp/down_proj/MatMul",
+                        g.weight(c.intermediate, c.hidden))
+
+    weight = g.norm_weight(f"model.layers.{c.layers}.final_norm_layernorm.weight")
+    h = g.node("SkipSimplifiedLayerNormalization", [residual, skip, weight],
+               f"/model/layers.{c.layers}/final_norm_layernorm/SkipLayerNorm", domain="com.microsoft",
+               epsilon=c.rms_eps)
+    # Logits of a few units: greedy choices are clear of the two runtimes' rounding.
+    g.linear(h, "/lm_head/MatMul", 4 * g.weight(c.hidden, c.vocab), output="logits")
+
+    kv_shape: list[str | int] = ["batch_size", c.kv_heads, "past_sequence_length", c.head_size]
+    present_shape: list[str | int] = ["batch_size", c.kv_heads, "total_sequence_length", c.head_size]
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT64, ["batch_size", "sequence_length"]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT64,
+                                            ["batch_size", "total_sequence_length"])]
+    outputs = [helper.make_tensor_value_info("logits", TensorProto.FLOAT, ["batch_size", "sequence_length", c.vocab])]
+    for i in range(c.layers):
+        for kind in ("key", "value"):
+            inputs.append(helper.make_tensor_value_info(f"past_key_values.{i}.{kind}", TensorProto.FLOAT, kv_shape))
+            outputs.append(helper.make_tensor_value_info(f"present.{i}.{kind}", TensorProto.FLOAT, present_shape))
+    graph = helper.make_graph(g.nodes, "main_graph", inputs, outputs, initializer=g.inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)],
+                              producer_name="olc model_builders")
+    model.ir_version = 10
+    return model
+
+
+def decoder_feeds(config: DecoderConfig, tokens: np.ndarray, past: list[np.ndarray] | None = None,
+                  past_length: int = 0, seed: int = 0) -> dict[str, np.ndarray]:
+    """Feeds for one step: ``tokens`` [batch, sequence] after ``past`` (the
+    previous step's presents, key and value per layer in output order) or,
+    without it, after random caches of ``past_length`` positions (0: a first
+    prompt); the attention mask all ones over past + sequence."""
+    c = config
+    tokens = np.asarray(tokens, np.int64)
+    batch = tokens.shape[0]
+    if past is None:
+        rng = np.random.default_rng(seed)
+        past = [rng.standard_normal((batch, c.kv_heads, past_length, c.head_size)).astype(np.float32)
+                for _ in range(2 * c.layers)]
+    feeds = {"input_ids": tokens,
+             "attention_mask": np.ones((batch, past[0].shape[2] + tokens.shape[1]), np.int64)}
+    for i in range(c.layers):
+        feeds[f"past_key_values.{i}.key"] = past[2 * i]
+        feeds[f"past_key_values.{i}.value"] = past[2 * i + 1]
+    return feeds
 
 
 # ------------------------------------------------------------ benchmark cases
