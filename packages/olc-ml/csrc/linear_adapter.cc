@@ -41,6 +41,7 @@ struct State {
   Kernel kernel = Kernel::kLinear;
   float gamma = 0, coef0 = 0, degree = 0;
   std::vector<float> vectors;     // [n_vectors, n_features]
+  std::vector<float> vectors_t;   // [n_features, n_vectors], for many vectors (kTransposed)
   int64_t n_vectors = 0;
   std::vector<int64_t> per_class, first_vector;
   std::vector<float> rho, prob_a, prob_b;
@@ -193,15 +194,24 @@ std::string parse_svm(Op op, const Attrs& at, State* st) {
   return "";
 }
 
-// out[i * m + j] = kernel(x_i, w_j) over rows of k features.
-void kernel_rows(const State& st, Kernel kind, const float* x, int64_t n, int64_t k, const float* w, int64_t m,
-                 float* out) {
+// From this many support vectors on, the kernels run over the vectors
+// stored transposed: vectorized across vectors rather than along features,
+// no horizontal sum per value (150 vectors of 18 features: ~4x fewer
+// instructions per row).
+constexpr int64_t kTransposed = 16;
+
+// out[i * m + j] = kernel(x_i, v_j) over rows of k features, v the support
+// vectors (m of them).
+void kernel_rows(const State& st, Kernel kind, const float* x, int64_t n, int64_t k, int64_t m, float* out) {
+  const bool t = !st.vectors_t.empty();
   if (kind == Kernel::kRbf) {
-    st.k->sqdist(x, n, k, w, m, out);
-    for (int64_t i = 0; i < n * m; ++i) out[i] = std::exp(-st.gamma * out[i]);
+    if (t) st.k->sqdist_t(x, n, k, st.vectors_t.data(), m, out);
+    else st.k->sqdist(x, n, k, st.vectors.data(), m, out);
+    st.k->exp_scaled(out, n * m, -st.gamma);
     return;
   }
-  st.k->dot(x, n, k, w, m, out);
+  if (t) st.k->dot_t(x, n, k, st.vectors_t.data(), m, out);
+  else st.k->dot(x, n, k, st.vectors.data(), m, out);
   if (kind == Kernel::kLinear) return;
   for (int64_t i = 0; i < n * m; ++i) {
     const float v = st.gamma * out[i] + st.coef0;
@@ -249,6 +259,16 @@ void multiclass_probability(int64_t c, const float* r, float* p) {
       }
     }
   }
+}
+
+// sum of c[q] * k[q] (float32 products) in float64.
+inline double pair_sum(const float* c, const float* k, int64_t n) {
+  double s[4] = {0, 0, 0, 0};
+  int64_t q = 0;
+  for (; q + 4 <= n; q += 4)
+    for (int u = 0; u < 4; ++u) s[u] += c[q + u] * k[q + u];
+  for (; q < n; ++q) s[0] += c[q] * k[q];
+  return (s[0] + s[1]) + (s[2] + s[3]);
 }
 
 // A transform of one row of n scores; one score takes PROBIT only.
@@ -315,7 +335,7 @@ void svm_regressor_rows(const State& st, const float* x, int64_t f, int64_t r0, 
     std::vector<float> kern(static_cast<size_t>(block * nv));
     for (int64_t r = 0; r < rows; r += block) {
       const int64_t n = std::min(block, rows - r);
-      kernel_rows(st, st.kernel, x + (r0 + r) * f, n, f, st.vectors.data(), nv, kern.data());
+      kernel_rows(st, st.kernel, x + (r0 + r) * f, n, f, nv, kern.data());
       st.k->dot(kern.data(), n, nv, st.coef.data(), 1, y + r0 + r);
     }
   } else {
@@ -363,7 +383,7 @@ void svm_classifier_rows(const State& st, const float* x, int64_t f, int64_t r0,
   std::vector<float> probs(static_cast<size_t>(nc * nc));
   for (int64_t r = 0; r < rows; ++r) {
     if (r % block == 0)
-      kernel_rows(st, st.kernel, x + (r0 + r) * f, std::min(block, rows - r), f, st.vectors.data(), nv, kern.data());
+      kernel_rows(st, st.kernel, x + (r0 + r) * f, std::min(block, rows - r), f, nv, kern.data());
     const float* kr = kern.data() + (r % block) * nv;
     std::fill(votes.begin(), votes.end(), 0);
     int64_t idx = 0;
@@ -371,12 +391,10 @@ void svm_classifier_rows(const State& st, const float* x, int64_t f, int64_t r0,
       const int64_t si = st.first_vector[static_cast<size_t>(i)], ni = st.per_class[static_cast<size_t>(i)];
       for (int64_t j = i + 1; j < nc; ++j, ++idx) {
         const int64_t sj = st.first_vector[static_cast<size_t>(j)], nj = st.per_class[static_cast<size_t>(j)];
-        // Products in float32 summed in float64, as onnxruntime sums them.
-        double sum = 0;
-        const float* c1 = st.coef.data() + (j - 1) * nv + si;
-        for (int64_t q = 0; q < ni; ++q) sum += c1[q] * kr[si + q];
-        const float* c2 = st.coef.data() + i * nv + sj;
-        for (int64_t q = 0; q < nj; ++q) sum += c2[q] * kr[sj + q];
+        // Products in float32 summed in float64 (as onnxruntime sums them),
+        // in four partial sums: the float64 additions do not wait on each other.
+        double sum = pair_sum(st.coef.data() + (j - 1) * nv + si, kr + si, ni) +
+                     pair_sum(st.coef.data() + i * nv + sj, kr + sj, nj);
         sum += st.rho[static_cast<size_t>(idx)];
         pair_scores[static_cast<size_t>(idx)] = static_cast<float>(sum);
         ++votes[static_cast<size_t>(sum > 0 ? i : j)];
@@ -428,6 +446,12 @@ void* create_impl(Op op, const olc_core_api* api, const olc_node_info* node, cha
   std::string e = op == Op::kLinearRegressor || op == Op::kLinearClassifier ? parse_linear(op, at, st.get())
                                                                             : parse_svm(op, at, st.get());
   if (!e.empty()) return fail(e);
+  if (st->svc && st->n_vectors >= kTransposed) {
+    const int64_t nv = st->n_vectors, nf = st->n_features;
+    st->vectors_t.resize(st->vectors.size());
+    for (int64_t j = 0; j < nv; ++j)
+      for (int64_t c = 0; c < nf; ++c) st->vectors_t[static_cast<size_t>(c * nv + j)] = st->vectors[static_cast<size_t>(j * nf + c)];
+  }
   int64_t n_features = -1;
   e = at.integer("n_features", -1, &n_features);
   if (!e.empty()) return fail(e);

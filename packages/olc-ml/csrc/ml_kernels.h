@@ -17,6 +17,14 @@ struct MlKernels {
   void (*dot)(const float* x, int64_t n, int64_t k, const float* w, int64_t m, float* out);
   // out[i * m + j] = sum_f (x[i * k + f] - w[j * k + f])^2.
   void (*sqdist)(const float* x, int64_t n, int64_t k, const float* w, int64_t m, float* out);
+  // The same two over weights stored transposed, wt[f * m + j]: vectorized
+  // across the weight rows (no horizontal sums), for many weight rows (an
+  // SVM's support vectors).
+  void (*dot_t)(const float* x, int64_t n, int64_t k, const float* wt, int64_t m, float* out);
+  void (*sqdist_t)(const float* x, int64_t n, int64_t k, const float* wt, int64_t m, float* out);
+  // v[i] = exp(a * v[i]) (an RBF kernel's values); results below the
+  // smallest normal float are 0.
+  void (*exp_scaled)(float* v, int64_t n, float a);
   // y[i] = (x[i] - offset[i % f]) * scale[i % f] over n = rows * f values.
   void (*scale)(const float* x, float* y, int64_t rows, int64_t f, const float* offset, const float* scale);
   // y[i] = x[i] > threshold ? 1 : 0 (NaN: 0).

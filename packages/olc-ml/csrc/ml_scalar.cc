@@ -1,4 +1,6 @@
 // Scalar level of ml_kernels.h: one lane, multiply then add (no FMA).
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "ml_kernels.h"
@@ -15,9 +17,16 @@ struct V {
   static R zero() { return 0.0f; }
   static R load(const float* p) { return *p; }
   static R load_part(const float* p, int64_t k) { return k > 0 ? *p : 0.0f; }
+  static void store(float* p, R v) { *p = v; }
+  static void store_part(float* p, R v, int64_t k) {
+    if (k > 0) *p = v;
+  }
+  static R set1(float v) { return v; }
   static R sub(R a, R b) { return a - b; }
+  static R mul(R a, R b) { return a * b; }
   static R fmadd(R a, R b, R c) { return a * b + c; }
   static float hsum(R a) { return a; }
+  static R exp(R x) { return x < -87.33654f ? 0.0f : std::exp(x); }
 };
 }  // namespace
 

@@ -218,11 +218,13 @@ def test_svm_regressor(kernel, one_class):
 
 @pytest.mark.parametrize("f", [1, 3, 7, 8, 9, 15, 16, 17, 31, 33])
 @pytest.mark.parametrize("rows", [1, 2, 5])
-def test_dot_and_distance_kernels_at_every_level(f, rows):
+@pytest.mark.parametrize("nv", [7, 16, 17, 41])
+def test_dot_and_distance_kernels_at_every_level(f, rows, nv):
     """Feature counts around the 8- and 16-lane widths, row and weight-row
-    counts around the 2 x 4 blocking, inputs against guard pages."""
-    rng = np.random.default_rng(f * 10 + rows)
-    nv = 7
+    counts around the 2 x 4 and 4-row blockings, 16 support vectors and more
+    (the kernels over transposed vectors, whose tails are masked), inputs
+    against guard pages."""
+    rng = np.random.default_rng(f * 10 + rows + nv)
     sv = rng.normal(size=(nv, f)).astype(np.float32)
     coef = rng.normal(size=nv).astype(np.float32)
     x = rng.normal(size=(rows, f)).astype(np.float32)
@@ -236,7 +238,28 @@ def test_dot_and_distance_kernels_at_every_level(f, rows):
         for at in ("end", "start"):
             outs = run_on_every_level(model, {"x": guarded(x, at=at)}, expected_kernel="olc_ml::SVMRegressor")
             for level, (y,) in outs.items():
-                np.testing.assert_allclose(y[:, 0], ref, rtol=1e-4, atol=1e-4, err_msg=f"{kernel} at {level}")
+                np.testing.assert_allclose(y[:, 0], ref, rtol=1e-4, atol=1e-4 * max(1.0, np.abs(ref).max()),
+                                           err_msg=f"{kernel} at {level}")
+
+
+def test_rbf_exp_over_its_whole_range():
+    """The vectorized exp of the RBF kernel at every level against numpy's:
+    squared distances from 0 to past the float range of exp (results below
+    the smallest normal float are 0)."""
+    nv, f = 40, 1
+    sv = np.zeros((nv, f), np.float32)
+    coef = np.zeros(nv, np.float32)
+    coef[7] = 1.0  # y = exp(-gamma * x^2) through support vector 7
+    attrs = {"kernel_type": "RBF", "kernel_params": [1.0, 0.0, 1.0], "n_supports": nv,
+             "support_vectors": sv.ravel().tolist(), "coefficients": coef.tolist(), "rho": [0.0]}
+    model = _regressor("SVMRegressor", attrs, f)
+    d = np.concatenate([np.linspace(0, 10, 400), np.linspace(10, 95, 400)]).astype(np.float32)
+    x = np.sqrt(d).reshape(-1, 1).astype(np.float32)
+    d32 = (x * x)[:, 0]  # the squared distance as the kernel rounds it, in float32
+    ref = np.exp(-d32.astype(np.float64))
+    ref[ref < np.finfo(np.float32).tiny] = 0
+    for level, (y,) in run_on_every_level(model, {"x": x}).items():
+        np.testing.assert_allclose(y[:, 0], ref, rtol=4e-7, atol=0, err_msg=level)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
