@@ -50,7 +50,9 @@ Suites:
             0.6 x ort), and a chain of 100 alternating Abs/Neg nodes
             (per-node cost = (chain - one node) / 99; gate: olc <= ort).
   models    whole models from tools/model_builders.py (a BERT-style encoder
-            with its shape glue, batch 1, sequence 128; gate: ratio >= 1.0).
+            with its shape glue, batch 1, sequence 128; gate: ratio >= 1.0;
+            four CNNs; the genai-shaped decoder LLM decoding after a past of
+            512 and on a 128-token prompt; gate: median ratio >= 1.2).
   FAMILY    any other name imports ``olc_FAMILY`` and calls its
             ``benchmark_cases()`` (or ``olc_FAMILY.benchmarks.benchmark_cases``).
 

@@ -20,6 +20,7 @@ tools/benchmark_parity.py's ``models`` suite.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -576,8 +577,8 @@ def decoder_feeds(config: DecoderConfig, tokens: np.ndarray, past: list[np.ndarr
 
 def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
     """The ``models`` suite of tools/benchmark_parity.py: the encoder at
-    batch 1, sequence 128, and the four CNNs at batch 1 (group ``cnn``), every
-    node native (the tool checks it)."""
+    batch 1, sequence 128, the four CNNs at batch 1 (group ``cnn``) and the
+    decoder (group ``decoder``), every node native (the tool checks it)."""
     config = EncoderConfig()
 
     def ids(rng: np.random.Generator, shape: tuple[int, ...], dtype: object) -> np.ndarray:
@@ -602,9 +603,50 @@ def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
             "inputs": [{"shape": list(shape), "dtype": "float32", "generator": "normal"}],
             "outputs": ["float32"], "rtol": 1e-3, "atol": 1e-3,
         })
+    return cases + decoder_benchmark_cases()
+
+
+# The benchmarked decoder: Qwen2.5-0.5B's layer shapes, 4 layers, a
+# 32,000-token vocabulary (the lm_head about a third of the weights, as in
+# the real model).
+BENCH_DECODERS = {"int4": DecoderConfig(vocab=32000), "fp32": DecoderConfig(vocab=32000, int4=False)}
+
+
+@functools.lru_cache(maxsize=1)
+def _bench_decoder(kind: str) -> onnx.ModelProto:
+    return genai_decoder(BENCH_DECODERS[kind])
+
+
+def decoder_benchmark_cases() -> list[dict[str, object]]:
+    """Group ``decoder``: the genai-shaped decoder end to end, 4-bit
+    (accuracy_level 4) and float32 weights, decoding one token after a past
+    of 512 positions and a first prompt of 128 tokens, batch 1."""
+
+    def ones(rng: np.random.Generator, shape: tuple[int, ...], dtype: object) -> np.ndarray:
+        return np.ones(shape, np.int64)
+
+    cases: list[dict[str, object]] = []
+    for kind, config in BENCH_DECODERS.items():
+        def ids(rng: np.random.Generator, shape: tuple[int, ...], dtype: object, vocab: int = config.vocab) -> np.ndarray:
+            return rng.integers(0, vocab, size=shape, dtype=np.int64)
+
+        for phase, tokens, past in (("decode past 512", 1, 512), ("prefill 128", 128, 0)):
+            kv = [{"shape": [1, config.kv_heads, past, config.head_size], "dtype": "float32", "generator": "normal"}]
+            cases.append({
+                "suite": "models", "op": "GenaiDecoder", "group": "decoder",
+                "name": f"genai decoder {kind} ({config.layers} layers) {phase}",
+                "model": functools.partial(_bench_decoder, kind), "size": tokens,
+                "inputs": [{"shape": [1, tokens], "dtype": "int64", "generator": ids},
+                           {"shape": [1, past + tokens], "dtype": "int64", "generator": ones}] + kv * (2 * config.layers),
+                "outputs": ["float32"] * (1 + 2 * config.layers),
+                # accuracy_level 4 quantizes activations to int8 in both runtimes (see tests/test_models_decoder.py)
+                "rtol": 0.05 if config.int4 else 1e-3, "atol": 0.5 if config.int4 else 1e-3,
+            })
     return cases
 
 
 def benchmark_gates() -> list[dict[str, object]]:
     return [{"name": "BERT-style encoder, batch 1, sequence 128: olc >= onnxruntime", "group": "encoder",
-             "median_at_least": 1.0, "min_at_least": 1.0}]
+             "median_at_least": 1.0, "min_at_least": 1.0},
+            {"name": "genai decoder end to end (decode past 512, prefill 128): median >= 1.2 x onnxruntime",
+             "group": "decoder", "median_at_least": 1.2, "min_at_least": 1.0}]
