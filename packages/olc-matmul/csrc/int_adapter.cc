@@ -262,7 +262,7 @@ struct IntJob {
   const int32_t* colsum;   // colsum(B') [N]
   const int32_t* rowsum;   // rowsum(A') [M]
   const Quant* q;
-  const uint32_t* colterm;  // za' * colsum[j] when za' and zb' are per tensor, else NULL
+  const uint32_t* colterm;  // za' * colsum[j] when za' is per tensor, else NULL
   void* Y;
   std::atomic<bool>* failed;
   int64_t tm, tn, mstep, nstep;
@@ -307,13 +307,23 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
     const uint32_t za = static_cast<uint32_t>(q.za.size() == 1 ? q.za[0] : q.za[gi]);
     const uint32_t ra = static_cast<uint32_t>(job.rowsum[gi]) - Ku * za;
     uint32_t* c = reinterpret_cast<uint32_t*>(C + i * ldc + j0);
-    if (job.colterm) {
+    if (job.st->float_out && job.st->y_type == OLC_DTYPE_FLOAT && job.colterm && job.st->ik.float_row) {
+      // Compensation and float stage in one pass over the row (za per tensor).
+      const bool zb_scalar = q.zb.size() == 1;
+      job.st->ik.float_row(c, nlen, ra, zb_scalar ? nullptr : zbv, zbv[0], job.colterm + n0 + j0,
+                           q.mult_full.data() + n0 + j0, q.bias_full.data() + n0 + j0);
+      continue;
+    }
+    if (job.colterm && q.zb.size() == 1) {
       // Per-tensor zero points: additions only (vectorizes on the baseline ISA).
       const uint32_t rc = zbv[0] * ra;
       const uint32_t* ct = job.colterm + n0 + j0;
       if (job.st->ik.comp_row) job.st->ik.comp_row(c, nlen, rc, ct);
       else
         for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
+    } else if (job.colterm) {
+      const uint32_t* ct = job.colterm + n0 + j0;
+      for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - ct[j];
     } else {
       for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - zbv[j] * ra - za * csv[j];
     }
@@ -722,31 +732,17 @@ bool read_zp(olc_context* ctx, const olc_tensor* t, int32_t dtype, int64_t per, 
 // as scale 1 as onnxruntime does. Returns false when A holds NaN or an
 // infinity (no scale exists).
 bool quantize_a_u8(const IntKernel& ik, const float* x, int64_t n, uint8_t* q, float* scale, int32_t* zp) {
-  // Sixteen independent lanes (the compiler vectorizes them; one running
-  // min, max or sum it would not, the order of a float reduction being
-  // fixed): x - x is 0 for every finite x and NaN for an infinity or NaN,
-  // which the sums keep.
-  constexpr int L = 16;
-  float lo_l[L] = {}, hi_l[L] = {}, bad_l[L] = {};
-  int64_t i0 = 0;
-  for (; i0 + L <= n; i0 += L)
-    for (int l = 0; l < L; ++l) {
-      const float v = x[i0 + l];
-      lo_l[l] = v < lo_l[l] ? v : lo_l[l];
-      hi_l[l] = v > hi_l[l] ? v : hi_l[l];
-      bad_l[l] += v - v;
-    }
-  for (; i0 < n; ++i0) {
-    const float v = x[i0];
-    lo_l[0] = v < lo_l[0] ? v : lo_l[0];
-    hi_l[0] = v > hi_l[0] ? v : hi_l[0];
-    bad_l[0] += v - v;
-  }
   float lo = 0.0f, hi = 0.0f, bad = 0.0f;
-  for (int l = 0; l < L; ++l) {
-    lo = std::min(lo, lo_l[l]);
-    hi = std::max(hi, hi_l[l]);
-    bad += bad_l[l];
+  if (ik.range) {
+    if (!ik.range(x, n, &lo, &hi)) return false;
+  } else {
+    // x - x is 0 for every finite x and NaN for an infinity or NaN, which
+    // the sum keeps.
+    for (int64_t i = 0; i < n; ++i) {
+      lo = x[i] < lo ? x[i] : lo;
+      hi = x[i] > hi ? x[i] : hi;
+      bad += x[i] - x[i];
+    }
   }
   if (bad != 0.0f) return false;
   const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
@@ -906,15 +902,17 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
         if (do_col) col_sums(opb, B, ms.K, ms.N, colsum.data());
       }
     }
-    const bool per_tensor = q.za.size() == 1 && q.zb.size() == 1;
-    if (per_tensor) {
+    // za' colsum[j], for every column when za is per tensor.
+    const bool za_per_tensor = q.za.size() == 1;
+    if (za_per_tensor) {
       colterm.resize(ms.N);
       const uint32_t za = static_cast<uint32_t>(q.za[0]);
       for (int64_t j = 0; j < ms.N; ++j) colterm[j] = za * static_cast<uint32_t>(cs[j]);
     }
     IntJob job{st, opa, opb, ms.M, ms.N, ms.K, A, B,
                use_packed ? static_cast<const uint32_t*>(st->packed->data) : nullptr, cs, rowsum.data(), &q,
-               per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, &failed, 1, 1, 0, 0};
+               za_per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, &failed, 1,
+               1, 0, 0};
     const int64_t bm = cdiv(ms.M, st->ik.mr), bn = cdiv(ms.N, st->ik.nr);
     if (threads > 1) {
       // Whole rows per thread where there are enough of them: each task

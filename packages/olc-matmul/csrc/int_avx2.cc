@@ -2,7 +2,9 @@
 // uint8 operands: no pmaddubsw saturation). Tile 6 x 16.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "mm_common.h"
 
@@ -68,9 +70,58 @@ void quant_u8(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q) {
   }
 }
 
+bool range(const float* x, int64_t n, float* lo, float* hi) {
+  __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    vlo = _mm256_min_ps(vlo, v);
+    vhi = _mm256_max_ps(vhi, v);
+    bad = _mm256_add_ps(bad, _mm256_sub_ps(v, v));  // NaN from an infinity or NaN, kept by the sum
+  }
+  alignas(32) float l[8], h[8], b[8];
+  _mm256_store_ps(l, vlo);
+  _mm256_store_ps(h, vhi);
+  _mm256_store_ps(b, bad);
+  float rl = 0.0f, rh = 0.0f, rb = 0.0f;
+  for (int k = 0; k < 8; ++k) {
+    rl = std::min(rl, l[k]);
+    rh = std::max(rh, h[k]);
+    rb += b[k];
+  }
+  for (; i < n; ++i) {
+    rl = x[i] < rl ? x[i] : rl;
+    rh = x[i] > rh ? x[i] : rh;
+    rb += x[i] - x[i];
+  }
+  *lo = rl;
+  *hi = rh;
+  return rb == 0.0f;
+}
+
+void float_row(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t zb0, const uint32_t* ct,
+               const float* mult, const float* bias) {
+  const __m256i vra = _mm256_set1_epi32(static_cast<int>(ra));
+  const __m256i rc = _mm256_set1_epi32(static_cast<int>(zb0 * ra));
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c + j));
+    const __m256i z =
+        zb ? _mm256_mullo_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(zb + j)), vra) : rc;
+    v = _mm256_sub_epi32(_mm256_sub_epi32(v, z), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ct + j)));
+    _mm256_storeu_ps(reinterpret_cast<float*>(c + j),
+                     _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_loadu_ps(mult + j), _mm256_loadu_ps(bias + j)));
+  }
+  for (; j < n; ++j) {
+    const uint32_t v = c[j] - (zb ? zb[j] : zb0) * ra - ct[j];
+    const float y = static_cast<float>(static_cast<int32_t>(v)) * mult[j] + bias[j];
+    std::memcpy(c + j, &y, 4);
+  }
+}
+
 }  // namespace
 
-IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr, &quant_u8}; }
+IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr, &quant_u8, &range, &float_row}; }
 
 }  // namespace avx2
 }  // namespace olc_mm

@@ -90,8 +90,38 @@ void quant_u8_avx512(const float* x, int64_t n, float scale, int32_t zp, uint8_t
   }
 }
 
+bool range_avx512(const float* x, int64_t n, float* lo, float* hi) {
+  __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps(), bad = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    vlo = _mm512_min_ps(vlo, v);
+    vhi = _mm512_max_ps(vhi, v);
+    bad = _mm512_add_ps(bad, _mm512_sub_ps(v, v));  // NaN from an infinity or NaN, kept by the sum
+  }
+  *lo = _mm512_reduce_min_ps(vlo);
+  *hi = _mm512_reduce_max_ps(vhi);
+  return _mm512_reduce_add_ps(bad) == 0.0f;
+}
+
+void float_row_avx512(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t zb0, const uint32_t* ct,
+                      const float* mult, const float* bias) {
+  const __m512i vra = _mm512_set1_epi32(static_cast<int>(ra));
+  const __m512i rc = _mm512_set1_epi32(static_cast<int>(zb0 * ra));
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1u);
+    __m512i v = _mm512_maskz_loadu_epi32(m, c + j);
+    v = _mm512_sub_epi32(v, zb ? _mm512_mullo_epi32(_mm512_maskz_loadu_epi32(m, zb + j), vra) : rc);
+    v = _mm512_sub_epi32(v, _mm512_maskz_loadu_epi32(m, ct + j));
+    const __m512 y = _mm512_fmadd_ps(_mm512_cvtepi32_ps(v), _mm512_maskz_loadu_ps(m, mult + j),
+                                     _mm512_maskz_loadu_ps(m, bias + j));
+    _mm512_mask_storeu_ps(reinterpret_cast<float*>(c + j), m, y);
+  }
+}
+
 IntKernel int_kernel() {
-  return {"avx512", kMR, kNR, 2, &ukernel, nullptr, &comp_row_avx512, &quant_u8_avx512};
+  return {"avx512", kMR, kNR, 2, &ukernel, nullptr, &comp_row_avx512, &quant_u8_avx512, &range_avx512,
+          &float_row_avx512};
 }
 
 }  // namespace avx512

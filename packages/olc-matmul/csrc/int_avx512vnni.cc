@@ -81,7 +81,8 @@ void ukernel_da(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, i
 }  // namespace
 
 IntKernel int_kernel() {
-  return {"avx512vnni", kMR, kNR, 4, &ukernel, &ukernel_da, &avx512::comp_row_avx512, &avx512::quant_u8_avx512};
+  return {"avx512vnni",           kMR, kNR, 4, &ukernel, &ukernel_da, &avx512::comp_row_avx512, &avx512::quant_u8_avx512,
+          &avx512::range_avx512, &avx512::float_row_avx512};
 }
 
 }  // namespace avx512vnni

@@ -32,7 +32,7 @@ void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int
 
 }  // namespace
 
-IntKernel int_kernel() { return {"scalar", kMR, kNR, 2, &ukernel, nullptr, nullptr, nullptr}; }
+IntKernel int_kernel() { return {"scalar", kMR, kNR, 2, &ukernel, nullptr, nullptr, nullptr, nullptr, nullptr}; }
 
 }  // namespace scalar
 }  // namespace olc_mm

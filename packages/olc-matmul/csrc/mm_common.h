@@ -78,6 +78,15 @@ struct IntKernel {
   // q[i] = saturate_u8(rint(x[i] / scale) + zp), i < n, ties to even (the
   // body of DynamicQuantizeLinear, x finite); NULL: the portable loop.
   void (*quant_u8)(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q);
+  // min(0, x), max(0, x) over x[0, n); false when some x is infinite or NaN.
+  // NULL: the portable loop.
+  bool (*range)(const float* x, int64_t n, float* lo, float* hi);
+  // The float output stage of one row in one pass, over the int32 sums in
+  // place: c[j] = float(int32(c[j] - zb[j] ra - ct[j])) * mult[j] + bias[j]
+  // (zb NULL: zb0 for every column; wrapping uint32 arithmetic); NULL: the
+  // portable loops.
+  void (*float_row)(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t zb0, const uint32_t* ct,
+                    const float* mult, const float* bias);
 };
 
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
@@ -147,6 +156,9 @@ namespace avx512 {
 IntKernel int_kernel();
 void comp_row_avx512(uint32_t* c, int64_t n, uint32_t rc, const uint32_t* ct);
 void quant_u8_avx512(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q);
+bool range_avx512(const float* x, int64_t n, float* lo, float* hi);
+void float_row_avx512(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t zb0, const uint32_t* ct,
+                      const float* mult, const float* bias);
 void nbits_gemv_generic(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_gemv_fast(const NbGemv* p, int64_t n0, int64_t n1);
 void nbits_dequant_fast(const NbDequant* p);
