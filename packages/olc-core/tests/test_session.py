@@ -389,26 +389,29 @@ def test_executor_covers_every_index_once_and_nests_inline():
     assert limited["threads_used"] == 1
 
 
-@pytest.mark.skipif(os.environ.get("OLC_SANITIZER") == "thread",
-                    reason="a property of timing: under ThreadSanitizer the worker may wake after the caller's span")
 def test_executor_gives_each_thread_the_same_span_every_run():
     """Run after run, the caller takes the first half of the chunks and the
     worker the second (a kernel repeated over the same buffers finds its
     part in the caches of the thread that had it last time), and a
     participant whose span is done takes from the other's far end."""
-    runs = 10
-    # 64 indices on two threads: 32 chunks of 2, each range sleeping 2 ms, so
-    # the worker is awake long before the caller could reach its span.
-    probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
-    assert probe["min_hits"] == runs and probe["max_hits"] == runs
-    halves = [0] * 32 + [1] * 32
-    assert sum(owners == halves for owners in probe["owners"]) >= runs - 2, probe["owners"]
     # One participant admitted: the caller runs everything, span by span.
     alone = _native.executor_probe(2, 64, 1, 1, False, 2, 0)
     assert all(owners == [0] * 64 for owners in alone["owners"])
     # Three threads, uneven ranges: every index exactly once per run.
     odd = _native.executor_probe(3, 1001, 7, 0, False, 5, 0)
     assert odd["min_hits"] == 5 and odd["max_hits"] == 5
+    runs = 10
+    # 64 indices on two threads: 32 chunks of 2, each range sleeping 2 ms, so
+    # the worker is awake long before the caller could reach its span.
+    probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
+    assert probe["min_hits"] == runs and probe["max_hits"] == runs
+    if os.getloadavg()[0] >= (os.cpu_count() or 1) or os.environ.get("OLC_SANITIZER") == "thread":
+        # The split itself is checked above; who ran which half needs the
+        # worker awake within 2 ms, which neither a saturated host nor
+        # ThreadSanitizer's slowdown can promise.
+        pytest.skip("a property of timing: the worker cannot be scheduled in time here")
+    halves = [0] * 32 + [1] * 32
+    assert sum(owners == halves for owners in probe["owners"]) >= runs - 2, probe["owners"]
 
 
 def test_executor_cuts_each_span_into_up_to_sixteen_chunks():
