@@ -295,3 +295,17 @@ def test_gemm_blocking_follows_the_caches():
     session(model("MatMul", [("a", "float32"), ("b", "float32")], [("y", "float32")]), LEVELS[-1])
     assert tuning.get("olc_matmul", "MatMul", "kc", implementation=LEVELS[-1], dtype="float32") == kc
     assert tuning.get("olc_matmul", "MatMul", "nc", implementation=LEVELS[-1], dtype="float32") == nc
+
+
+def test_fma_peak_probes():
+    """The AVX2 (ymm) and AVX-512 (zmm) FMA peak probes: positive where the
+    CPU has the ISA whatever the OLC_SIMD cap, 0 where it lacks it."""
+    import olc_matmul
+
+    feats = olc_core.simd.detected_cpu_features()
+    for isa, has in (("avx2", feats["avx2"] and feats["fma"]), ("avx512", feats["avx512f"])):
+        with olc_core.simd_cap("scalar"):
+            peak = olc_matmul.fma_peak_gflops(200_000, isa=isa)
+        assert (peak > 0) == bool(has), (isa, peak)
+    with pytest.raises(ValueError, match="isa must be"):
+        olc_matmul.fma_peak_gflops(1000, isa="sse")
