@@ -147,6 +147,21 @@ def test_decode_steps_continue_the_prefill():
     np.testing.assert_array_equal(state, whole[1])
 
 
+@pytest.mark.parametrize("unnamed", [0, 1])
+def test_an_unnamed_output_is_computed_safely(unnamed):
+    rng = np.random.default_rng(11)
+    f = feeds(rng, "float32", 2, 9, 6, 4)
+    want = run_checked(build("float32", activation="silu"), NAME, f, naive=True)
+    m = build("float32", activation="silu")
+    m.graph.node[0].output[unnamed] = ""
+    kept = m.graph.output[1 - unnamed]
+    del m.graph.output[:]
+    m.graph.output.append(kept)
+    for naive in (False, True):
+        (out,) = run_checked(m, NAME, f, naive=naive)
+        assert_close(out, want[1 - unnamed], "float32", "the named output")
+
+
 def test_empty():
     rng = np.random.default_rng(9)
     m = build("float32", activation="silu")

@@ -224,6 +224,27 @@ def test_no_past_and_explicit_scale():
     np.testing.assert_array_equal(scaled[1], plain[1])
 
 
+@pytest.mark.parametrize("domain", ["", MS])
+@pytest.mark.parametrize("unnamed", [0, 1])
+def test_an_unnamed_output_is_computed_safely(unnamed, domain):
+    """A node may leave either output unnamed; the other is still right."""
+    rng = np.random.default_rng(13)
+    full = build("float32", "gated_delta", 2, 2, domain=domain)
+    f = feeds(rng, "float32", "gated_delta", 1, 5, 2, 2, 16, 16)
+    want = run_checked(full, NAME_OF[domain], f, naive=True)
+    m = build("float32", "gated_delta", 2, 2, domain=domain)
+    m.graph.node[0].output[unnamed] = ""
+    kept = m.graph.output[1 - unnamed]
+    del m.graph.output[:]
+    m.graph.output.append(kept)
+    for naive in (False, True):
+        (out,) = run_checked(m, NAME_OF[domain], f, naive=naive)
+        assert_close(out, want[1 - unnamed], "float32", "the named output")
+
+
+NAME_OF = {"": "LinearAttention", MS: "MicrosoftLinearAttention"}
+
+
 # ------------------------------------------------------------ com.microsoft
 
 # (q heads, kv heads, key heads)
