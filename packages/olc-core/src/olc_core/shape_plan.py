@@ -55,6 +55,7 @@ _SHAPE_FOLLOWS_SHAPES = frozenset((
     "Transpose", "Gather", "GatherElements", "GatherND", "Concat", "Flatten", "DepthToSpace", "SpaceToDepth",
     "CumSum", "Trilu", "EyeLike", "ArgMax", "ArgMin", "ScatterElements", "ScatterND", "Shape", "Size",
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ElementwisePlan", "Dropout",
+    "Attention",  # ai.onnx, com.microsoft (BERT) and the olc.fused node of encoder exports
 ))
 
 # Output shapes also depend on the values of these inputs.
