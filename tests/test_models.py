@@ -85,3 +85,20 @@ def test_bert_encoder_shape_glue_is_cached(encoder):
         for g, w in zip(s.run(None, feeds2), want2):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-5)
     assert s.shape_plan_stats() == {"hits": 4, "misses": 2, "signatures": 2}
+
+
+def test_bert_encoder_attention_is_fused(encoder):
+    # olc-attention's graph pass turns each layer's head split, scores,
+    # scale, mask Add, Softmax, context and merge into one kernel; the
+    # results are those of the unfused graph (and onnxruntime's, above).
+    config, model = encoder
+    s = olc_core.Session(model, threads=1, strict=True)
+    fused = "olc_attention::FusedAttention"
+    assert [e.kernel for e in s.kernel_plan()].count(fused) == config.layers
+    ops = [e.op_type for e in s.kernel_plan(expand_fused=True) if e.kernel == fused]
+    assert sorted(set(ops)) == ["Add", "Div", "MatMul", "Reshape", "Softmax", "Transpose"]
+    assert len(ops) == 13 * config.layers
+    feeds = encoder_feeds(config, 3, 17, seed=9)
+    plain = olc_core.Session(model, threads=1, fusion=False).run(None, feeds)
+    for g, w in zip(s.run(None, feeds), plain):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-5)

@@ -38,6 +38,7 @@ struct OnnxAttentionKernel : Kernel {
   float softcap = 0.0f;
   bool has_scale = false;
   float scale = 0.0f;
+  bool fused = false;  // olc.fused::Attention, the graph pass's node (see run)
   int32_t run(RunCtx& c, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) const override;
 };
 
@@ -45,6 +46,7 @@ Kernel* make_attention(const olc_node_info* node, bool naive, char* error, size_
   auto k = std::make_unique<OnnxAttentionKernel>();
   init_common(k.get(), node, naive, "Attention");
   k->opset = node->opset;
+  k->fused = std::strcmp(node->domain, "olc.fused") == 0;
   Attrs a(node, error, es);
   std::vector<const char*> known = {"is_causal", "kv_num_heads", "q_num_heads", "qk_matmul_output_mode",
                                     "scale",     "softcap",      "softmax_precision"};
@@ -183,6 +185,28 @@ int32_t OnnxAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* 
       if (np_vals[b] < 0 || np_vals[b] > T)
         return c.err("nonpad_kv_seqlen[%lld] = %lld is outside [0, %lld] (the key sequence length)", (long long)b,
                      (long long)np_vals[b], (long long)T);
+  }
+  // The graph pass's fused node stands for Add(scores, mask): a mask of one
+  // key column adds its value to every key, as the Add broadcast it
+  // (Attention itself reads it as excluding the keys past the first).
+  std::vector<int64_t> wide_shape;
+  std::vector<unsigned char> wide_data;
+  olc_tensor wide;
+  if (fused && mask && mask->ndim >= 1 && mask->shape[mask->ndim - 1] != T) {
+    if (mask->shape[mask->ndim - 1] != 1)
+      return c.err("attn_mask has shape %s: its last dimension must be 1 or %lld (the keys)",
+                   shape_str(*mask).c_str(), (long long)T);
+    const size_t size = olc_dtype_size(mask->dtype);
+    const int64_t rows = olc_element_count(mask);
+    wide_shape.assign(mask->shape, mask->shape + mask->ndim);
+    wide_shape.back() = T;
+    wide_data.resize(static_cast<size_t>(rows * T) * size);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < T; ++j)
+        std::memcpy(&wide_data[static_cast<size_t>(r * T + j) * size],
+                    static_cast<const unsigned char*>(mask->data) + static_cast<size_t>(r) * size, size);
+    wide = {mask->dtype, mask->ndim, wide_shape.data(), wide_data.data()};
+    mask = &wide;
   }
   // The mask broadcasts (right-aligned) to [B, Hq, Sq, Lm], Lm <= T: keys
   // past its last column are excluded.
@@ -597,6 +621,8 @@ int32_t ScatterKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in, in
 
 void onnx_ops(std::vector<OpEntry>* out) {
   out->push_back({"ai.onnx", "Attention", "Attention", &make_attention, 0});
+  // The graph pass's node (src/olc_attention/passes.py): Attention on 3-D Q, K, V.
+  out->push_back({"olc.fused", "Attention", "FusedAttention", &make_attention, 0});
   out->push_back({"ai.onnx", "RotaryEmbedding", "RotaryEmbedding", &make_rotary, 0});
   out->push_back({"ai.onnx", "TensorScatter", "TensorScatter", &make_scatter, OLC_KERNEL_INPLACE_INPUT0});
 }

@@ -76,6 +76,12 @@ OPS: tuple[AttnOp, ...] = (
     AttnOp("ai.onnx", "CausalConvWithState", "CausalConvWithState", 27,
            {"T": FLOATS}, ("T", "T", "T", "T"), ("T", "T"),
            "stateful causal depthwise 1-D convolution: bias, carried state, fused SiLU / Swish"),
+    # The node the graph pass (passes.py) makes of an encoder export's unfused
+    # attention: ai.onnx Attention's semantics on 3-D Q, K, V (opset 23).
+    AttnOp("olc.fused", "Attention", "FusedAttention", 1,
+           {"T1": FLOATS, "U": ("bool", *FLOATS)}, ("T1", "T1", "T1", "U"), ("T1",),
+           "an encoder export's MatMul / scale / mask Add / Softmax / MatMul attention with its head split "
+           "and merge, fused by the graph pass: the Attention engine on 3-D Q, K, V"),
 )
 
 BY_NAME: dict[str, AttnOp] = {o.name: o for o in OPS}

@@ -1,5 +1,6 @@
 """olc-core plugin: registers the kernels listed in manifest.py, each as an
-optimized kernel and a naive reference."""
+optimized kernel and a naive reference, and the graph pass that fuses the
+unfused attention of encoder exports (passes.py)."""
 
 from __future__ import annotations
 
@@ -37,3 +38,10 @@ def registrations() -> list[olc_core.KernelRegistration]:
 @olc_core.hookimpl
 def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
+
+
+@olc_core.hookimpl
+def olc_register_graph_passes() -> list[olc_core.GraphPass]:
+    from . import passes
+
+    return [passes.GRAPH_PASS]
