@@ -161,6 +161,9 @@ def bert_encoder(config: EncoderConfig = EncoderConfig(), seed: int = 0) -> onnx
     return model
 
 
+MINILM = EncoderConfig(hidden=384, heads=12, layers=6, intermediate=1536)
+
+
 def encoder_feeds(config: EncoderConfig, batch: int, sequence: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Token ids below the vocabulary and a mask with padding at the end of every row but the first."""
     rng = np.random.default_rng(seed)
@@ -577,7 +580,8 @@ def decoder_feeds(config: DecoderConfig, tokens: np.ndarray, past: list[np.ndarr
 
 def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
     """The ``models`` suite of tools/benchmark_parity.py: the encoder at
-    batch 1, sequence 128, the four CNNs at batch 1 (group ``cnn``) and the
+    batch 1, sequence 128 (and at all-MiniLM-L6's shapes, group
+    ``encoder_minilm``), the four CNNs at batch 1 (group ``cnn``) and the
     decoder (group ``decoder``), every node native (the tool checks it)."""
     config = EncoderConfig()
 
@@ -590,6 +594,14 @@ def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
     cases: list[dict[str, object]] = [{
         "suite": "models", "op": "BertEncoder", "name": "BERT-style encoder b1 s128", "group": "encoder",
         "model": lambda: bert_encoder(config), "size": 128,
+        "inputs": [{"shape": [1, 128], "dtype": "int64", "generator": ids},
+                   {"shape": [1, 128], "dtype": "int64", "generator": ones}],
+        "outputs": ["float32", "float32"], "rtol": 1e-3, "atol": 1e-4,
+    }, {
+        # all-MiniLM-L6's shapes (hidden 384, 12 heads, 6 layers, 1536), the raw export against
+        # onnxruntime's default optimizations of it; ungated
+        "suite": "models", "op": "BertEncoder", "name": "BERT-style encoder MiniLM-L6 shapes b1 s128",
+        "group": "encoder_minilm", "model": lambda: bert_encoder(MINILM), "size": 128,
         "inputs": [{"shape": [1, 128], "dtype": "int64", "generator": ids},
                    {"shape": [1, 128], "dtype": "int64", "generator": ones}],
         "outputs": ["float32", "float32"], "rtol": 1e-3, "atol": 1e-4,
