@@ -55,7 +55,8 @@ SANITIZERS: dict[str, dict[str, object]] = {
 CORE = "olc-core"
 # The conformance suite's expected failures were measured with this onnx.
 ONNX_PIN = "onnx>=1.23,<1.24"
-TEST_DEPS = ["pytest>=7", "onnxruntime>=1.17", "psutil", ONNX_PIN]
+# sympy: onnxruntime.transformers' optimizer (the optimized-BERT model test) needs it.
+TEST_DEPS = ["pytest>=7", "onnxruntime>=1.17", "psutil", "sympy", ONNX_PIN]
 
 # pytest exit code 5: no tests collected (a package whose tests are not written yet).
 PYTEST_OK = [0, 5]
