@@ -164,6 +164,26 @@ def bert_encoder(config: EncoderConfig = EncoderConfig(), seed: int = 0) -> onnx
 MINILM = EncoderConfig(hidden=384, heads=12, layers=6, intermediate=1536)
 
 
+def optimized_bert_encoder(config: EncoderConfig = MINILM, seed: int = 0) -> onnx.ModelProto:
+    """bert_encoder after onnxruntime's transformer optimizer
+    (``optimize_model(..., model_type="bert")``, its Python fusions only):
+    EmbedLayerNormalization, com.microsoft Attention, SkipLayerNormalization
+    and BiasGelu. Needs onnxruntime and sympy."""
+    import logging
+    import os
+    import tempfile
+
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    logging.getLogger("onnxruntime.transformers").setLevel(logging.ERROR)  # "producer not matched: pytorch"
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, fused = os.path.join(tmp, "raw.onnx"), os.path.join(tmp, "optimized.onnx")
+        onnx.save(bert_encoder(config, seed), raw)
+        optimize_model(raw, model_type="bert", num_heads=config.heads, hidden_size=config.hidden,
+                       opt_level=0).save_model_to_file(fused)
+        return onnx.load(fused)
+
+
 def encoder_feeds(config: EncoderConfig, batch: int, sequence: int, seed: int = 0) -> dict[str, np.ndarray]:
     """Token ids below the vocabulary and a mask with padding at the end of every row but the first."""
     rng = np.random.default_rng(seed)
