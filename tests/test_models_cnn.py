@@ -26,7 +26,10 @@ ort = pytest.importorskip("onnxruntime")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from model_builders import CNN_MODELS  # noqa: E402
 
-# The kernels each model must run on (beyond the elementwise activations).
+# The kernels each model must run on (beyond the elementwise activations),
+# without fusion and with it (olc-matmul's pass folds every
+# BatchNormalization after a Conv into its weights and takes the activation
+# that follows into the same FusedConv kernel).
 EXPECTED = {
     "resnet": {"olc_matmul::Conv", "olc_normalization::BatchNormalization", "olc_tensor::MaxPool",
                "olc_tensor::GlobalAveragePool", "olc_matmul::Gemm"},
@@ -35,6 +38,13 @@ EXPECTED = {
     "unet": {"olc_matmul::Conv", "olc_matmul::ConvTranspose", "olc_tensor::Resize", "olc_tensor::Concat",
              "olc_tensor::MaxPool"},
     "audio": {"olc_matmul::Conv", "olc_tensor::MaxPool", "olc_tensor::AveragePool", "olc_matmul::Gemm"},
+}
+EXPECTED_FUSED = {
+    "resnet": {"olc_matmul::FusedConv", "olc_tensor::MaxPool", "olc_tensor::GlobalAveragePool", "olc_matmul::Gemm"},
+    "mobilenet": {"olc_matmul::FusedConv", "olc_tensor::GlobalAveragePool", "olc_matmul::Gemm"},
+    "unet": {"olc_matmul::FusedConv", "olc_matmul::ConvTranspose", "olc_tensor::Resize", "olc_tensor::Concat",
+             "olc_tensor::MaxPool"},
+    "audio": {"olc_matmul::FusedConv", "olc_tensor::MaxPool", "olc_tensor::AveragePool", "olc_matmul::Gemm"},
 }
 
 
@@ -56,10 +66,11 @@ def _close(got, want, what):
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want).max())), err_msg=what)
 
 
+@pytest.mark.parametrize("fusion", [True, False], ids=["fused", "unfused"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_cnn_runs_natively_and_matches_onnxruntime(cnn, threads):
+def test_cnn_runs_natively_and_matches_onnxruntime(cnn, threads, fusion):
     name, model, input_name, shape = cnn
-    sess = olc_core.Session(model, threads=threads, strict=True, record_usage=True)
+    sess = olc_core.Session(model, threads=threads, strict=True, record_usage=True, fusion=fusion)
     ref = _ort(model, threads)
     rng = np.random.default_rng(threads)
     for batch in (1, 2):  # one session, symbolic batch
@@ -70,8 +81,11 @@ def test_cnn_runs_natively_and_matches_onnxruntime(cnn, threads):
         _close(got, want, f"{name} batch {batch} threads {threads}")
     usage = set(sess.kernel_usage())
     assert not any(k.startswith("onnx.reference") for k in usage), usage
-    assert EXPECTED[name] <= usage, EXPECTED[name] - usage
+    expected = (EXPECTED_FUSED if fusion else EXPECTED)[name]
+    assert expected <= usage, expected - usage
     assert all(entry.native for entry in sess.kernel_plan())
+    if fusion:  # no BatchNormalization is left after a Conv
+        assert "olc_normalization::BatchNormalization" not in usage
 
 
 def test_cnn_every_simd_level(cnn):

@@ -98,6 +98,11 @@ struct ConvAttrs {
   int64_t group = 1;
   std::vector<int64_t> kshape, strides, dil, pads;  // empty: not set
   std::vector<int64_t> out_pad, out_shape;          // ConvTranspose only
+  // olc.fused FusedConv only: the activation applied as tiles are stored,
+  // and BatchNormalization folded into the constant weights and bias.
+  Activation act;
+  bool bn = false;
+  double bn_eps = 1e-5;
 };
 
 struct ConvState : ConvAttrs {
@@ -113,6 +118,8 @@ struct ConvState : ConvAttrs {
   bool wpack_dw = false;
   const void* wdata = nullptr;
   std::vector<int64_t> wshape;
+  // With BatchNormalization folded: the bias (Cout values), float32.
+  std::vector<float> fbias;
   std::string detail_gemm, detail_pw, detail_dw;
 };
 
@@ -302,6 +309,7 @@ struct GemmJob {
   const void* x;
   void* y;
   const float* bias;  // float32, Cout values, or NULL
+  const Activation* act;  // applied to each finished tile; NULL: none
   int64_t KC, NC;
   int64_t tn, tm, mstep;
   bool direct_b;  // pointwise float32: X read in place
@@ -405,7 +413,10 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
           const float* ap = job.wp + ((gi * nstrips + m / MR) * g.Kg + k0) * MR;
           ep.bias = job.bias ? job.bias + co0 + m : nullptr;
-          isa->uk_f32(kc, ap, bp, ldbp, C + (m - m0) * ldc + j * NR, ldc, mr, nr, flags, &ep);
+          float* ct = C + (m - m0) * ldc + j * NR;
+          isa->uk_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep);
+          // The tile is final and still in L1.
+          if (job.act && (flags & kLast)) job.ck->activate(job.act, ct, mr, nr, ldc);
         }
       }
     }
@@ -428,6 +439,7 @@ struct DwJob {
   const void* x;
   void* y;
   const float* bias;
+  const Activation* act;
   int64_t rchunks, rstep;
   std::atomic<bool>* failed;
 };
@@ -476,6 +488,7 @@ void dw_range(void* user, int64_t begin, int64_t end) {
     }
     p.r0 = r0;
     p.r1 = r1;
+    p.act = job.act;
     job.ck->depthwise(&p);
     if (!f32) {
       const int64_t o = plane * g.out_sp + r0 * g.out[2];
@@ -495,10 +508,55 @@ bool get_ints(const olc_attribute* a, std::vector<int64_t>* out) {
 
 // Reads and checks the attributes, the input count and the types; false
 // (error written) on failure.
-bool parse_attrs(const olc_node_info* node, bool transpose, ConvAttrs* st, char* error, size_t esize) {
-  const char* op = transpose ? "ConvTranspose" : "Conv";
+// The activation of a FusedConv: its name and parameters.
+bool parse_activation(AttrReader& ar, Activation* act, char* error, size_t esize) {
+  const olc_attribute* a = ar.find("activation");
+  const olc_attribute* pa = ar.find("activation_params");
+  if (!a) {
+    if (pa) return fail_create(error, esize, "attribute 'activation_params' without 'activation'"), false;
+    return true;
+  }
+  if (a->type != OLC_ATTR_STRING || !a->s) return fail_create(error, esize, "attribute 'activation' must be a string"), false;
+  std::vector<double> p;
+  if (pa) {
+    if (pa->type != OLC_ATTR_FLOATS) return fail_create(error, esize, "attribute 'activation_params' must be floats"), false;
+    p.assign(pa->floats, pa->floats + pa->count);
+  }
+  struct Kind {
+    const char* name;
+    ActKind kind;
+    size_t nparams;
+  } kinds[] = {{"Relu", ActKind::kRelu, 0},       {"Clip", ActKind::kClip, 2},
+               {"LeakyRelu", ActKind::kLeakyRelu, 1}, {"HardSigmoid", ActKind::kHardSigmoid, 2},
+               {"Sigmoid", ActKind::kSigmoid, 0}, {"HardSwish", ActKind::kHardSwish, 0}};
+  for (const Kind& k : kinds) {
+    if (std::strcmp(k.name, a->s) != 0) continue;
+    if (p.size() != k.nparams)
+      return fail_create(error, esize, "activation %s takes %zu parameters, got %zu", k.name, k.nparams, p.size()),
+             false;
+    act->kind = k.kind;
+    act->a = p.size() > 0 ? static_cast<float>(p[0]) : 0.0f;
+    act->b = p.size() > 1 ? static_cast<float>(p[1]) : 0.0f;
+    return true;
+  }
+  return fail_create(error, esize, "unknown activation '%s'", a->s), false;
+}
+
+enum class ConvOp { kConv, kFusedConv, kTranspose };
+
+bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* error, size_t esize) {
+  const bool transpose = kind == ConvOp::kTranspose;
+  const bool fused = kind == ConvOp::kFusedConv;
+  const char* op = transpose ? "ConvTranspose" : fused ? "FusedConv" : "Conv";
   AttrReader ar{node, error, esize};
-  if (transpose) {
+  if (fused) {
+    if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
+                         "activation_params", "bn_epsilon"}))
+      return false;
+    if (!parse_activation(ar, &st->act, error, esize)) return false;
+    st->bn_eps = ar.get_float("bn_epsilon", 1e-5);
+    if (!ar.ok) return false;
+  } else if (transpose) {
     if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
                          "strides"}))
       return false;
@@ -566,8 +624,15 @@ bool parse_attrs(const olc_node_info* node, bool transpose, ConvAttrs* st, char*
       return false;
     }
   }
-  if (node->n_inputs < 2 || node->n_inputs > 3)
-    return fail_create(error, esize, "%s takes 2 or 3 inputs, got %d", op, node->n_inputs), false;
+  // FusedConv: X, W, B (or absent), then the four BatchNormalization
+  // inputs (scale, bias, mean, var) when one is folded in.
+  if (fused && node->n_inputs == 7) {
+    st->bn = true;
+  } else if (node->n_inputs < 2 || node->n_inputs > 3) {
+    return fail_create(error, esize, "%s takes 2 or 3 inputs%s, got %d", op, fused ? " (7 with BatchNormalization)" : "",
+                       node->n_inputs),
+           false;
+  }
   if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs), false;
   const int32_t dt = node->input_dtypes[0];
   if (dt != OLC_DTYPE_FLOAT && dt != OLC_DTYPE_FLOAT16 && dt != OLC_DTYPE_BFLOAT16)
@@ -575,6 +640,13 @@ bool parse_attrs(const olc_node_info* node, bool transpose, ConvAttrs* st, char*
            false;
   for (int32_t i = 1; i < node->n_inputs; ++i) {
     const int32_t t = node->input_dtypes[i];
+    if (i >= 3) {  // BatchNormalization's inputs: any float type
+      if (!is_float_type(t))
+        return fail_create(error, esize, "BatchNormalization input %d has type %s, a float type expected", i - 2,
+                           olc_dtype_name(t)),
+               false;
+      continue;
+    }
     if (t != OLC_DTYPE_UNDEFINED && t != dt)
       return fail_create(error, esize, "input %d has type %s, input 0 has %s", i, olc_dtype_name(t),
                          olc_dtype_name(dt)),
@@ -584,9 +656,50 @@ bool parse_attrs(const olc_node_info* node, bool transpose, ConvAttrs* st, char*
   return true;
 }
 
-void* conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+// BatchNormalization folded into constant weights: per output channel
+// f = scale / sqrt(var + eps), W' = W f, B' = (B - mean) f + bias, in
+// float64 from the inputs' own types, rounded once to float32. Fills
+// `w` (the folded W, float32) and st->fbias; false (error set) when an
+// input is not a constant of the expected shape.
+bool fold_batchnorm(const olc_node_info* node, ConvState* st, const olc_tensor& cw, std::vector<float>* w, char* error,
+                    size_t esize) {
+  const int64_t cout = cw.shape[0];
+  const int64_t n = olc_element_count(&cw);
+  const olc_tensor* c = node->input_constants;
+  auto vec = [&](int idx, const char* what, std::vector<double>* out) {
+    const olc_tensor& t = c[idx];
+    if (!t.data || t.ndim != 1 || t.shape[0] != cout) {
+      fail_create(error, esize, "BatchNormalization %s must be a constant of shape [%lld]", what, (long long)cout);
+      return false;
+    }
+    out->resize(static_cast<size_t>(cout));
+    for (int64_t i = 0; i < cout; ++i) {
+      double v;
+      if (t.dtype == OLC_DTYPE_DOUBLE) v = static_cast<const double*>(t.data)[i];
+      else v = elem(t.dtype, t.data, i);
+      (*out)[i] = v;
+    }
+    return true;
+  };
+  std::vector<double> scale, bias, mean, var, b0(static_cast<size_t>(cout), 0.0);
+  if (!vec(3, "scale", &scale) || !vec(4, "B", &bias) || !vec(5, "mean", &mean) || !vec(6, "var", &var)) return false;
+  if (node->n_inputs > 2 && node->input_dtypes[2] != OLC_DTYPE_UNDEFINED && !vec(2, "(the Conv bias)", &b0))
+    return false;
+  const int64_t per = n / cout;
+  w->resize(static_cast<size_t>(n));
+  st->fbias.resize(static_cast<size_t>(cout));
+  for (int64_t co = 0; co < cout; ++co) {
+    const double f = scale[co] / std::sqrt(var[co] + st->bn_eps);
+    st->fbias[co] = static_cast<float>((b0[co] - mean[co]) * f + bias[co]);
+    for (int64_t i = co * per; i < (co + 1) * per; ++i)
+      (*w)[i] = static_cast<float>(static_cast<double>(elem(st->dtype, cw.data, i)) * f);
+  }
+  return true;
+}
+
+void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool fused, char* error, size_t esize) {
   auto st = std::make_unique<ConvState>();
-  if (!parse_attrs(node, false, st.get(), error, esize)) return nullptr;
+  if (!parse_attrs(node, fused ? ConvOp::kFusedConv : ConvOp::kConv, st.get(), error, esize)) return nullptr;
   const int32_t dt = st->dtype;
   st->ks = select_kernels(api);
   const int32_t level = api->simd_level();
@@ -604,8 +717,17 @@ void* conv_create(const olc_core_api* api, const olc_node_info* node, char* erro
   // Constant W: packed once, in the layout its shape calls for.
   std::string pack_note;
   const olc_tensor* cw = node->input_constants ? &node->input_constants[1] : nullptr;
+  if (st->bn && !(cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5 && olc_element_count(cw) > 0 &&
+                  cw->shape[0] % st->group == 0))
+    return fail_create(error, esize, "folding BatchNormalization needs a constant W whose channels divide by group");
+  std::vector<float> folded;
+  if (st->bn && !fold_batchnorm(node, st.get(), *cw, &folded, error, esize)) return nullptr;
   if (cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5) {
     const int64_t n = olc_element_count(cw);
+    // With BatchNormalization folded, the weights packed are the folded
+    // float32 ones.
+    const int32_t wdt = st->bn ? OLC_DTYPE_FLOAT : dt;
+    const void* wsrc = st->bn ? static_cast<const void*>(folded.data()) : cw->data;
     const int64_t cout = cw->shape[0], cg = cw->shape[1];
     // The run takes the depthwise loop for one input channel per group,
     // unless the convolution is pointwise (1x1, stride 1, no padding).
@@ -621,8 +743,8 @@ void* conv_create(const olc_core_api* api, const olc_node_info* node, char* erro
       st->wpack = make_packed(PackLayout::kF32, nfl * sizeof(float));
       if (st->wpack) {
         float* dst = static_cast<float*>(st->wpack->data);
-        if (st->wpack_dw) convert_run(dt, cw->data, 1, n, dst);
-        else pack_strips(dt, cw->data, st->group, Mg, Kg, MR, dst);
+        if (st->wpack_dw) convert_run(wdt, wsrc, 1, n, dst);
+        else pack_strips(wdt, wsrc, st->group, Mg, Kg, MR, dst);
         st->wdata = cw->data;
         st->wshape.assign(cw->shape, cw->shape + cw->ndim);
         if (OLC_API_HAS(api, report_prepacked))
@@ -633,11 +755,22 @@ void* conv_create(const olc_core_api* api, const olc_node_info* node, char* erro
       }
     }
   }
+  if (st->bn && !st->wpack) return fail_create(error, esize, "out of memory packing the folded weights");
+  static const char* const kActNames[] = {"", "Relu", "Clip", "LeakyRelu", "HardSigmoid", "Sigmoid", "HardSwish"};
+  if (st->bn) pack_note += " +BatchNormalization";
+  if (st->act.kind != ActKind::kNone) pack_note += std::string(" +") + kActNames[static_cast<int>(st->act.kind)];
   const std::string isa = st->ks.isa_name;
   st->detail_gemm = isa + " implicit-gemm" + pack_note;
   st->detail_pw = isa + " pointwise-gemm" + pack_note;
   st->detail_dw = std::string(st->ck->name) + " depthwise" + pack_note;
   return st.release();
+}
+
+void* conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return conv_create_impl(api, node, false, error, esize);
+}
+void* fused_conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return conv_create_impl(api, node, true, error, esize);
 }
 
 void conv_destroy(void* state) { delete static_cast<ConvState*>(state); }
@@ -678,6 +811,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const olc_tensor* b = (n_inputs >= 3 && inputs[2].dtype != OLC_DTYPE_UNDEFINED) ? &inputs[2] : nullptr;
   if (!check_input(ctx, st, x, 0) || !check_input(ctx, st, w, 1) || (b && !check_input(ctx, st, *b, 2)))
     return OLC_ERROR;
+  if (st->bn && w.data != st->wdata)
+    return fail_run(ctx, "W is not the constant BatchNormalization was folded into at creation");
   Geom g;
   char err[400];
   if (!resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
@@ -690,7 +825,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (!y && total > 0) return OLC_ERROR;
   if (total == 0) return OLC_OK;
   std::vector<float> biasv;
-  const float* bias = bias_as_float(st->dtype, b, g.Cout, &biasv);
+  const float* bias = st->bn ? st->fbias.data() : bias_as_float(st->dtype, b, g.Cout, &biasv);
+  const Activation* act = st->act.kind == ActKind::kNone ? nullptr : &st->act;
   const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
                       std::equal(st->wshape.begin(), st->wshape.end(), w.shape) && st->wpack_dw == g.depthwise;
   const int64_t macs = total * g.Kg;
@@ -699,8 +835,11 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   std::atomic<bool> failed{false};
   if (g.Kg == 0) {
     for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t co = 0; co < g.Cout; ++co)
-        for (int64_t i = 0; i < g.out_sp; ++i) put(st->dtype, y, (n * g.Cout + co) * g.out_sp + i, bias ? bias[co] : 0.0f);
+      for (int64_t co = 0; co < g.Cout; ++co) {
+        float v = bias ? bias[co] : 0.0f;
+        st->ck->activate(act, &v, 1, 1, 1);
+        for (int64_t i = 0; i < g.out_sp; ++i) put(st->dtype, y, (n * g.Cout + co) * g.out_sp + i, v);
+      }
     g_api->record_usage_detail(ctx, st->detail_gemm.c_str());
     return OLC_OK;
   }
@@ -714,7 +853,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       convert_run(st->dtype, w.data, 1, g.Cout * g.ksz, tapsv.data());
       taps = tapsv.data();
     }
-    DwJob job{&g, st->dtype, st->ck, taps, x.data, y, bias, 1, 0, &failed};
+    DwJob job{&g, st->dtype, st->ck, taps, x.data, y, bias, act, 1, 0, &failed};
     const int64_t rows = g.out[0] * g.out[1];
     const int64_t planes = g.N * g.Cout;
     if (threads > 1 && planes < 4 * threads) job.rchunks = std::min<int64_t>(rows, (4 * threads + planes - 1) / planes);
@@ -747,6 +886,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.x = x.data;
   job.y = y;
   job.bias = bias;
+  job.act = act;
   job.KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   job.failed = &failed;
@@ -785,6 +925,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
 
 const olc_kernel_vtable kConv = {OLC_ABI_VERSION, 0, "olc_matmul::Conv", guarded_create<conv_create>,
                                  guarded_run<conv_run>, conv_destroy};
+const olc_kernel_vtable kFusedConv = {OLC_ABI_VERSION, 0, "olc_matmul::FusedConv", guarded_create<fused_conv_create>,
+                                      guarded_run<conv_run>, conv_destroy};
 
 // ------------------------------------------------------------ ConvTranspose
 
@@ -1078,7 +1220,7 @@ void t_range(void* user, int64_t begin, int64_t end) {
 
 void* convt_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
   auto st = std::make_unique<ConvTState>();
-  if (!parse_attrs(node, true, st.get(), error, esize)) return nullptr;
+  if (!parse_attrs(node, ConvOp::kTranspose, st.get(), error, esize)) return nullptr;
   const int32_t dt = st->dtype;
   st->ks = select_kernels(api);
   const char* lib = "olc_matmul";
@@ -1181,6 +1323,7 @@ const olc_kernel_vtable kConvTranspose = {OLC_ABI_VERSION, 0, "olc_matmul::ConvT
 
 void set_conv_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* conv_vtable() { return &kConv; }
+const olc_kernel_vtable* fused_conv_vtable() { return &kFusedConv; }
 const olc_kernel_vtable* conv_transpose_vtable() { return &kConvTranspose; }
 
 }  // namespace olc_mm

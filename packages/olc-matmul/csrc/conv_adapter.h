@@ -10,6 +10,8 @@
 namespace olc_mm {
 void set_conv_api(const olc_core_api* api);
 const olc_kernel_vtable* conv_vtable();
+// olc.fused FusedConv: Conv with BatchNormalization folded in and an activation.
+const olc_kernel_vtable* fused_conv_vtable();
 const olc_kernel_vtable* conv_transpose_vtable();
 }  // namespace olc_mm
 

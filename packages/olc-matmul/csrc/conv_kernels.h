@@ -9,6 +9,20 @@
 
 namespace olc_mm {
 
+// An activation a fused Conv applies to its output as each tile is stored
+// (ONNX semantics; NaN propagates through every kind):
+//   Relu         max(x, 0)
+//   Clip         min(max(x, a), b)
+//   LeakyRelu    x < 0 ? a x : x
+//   HardSigmoid  max(0, min(1, a x + b))
+//   Sigmoid      1 / (1 + exp(-x))
+//   HardSwish    x max(0, min(1, x / 6 + 1 / 2))
+enum class ActKind : int32_t { kNone = 0, kRelu, kClip, kLeakyRelu, kHardSigmoid, kSigmoid, kHardSwish };
+struct Activation {
+  ActKind kind = ActKind::kNone;
+  float a = 0.0f, b = 0.0f;
+};
+
 // One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows
 // of y[OD, OH, OW] from x[ID, IH, IW] and the taps w[KD, KH, KW]:
 //   y[o] = bias + sum over taps of w[t] * x[o * s - pb + t * d]
@@ -22,6 +36,7 @@ struct DwPlane {
   float* y;  // the plane's output (row r at y + r * OW)
   int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];  // pads at the start and end
   int64_t r0, r1;
+  const Activation* act;  // applied to each output row; NULL: none
 };
 
 // Rows [k0, k0 + kc) x output columns [s0, s0 + nc) of one group's im2col
@@ -40,6 +55,8 @@ struct ConvKernels {
   const char* name;
   void (*depthwise)(const DwPlane* p);
   void (*im2col)(const Im2colTile* t);
+  // rows x cols values at y (row stride ld) through the activation, in place.
+  void (*activate)(const Activation* act, float* y, int64_t rows, int64_t cols, int64_t ld);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }

@@ -65,6 +65,7 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "DynamicQuantizeMatMul") vt = olc_mm::dynamic_quantize_matmul_vtable();
         else if (op == "Einsum") vt = olc_mm::einsum_vtable();
         else if (op == "Conv") vt = olc_mm::conv_vtable();
+        else if (op == "FusedConv") vt = olc_mm::fused_conv_vtable();
         else if (op == "ConvTranspose") vt = olc_mm::conv_transpose_vtable();
         if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));

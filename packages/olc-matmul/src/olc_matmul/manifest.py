@@ -90,6 +90,12 @@ OPS: tuple[OpSpec, ...] = (
     # to the fallback. X, W and the optional B share T.
     OpSpec("Conv", "", (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),
            "T", ("T", "T", "T"), ("T",)),
+    # olc.fused FusedConv (the Conv graph pass, passes.py): Conv with a
+    # following BatchNormalization folded into its constant weights and an
+    # activation applied as its tiles are stored. Inputs X, W, B, then the
+    # BatchNormalization's scale, bias, mean and var (any float type).
+    OpSpec("FusedConv", "olc.fused", (Segment(1, MAX_OPSET, CONV_T + ("bfloat16",)),), "T",
+           ("T", "T", "T", None, None, None, None), ("T",)),
     # ConvTranspose: the same versions and types as Conv.
     OpSpec("ConvTranspose", "",
            (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),

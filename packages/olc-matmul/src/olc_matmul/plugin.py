@@ -1,4 +1,5 @@
-"""olc-core plugin: registers the kernels listed in manifest.py."""
+"""olc-core plugin: registers the kernels listed in manifest.py and the Conv
+graph pass (passes.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ DESCRIPTIONS = {
     "Einsum": "Einsum: pairwise contractions on the batched GEMM, strided permutes and reductions",
     "Conv": "Conv: pointwise GEMM, implicit GEMM over im2col tiles on the packed microkernels, direct depthwise",
     "ConvTranspose": "ConvTranspose: W^T X on the packed microkernels, scattered back per tile (col2im)",
+    "FusedConv": "Conv with BatchNormalization folded into its weights and an activation applied per output tile",
     "FusedMatMul": "FusedMatMul: MatMul with transposes and alpha on the packed GEMM, operands read in place",
     "MatMulIntegerToFloat": "MatMulIntegerToFloat: the integer GEMM (VNNI / vpmaddwd) with a float output stage",
     "DynamicQuantizeMatMul": "DynamicQuantizeMatMul: A quantized to uint8 per tensor, then the integer GEMM",
@@ -46,3 +48,10 @@ def registrations() -> list[olc_core.KernelRegistration]:
 @olc_core.hookimpl
 def olc_register_kernels() -> list[olc_core.KernelRegistration]:
     return registrations()
+
+
+@olc_core.hookimpl
+def olc_register_graph_passes() -> list[olc_core.GraphPass]:
+    from . import passes
+
+    return [passes.GRAPH_PASS]

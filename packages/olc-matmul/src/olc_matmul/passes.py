@@ -1,0 +1,191 @@
+"""The Conv graph pass of olc-matmul: a ``Conv`` and what follows it in one
+``olc.fused::FusedConv`` kernel.
+
+- ``Conv -> BatchNormalization`` (inference: one output, ``training_mode``
+  0, ``spatial`` 1): the normalization is folded into the Conv's weights
+  and bias when the kernel is created, ``W' = W f``, ``B' = (B - mean) f +
+  bias`` with ``f = scale / sqrt(var + epsilon)`` per output channel, in
+  float64, rounded once to float32 (the kernel packs its weights as
+  float32 for every input type). W, the Conv's bias (if any) and the four
+  normalization inputs must be initializers no feed can replace, each of
+  the normalization's inputs of shape ``[output channels]``.
+- ``Conv [-> BatchNormalization] -> activation``: ``Relu``, ``Clip``
+  (bounds as attributes before opset 11, constant scalar inputs after),
+  ``LeakyRelu``, ``HardSigmoid``, ``Sigmoid``, ``HardSwish``, applied by the
+  kernel to each output tile as it is stored.
+
+A value between the fused nodes must be read by nothing else and be no
+graph output; every value has one float type (float32, float16, bfloat16).
+The session still validates each rewrite and creates its kernel before it
+takes it: a kernel that refuses (a shape the weights cannot fold with, say)
+leaves the original nodes to run.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from olc_core import FUSED_DOMAIN, GraphPass, GraphPassContext, Rewrite
+
+PASS_NAME = "conv-fusion"
+FUSED_OP = "FusedConv"
+
+_DEFAULT = ("", "ai.onnx")
+_FLOAT_TYPES = {int(onnx.TensorProto.FLOAT), int(onnx.TensorProto.FLOAT16), int(onnx.TensorProto.BFLOAT16)}
+_CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
+def _attr(node: onnx.NodeProto, name: str, default: Any) -> Any:
+    for a in node.attribute:
+        if a.name == name:
+            return helper.get_attribute_value(a)
+    return default
+
+
+class _Graph:
+    def __init__(self, ctx: GraphPassContext):
+        self.ctx = ctx
+        self.nodes = list(ctx.graph.node)
+        self.producer: dict[str, int] = {}
+        for i, n in enumerate(self.nodes):
+            for o in n.output:
+                if o:
+                    self.producer[o] = i
+        self.opset = int(ctx.opsets.get("ai.onnx", ctx.opsets.get("", 0)))
+
+    def sole_reader(self, value: str) -> int | None:
+        """The one node reading `value`, when it is not a graph output."""
+        if value in self.ctx.graph_outputs:
+            return None
+        readers = self.ctx.consumers.get(value, ())
+        return readers[0] if len(readers) == 1 else None
+
+    def constant(self, value: str) -> np.ndarray | None:
+        """An initializer no feed replaces, or a Constant node's value."""
+        c = self.ctx.constants.get(value)
+        if c is not None:
+            return np.asarray(c)
+        i = self.producer.get(value)
+        if i is None:
+            return None
+        n = self.nodes[i]
+        if n.op_type != "Constant" or n.domain not in _DEFAULT or len(n.attribute) != 1:
+            return None
+        a = n.attribute[0]
+        try:
+            if a.name == "value":
+                return np.asarray(numpy_helper.to_array(a.t))
+            if a.name == "value_float":
+                return np.asarray(a.f, np.float32)
+        except Exception:  # noqa: BLE001 - a malformed constant: none
+            return None
+        return None
+
+
+def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | None:
+    """(activation name, parameters) of a node the kernel can apply, or None."""
+    if node.domain not in _DEFAULT or len([o for o in node.output if o]) != 1:
+        return None
+    op = node.op_type
+    if op in ("Relu", "Sigmoid", "HardSwish"):
+        return (op, [])
+    if op == "LeakyRelu":
+        return (op, [float(_attr(node, "alpha", 0.01))])
+    if op == "HardSigmoid":
+        return (op, [float(_attr(node, "alpha", 0.2)), float(_attr(node, "beta", 0.5))])
+    if op == "Clip":
+        if g.opset < 11:
+            return (op, [float(_attr(node, "min", -_FLT_MAX)), float(_attr(node, "max", _FLT_MAX))])
+        bounds = [-math.inf, math.inf]
+        for k, name in enumerate(list(node.input[1:3])):
+            if not name:
+                continue
+            c = g.constant(name)
+            if c is None or c.size != 1:
+                return None
+            bounds[k] = float(c.astype(np.float64).reshape(()))
+        return (op, bounds)
+    return None
+
+
+def _batchnorm_ok(g: _Graph, bn: onnx.NodeProto, w: np.ndarray) -> bool:
+    """An inference BatchNormalization over the Conv's channels whose inputs are constants of shape [C]."""
+    if bn.op_type != "BatchNormalization" or bn.domain not in _DEFAULT or g.opset < 7 or len(bn.input) != 5:
+        return False
+    if len([o for o in bn.output if o]) != 1 or not bn.output[0]:
+        return False
+    if int(_attr(bn, "training_mode", 0)) != 0 or int(_attr(bn, "spatial", 1)) != 1:
+        return False
+    for name in bn.input[1:]:
+        c = g.ctx.constants.get(name)
+        if c is None or np.asarray(c).shape != (w.shape[0],) or g.ctx.elem_type(name) not in _FLOAT_TYPES | {
+                int(onnx.TensorProto.DOUBLE)}:
+            return False
+    return True
+
+
+def _fuse(g: _Graph, ci: int) -> Rewrite | None:
+    conv = g.nodes[ci]
+    if conv.op_type != "Conv" or conv.domain not in _DEFAULT or len(conv.input) < 2 or len(conv.output) != 1:
+        return None
+    x, wname = conv.input[0], conv.input[1]
+    bname = conv.input[2] if len(conv.input) > 2 else ""
+    t = g.ctx.elem_type(x)
+    if t not in _FLOAT_TYPES or g.ctx.elem_type(conv.output[0]) != t:
+        return None
+    group = [ci]
+    inputs = [x, wname, bname]
+    attrs: dict[str, Any] = {a.name: helper.get_attribute_value(a) for a in conv.attribute if a.name in _CONV_ATTRS}
+    if len(attrs) != len(conv.attribute):
+        return None  # an attribute this kernel does not know
+    out = conv.output[0]
+    nxt = g.sole_reader(out)
+    w = g.ctx.constants.get(wname)
+    if nxt is not None and w is not None and (not bname or bname in g.ctx.constants):
+        bn = g.nodes[nxt]
+        if _batchnorm_ok(g, bn, np.asarray(w)) and bn.input[0] == out and g.ctx.elem_type(bn.output[0]) == t:
+            group.append(nxt)
+            inputs += list(bn.input[1:5])
+            attrs["bn_epsilon"] = float(_attr(bn, "epsilon", 1e-5))
+            out = bn.output[0]
+            nxt = g.sole_reader(out)
+    if nxt is not None:
+        act_node = g.nodes[nxt]
+        act = _activation(g, act_node)
+        if act is not None and act_node.input[0] == out and g.ctx.elem_type(act_node.output[0]) == t:
+            group.append(nxt)
+            attrs["activation"] = act[0]
+            if act[1]:
+                attrs["activation_params"] = act[1]
+            out = act_node.output[0]
+    if len(group) == 1:
+        return None
+    if len(inputs) == 3 and not bname:
+        inputs = inputs[:2]
+    names = [g.ctx.node_names[i] for i in group]
+    node = helper.make_node(FUSED_OP, inputs, [out], name=f"fused/{names[0]}", domain=FUSED_DOMAIN, **attrs)
+    return Rewrite(node, tuple(names))
+
+
+def fuse_conv(ctx: GraphPassContext) -> list[Rewrite]:
+    """The pass: one rewrite per Conv with a BatchNormalization or an activation to take in."""
+    g = _Graph(ctx)
+    out = []
+    for i in range(len(g.nodes)):
+        rw = _fuse(g, i)
+        if rw is not None:
+            out.append(rw)
+    return out
+
+
+GRAPH_PASS = GraphPass(
+    PASS_NAME, "olc-matmul", fuse_conv,
+    description="Conv [+ BatchNormalization folded into its weights] [+ Relu/Clip/LeakyRelu/HardSigmoid/Sigmoid/"
+                "HardSwish] -> one olc.fused::FusedConv",
+)
