@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 import onnxruntime as ort
 import pytest
+from ml_sessions import session
 from onnx import TensorProto
 
 import olc_core
@@ -35,8 +36,7 @@ def ort_run(model, feeds):
 
 
 def olc_run(model, feeds, threads=1):
-    s = olc_core.Session(model, strict=True, threads=threads)
-    return s.run(None, feeds)
+    return session(model, threads=threads).run(None, feeds)
 
 
 def assert_matches(got, want, atol=2e-5):
@@ -82,7 +82,7 @@ def test_string_labels(kind):
     model = (linear_model.LogisticRegression() if kind == "logistic" else svm.SVC()).fit(X, names[Y3])
     onx = skl2onnx.to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3},
                            options={id(model): {"zipmap": False}})
-    s = olc_core.Session(onx, strict=True)
+    s = session(onx)
     assert any(e.kernel.endswith("Strings") for e in s.kernel_plan())
     assert_matches(s.run(None, {"X": X}), ort_run(onx, {"X": X}))
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
+from ml_sessions import session
 from olc_ml import kernel_name
 from onnx import TensorProto, helper
 
@@ -27,7 +28,7 @@ def ort_run(model, feeds):
 
 
 def olc_run(model, feeds, op, threads=1):
-    s = olc_core.Session(model, strict=True, record_usage=True, threads=threads)
+    s = session(model, record_usage=True, threads=threads)
     out = s.run(None, feeds)
     assert kernel_name(op) in s.kernel_usage(), s.kernel_usage()
     return out
@@ -231,7 +232,7 @@ def test_string_class_labels(kind):
         model.fit(X, names[y])
         onx = skl2onnx.to_onnx(model, X[:1], target_opset={"": 17, "ai.onnx.ml": 3}, options={"zipmap": False})
         for data in (X, X_NAN, X[:1]):
-            s = olc_core.Session(onx, strict=True)
+            s = session(onx)
             assert s.kernel_plan()[0].kernel.endswith("TreeEnsembleClassifierStrings")
             got, want = s.run(None, {"X": data}), ort_run(onx, {"X": data})
             assert got[0].tolist() == want[0].tolist()
@@ -246,7 +247,7 @@ def test_v3_forms_at_ml_opset_5():
                   sklearn.RandomForestClassifier(n_estimators=5, max_depth=5, random_state=0).fit(X, y > 0)):
         options = {"zipmap": False} if hasattr(model, "classes_") else None
         onx = skl2onnx.to_onnx(model, X[:1], target_opset={"": 21, "ai.onnx.ml": 5}, options=options)
-        got = olc_core.Session(onx, strict=True).run(None, {"X": X_NAN})
+        got = session(onx).run(None, {"X": X_NAN})
         for g, w in zip(got, ort_run(onx, {"X": X_NAN})):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
 
