@@ -81,3 +81,15 @@ def test_type_strings_as_onnxruntime_spells_them():
     assert _type_string(seq) == "seq(tensor(int64))"
     assert _type_string(helper.make_tensor_type_proto(TensorProto.DOUBLE, None)) == "tensor(double)"
     assert _type_string(helper.make_optional_type_proto(seq)) == "optional(seq(tensor(int64)))"
+
+
+def test_olc_run_compares_sequences_of_maps():
+    from olc_core.cli import VERDICT_AGREE, VERDICT_DIFFER, compare_outputs
+
+    ours = [{7: 0.25, 3: 0.75}, {7: 1.0, 3: 0.0}]
+    (row,) = compare_outputs(["z"], [ours], [[{7: 0.25, 3: 0.7500001}, {7: 1.0, 3: 0.0}]], 1e-4, 1e-5)
+    assert row["verdict"] == VERDICT_AGREE and row["shape"] == [2, 2]
+    (row,) = compare_outputs(["z"], [ours], [[{7: 0.25, 3: 0.9}, {7: 1.0, 3: 0.0}]], 1e-4, 1e-5)
+    assert row["verdict"] == VERDICT_DIFFER and row["worst"]["index"] == [0, 1]
+    (row,) = compare_outputs(["z"], [ours], [[{3: 0.75, 7: 0.25}, {7: 1.0, 3: 0.0}]], 1e-4, 1e-5)
+    assert row["verdict"] == VERDICT_DIFFER and "keys" in row["note"]

@@ -632,6 +632,14 @@ def _nonfinite_counts(x: np.ndarray) -> tuple[int, int]:
     return int(np.isnan(f).sum()), int(np.isinf(f).sum())
 
 
+def _is_maps(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(d, dict) for d in x)
+
+
+def _map_values(maps: Any) -> np.ndarray:
+    return np.array([list(d.values()) for d in maps], dtype=np.float64).reshape(len(maps), -1)
+
+
 def compare_outputs(names: Sequence[str], ours: Sequence[np.ndarray], theirs: Sequence[np.ndarray],
                     rtol: float, atol: float) -> list[dict[str, Any]]:
     """Per output, the verdict of the module docstring's rule and what it rests on.
@@ -648,6 +656,18 @@ def compare_outputs(names: Sequence[str], ours: Sequence[np.ndarray], theirs: Se
     """
     rows = []
     for name, a, b in zip(names, ours, theirs):
+        if _is_maps(a) or _is_maps(b):
+            # Sequences of maps (ZipMap's output): the same keys in the same
+            # order, then their values compared as an array.
+            if not (_is_maps(a) and _is_maps(b) and [list(d) for d in a] == [list(d) for d in b]):
+                rows.append({"output": name, "shape": [len(b)] if isinstance(b, list) else list(np.shape(b)),
+                             "dtype": "map", "size": len(b) if isinstance(b, list) else int(np.size(b)),
+                             "max_abs": None, "tol_used": None, "exact": True, "beyond": 0, "nonfinite_mismatch": 0,
+                             "nonfinite_same": 0, "olc_nan": 0, "olc_inf": 0, "ort_nan": 0, "ort_inf": 0,
+                             "worst": None, "note": "the sequences of maps differ in length or keys",
+                             "verdict": VERDICT_DIFFER, "ok": False})
+                continue
+            a, b = _map_values(a), _map_values(b)
         a = np.asarray(a)
         b = np.asarray(b)
         olc_nan, olc_inf = _nonfinite_counts(a)
