@@ -49,7 +49,7 @@ struct Scratch {
     return static_cast<float*>(p);
   }
 };
-thread_local Scratch t_tile, t_ctile, t_xplane, t_yplane;
+thread_local Scratch t_tile, t_ctile, t_xplane, t_yplane, t_pad;
 
 inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
 
@@ -313,8 +313,38 @@ struct GemmJob {
   int64_t KC, NC;
   int64_t tn, tm, mstep;
   bool direct_b;  // pointwise float32: X read in place
+  // Implicit GEMM: the input in PadLayout l (images n0 .. n0 + nimg, each
+  // img_stride floats from src; src is X itself when no copy is needed),
+  // and the offset of each im2col row k from its group's first channel.
+  const float* src;
+  PadLayout l;
+  int64_t n0, nimg, img_stride;
+  const int64_t* koff;
   std::atomic<bool>* failed;
 };
+
+// The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
+// grid, cut at row ends, as (column in the panel, length, offset) with the
+// offset of the run's first position in PadLayout l.
+int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs) {
+  const int64_t OH = g.out[1], OW = g.out[2];
+  int64_t od = c0 / (OH * OW), oh = (c0 / OW) % OH, ow = c0 % OW;
+  int64_t n = 0;
+  for (int64_t c = 0; c < nc;) {
+    const int64_t len = std::min(nc - c, OW - ow);
+    runs[3 * n] = c;
+    runs[3 * n + 1] = len;
+    runs[3 * n + 2] = (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq + ow;
+    ++n;
+    c += len;
+    ow = 0;
+    if (++oh == OH) {
+      oh = 0;
+      ++od;
+    }
+  }
+  return n;
+}
 
 void gemm_range(void* user, int64_t begin, int64_t end) {
   const GemmJob& job = *static_cast<const GemmJob*>(user);
@@ -322,22 +352,22 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
   const IsaKernels* isa = job.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const bool f32 = job.dt == OLC_DTYPE_FLOAT;
-  const size_t es = f32 ? 4 : 2;
   const bool direct_b = job.direct_b;
   const int64_t nstrips = (g.Mg + MR - 1) / MR;
   // Split K evenly into blocks of at most KC.
   const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
   const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  std::vector<int64_t> runs;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ti = t % job.tn;
     const int64_t mi = (t / job.tn) % job.tm;
     const int64_t gi = (t / (job.tn * job.tm)) % g.G;
-    const int64_t n = t / (job.tn * job.tm * g.G);
+    const int64_t n = job.n0 + t / (job.tn * job.tm * g.G);
     const int64_t s0 = ti * job.NC, nc = std::min(job.NC, g.out_sp - s0);
     const int64_t m0 = mi * job.mstep, m1 = std::min(g.Mg, m0 + job.mstep);
     if (m0 >= m1 || nc <= 0) continue;
     const int64_t ncpad = (nc + NR - 1) / NR * NR;
-    const char* xg = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
+    const int64_t npanels = ncpad / NR;
     const int64_t co0 = gi * g.Mg;
     float* C;
     int64_t ldc;
@@ -348,10 +378,23 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       C = t_ctile.get(static_cast<size_t>((m1 - m0) * ncpad));
       ldc = ncpad;
     }
-    float* tile = t_tile.get(static_cast<size_t>((direct_b ? NR : ncpad) * kstep));
+    float* tile = t_tile.get(static_cast<size_t>(NR * kstep));
     if (!C || !tile) {
       job.failed->store(true);
       return;
+    }
+    const float* xg = nullptr;  // direct_b: X[n, g] itself, rows of in_sp values
+    const float* srcg = nullptr;
+    if (direct_b) {
+      xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp;
+    } else {
+      srcg = job.src + (n - job.n0) * job.img_stride + gi * g.Cg * job.l.cs;
+      // The panels' runs, once per task (each panel at most NR runs).
+      runs.resize(static_cast<size_t>(npanels * (3 * NR + 1)));
+      for (int64_t j = 0; j < npanels; ++j) {
+        int64_t* r = runs.data() + j * (3 * NR + 1);
+        r[0] = panel_runs(g, job.l, s0 + j * NR, std::min<int64_t>(NR, nc - j * NR), r + 1);
+      }
     }
     Epi<float> ep{};
     ep.alpha = 1.0f;
@@ -361,53 +404,30 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
-      const float* B;
-      int64_t ldb;
-      if (direct_b) {
-        // X[g] itself: rows of in_sp values; the column tail panel (the
-        // kernel reads NR columns) is copied, zero padded.
-        B = reinterpret_cast<const float*>(xg) + k0 * g.in_sp + s0;
-        ldb = g.in_sp;
-        const int64_t tail = nc % NR;
-        if (tail) {
-          for (int64_t r = 0; r < kc; ++r) {
-            const float* src = B + r * ldb + (nc - tail);
-            float* o = tile + r * NR;
-            std::memcpy(o, src, sizeof(float) * tail);
-            std::memset(o + tail, 0, sizeof(float) * (NR - tail));
-          }
-        }
-      } else {
-        Im2colTile it;
-        it.x = xg;
-        it.dtype = job.dt;
-        for (int i = 0; i < 3; ++i) {
-          it.in[i] = g.in[i];
-          it.out[i] = g.out[i];
-          it.k[i] = g.k[i];
-          it.s[i] = g.s[i];
-          it.d[i] = g.d[i];
-          it.pb[i] = g.pb[i];
-        }
-        it.k0 = k0;
-        it.kc = kc;
-        it.s0 = s0;
-        it.nc = nc;
-        it.ldt = ncpad;
-        it.tile = tile;
-        job.ck->im2col(&it);
-        B = tile;
-        ldb = ncpad;
-      }
-      for (int64_t j = 0; j * NR < nc; ++j) {
+      for (int64_t j = 0; j < npanels; ++j) {
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
         const float* bp;
-        int64_t ldbp = ldb;
-        if (direct_b && nr < NR) {
+        int64_t ldbp;
+        if (direct_b && nr == NR) {
+          bp = xg + k0 * g.in_sp + s0 + j * NR;
+          ldbp = g.in_sp;
+        } else if (direct_b) {
+          // The column tail panel (the kernel reads NR columns), zero padded.
+          const float* src = xg + k0 * g.in_sp + s0 + j * NR;
+          for (int64_t r = 0; r < kc; ++r) {
+            std::memcpy(tile + r * NR, src + r * g.in_sp, sizeof(float) * nr);
+            std::memset(tile + r * NR + nr, 0, sizeof(float) * (NR - nr));
+          }
           bp = tile;
           ldbp = NR;
         } else {
-          bp = B + j * NR;
+          // This panel of the im2col matrix, built just before use: it
+          // stays in L1 while every strip of the task's rows reads it.
+          const int64_t* r = runs.data() + j * (3 * NR + 1);
+          PanelB pb{srcg, job.koff + k0, kc, r + 1, r[0], nr, NR, tile};
+          job.ck->panel(&pb);
+          bp = tile;
+          ldbp = NR;
         }
         for (int64_t m = m0; m < m1; m += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
@@ -426,6 +446,40 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         for (int64_t c = 0; c < nc; ++c) put(job.dt, job.y, o + c, C[i * ldc + c]);
       }
     }
+  }
+}
+
+// Pad copies of the images [n0, n0 + nimg): work items are (image, channel).
+struct PadJob {
+  const Geom* g;
+  const ConvKernels* ck;
+  const void* x;
+  int32_t dt;
+  PadLayout l;
+  int64_t n0;
+  float* dst;
+  int64_t img_stride;
+};
+
+void pad_range(void* user, int64_t begin, int64_t end) {
+  const PadJob& job = *static_cast<const PadJob*>(user);
+  const Geom& g = *job.g;
+  const size_t es = job.dt == OLC_DTYPE_FLOAT ? 4 : 2;
+  while (begin < end) {
+    const int64_t img = begin / g.C, c0 = begin % g.C;
+    const int64_t c1 = std::min(g.C, c0 + (end - begin));
+    PadCopy pc;
+    pc.x = static_cast<const char*>(job.x) + static_cast<size_t>(((job.n0 + img) * g.C + c0) * g.in_sp) * es;
+    pc.dtype = job.dt;
+    pc.nch = c1 - c0;
+    for (int i = 0; i < 3; ++i) {
+      pc.in[i] = g.in[i];
+      pc.pb[i] = g.pb[i];
+    }
+    pc.l = job.l;
+    pc.dst = job.dst + img * job.img_stride + c0 * job.l.cs;
+    job.ck->pad_copy(&pc);
+    begin += c1 - c0;
   }
 }
 
@@ -915,9 +969,69 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (threads > 1 && base < 2 * threads) job.tm = std::min<int64_t>(mblocks, (2 * threads + base - 1) / base);
   job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
   job.tm = (g.Mg + job.mstep - 1) / job.mstep;
-  const int64_t tasks = base * job.tm;
-  if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemm_range, &job);
-  else gemm_range(&job, 0, tasks);
+  const int64_t per_image = g.G * job.tn * job.tm;
+  auto run_tasks = [&](int64_t nimg) {
+    const int64_t tasks = nimg * per_image;
+    if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemm_range, &job);
+    else gemm_range(&job, 0, tasks);
+  };
+  if (job.direct_b) {
+    job.n0 = 0;
+    job.nimg = g.N;
+    run_tasks(g.N);
+  } else {
+    // The implicit GEMM reads X through PadLayout: X itself when it is
+    // float32 with no padding and unit W stride, else a padded copy made
+    // per chunk of images (at most 16 MiB, at least one image) before
+    // that chunk's tasks.
+    bool copy = st->dtype != OLC_DTYPE_FLOAT || g.s[2] != 1;
+    for (int i = 0; i < 3; ++i) copy = copy || g.pb[i] || g.pe[i];
+    PadLayout& l = job.l;
+    if (copy) {
+      l.Dp = g.in[0] + g.pb[0] + g.pe[0];
+      l.Hp = g.in[1] + g.pb[1] + g.pe[1];
+      l.sw = g.s[2];
+      l.Wq = (g.in[2] + g.pb[2] + g.pe[2] + l.sw - 1) / l.sw;
+      l.cs = l.Dp * l.Hp * l.sw * l.Wq;
+    } else {
+      l = PadLayout{g.in[0], g.in[1], 1, g.in[2], g.in_sp};
+    }
+    job.img_stride = g.C * l.cs;
+    std::vector<int64_t> koff(static_cast<size_t>(g.Kg));
+    for (int64_t ci = 0, k = 0; ci < g.Cg; ++ci)
+      for (int64_t kd = 0; kd < g.k[0]; ++kd)
+        for (int64_t kh = 0; kh < g.k[1]; ++kh)
+          for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
+            const int64_t cw = kw * g.d[2];
+            koff[k] = ci * l.cs + ((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw;
+          }
+    job.koff = koff.data();
+    const int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(4) << 20) / job.img_stride))
+                               : g.N;
+    float* buf = nullptr;
+    if (copy) {
+      buf = t_pad.get(static_cast<size_t>(chunk * job.img_stride));
+      if (!buf) return fail_run(ctx, "out of memory for the Conv work buffers");
+    }
+    for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+      const int64_t nimg = std::min(chunk, g.N - n0);
+      job.n0 = n0;
+      job.nimg = nimg;
+      if (copy) {
+        PadJob pj{&g, st->ck, x.data, st->dtype, l, n0, buf, job.img_stride};
+        const int64_t items = nimg * g.C;
+        if (threads > 1 && nimg * job.img_stride >= (int64_t(1) << 16))
+          g_api->parallel_for(ctx, items, std::max<int64_t>(1, items / (4 * threads)), 0, &pad_range, &pj);
+        else
+          pad_range(&pj, 0, items);
+        job.src = buf;
+      } else {
+        job.src = static_cast<const float*>(x.data);
+      }
+      run_tasks(nimg);
+      if (failed.load()) break;
+    }
+  }
   if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
   g_api->record_usage_detail(ctx, (g.pointwise ? st->detail_pw : st->detail_gemm).c_str());
   return OLC_OK;

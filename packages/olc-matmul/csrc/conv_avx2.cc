@@ -1,5 +1,7 @@
 // The avx2 Conv loops (see conv_kernels.inc). Compiled with this
 // level's flags only; entered after the runtime check for the level.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,5 @@
 // The Conv loops around the GEMM: the depthwise convolution (which the GEMM
-// does not serve) and the im2col tiles it multiplies, one table per ISA
+// does not serve) and the im2col panels it multiplies, one table per ISA
 // level. Plain structs and function pointers only: the per-ISA files
 // compile the same loops (conv_kernels.inc) with their own flags.
 #ifndef OLC_MATMUL_CONV_KERNELS_H_
@@ -39,22 +39,68 @@ struct DwPlane {
   const Activation* act;  // applied to each output row; NULL: none
 };
 
-// Rows [k0, k0 + kc) x output columns [s0, s0 + nc) of one group's im2col
-// matrix (row k = (ci, kd, kh, kw), column = output position), in float32,
-// row-major with row stride ldt; columns nc .. ldt zero. x is the group's
-// first input channel (float32, float16 or bfloat16, dtype an ONNX code).
-struct Im2colTile {
+// The input of the implicit GEMM: float32, zero padded, each padded row
+// split into sw phase rows (padded columns p, p + sw, p + 2 sw, ... for
+// p < sw) so that a run of output positions along W reads consecutive
+// values at any stride. Channel c, padded depth d, padded row h, phase p:
+// Wq values at c * cs + ((d * Hp + h) * sw + p) * Wq.
+struct PadLayout {
+  int64_t Dp, Hp, sw, Wq, cs;
+};
+
+// Channels [0, nch) of x (float32, float16 or bfloat16: dtype an ONNX code;
+// each channel in[0] x in[1] x in[2] values) into dst in that layout, with
+// pb pads at the start of each axis (and zeros up to the layout's end).
+struct PadCopy {
   const void* x;
   int32_t dtype;
-  int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
-  int64_t k0, kc, s0, nc, ldt;
-  float* tile;
+  int64_t nch;
+  int64_t in[3], pb[3];
+  PadLayout l;
+  float* dst;
+};
+
+// One kc x NR panel of the im2col matrix, k-major (NR floats per k row),
+// the microkernel's B operand: row r, column j is src[koff[r] + off(j)],
+// where the columns come as runs of consecutive offsets (col, len, off)
+// covering [0, nc); columns nc .. NR are zero.
+struct PanelB {
+  const float* src;
+  const int64_t* koff;
+  int64_t kc;
+  const int64_t* runs;  // nruns triples (col, len, off)
+  int64_t nruns;
+  int64_t nc;
+  int NR;
+  float* dst;
+};
+
+// Depthwise convolution of small planes, vectorised across channels: the
+// output planes of nch <= L channels (L the level's float lanes) at once,
+// from an interleaved copy of their input planes ([padded position][L]).
+// Output channel lane l reads input channel xch[l] of x (dtype an ONNX
+// code, planes of in_sp values), its taps w[t * L + l] and bias[l], and is
+// written (float32) to y + l * out_sp.
+struct DwBlock {
+  const void* x;
+  int32_t dtype;
+  int64_t in_sp, out_sp;
+  const int64_t* xch;
+  int64_t nch;
+  const float* w;
+  const float* bias;  // L values
+  float* y;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+  const Activation* act;
 };
 
 struct ConvKernels {
   const char* name;
   void (*depthwise)(const DwPlane* p);
-  void (*im2col)(const Im2colTile* t);
+  int lanes;  // float32 lanes of a vector (the DwBlock width)
+  void (*pad_copy)(const PadCopy* p);
+  void (*panel)(const PanelB* p);
+  void (*depthwise_block)(const DwBlock* b);
   // rows x cols values at y (row stride ld) through the activation, in place.
   void (*activate)(const Activation* act, float* y, int64_t rows, int64_t cols, int64_t ld);
 };

@@ -144,6 +144,13 @@ CASES = [
     ((1, 3, 5, 7, 6), (3, 1, 3, 3, 3), {"group": 3, "dilations": [1, 2, 1], "pads": [1, 2, 1, 1, 2, 1]}),
     # several K blocks and channel tiles (K = 576 > kc, 40 output channels)
     ((1, 64, 12, 13), (40, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    # the padded copy's W phases: rows wider than two vectors, odd and even
+    # start pads, stride 3 with dilation, rows of one and two vectors
+    ((1, 3, 5, 70), (4, 3, 3, 3), {"strides": [1, 2], "pads": [1, 1, 1, 2]}),
+    ((2, 3, 5, 71), (4, 3, 3, 5), {"strides": [2, 2], "pads": [0, 2, 1, 0]}),
+    ((1, 2, 7, 40), (3, 2, 3, 4), {"strides": [1, 3], "pads": [1, 1, 1, 1], "dilations": [1, 2]}),
+    ((1, 8, 16, 16), (12, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((1, 8, 8, 8), (12, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
