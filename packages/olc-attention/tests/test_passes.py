@@ -246,10 +246,14 @@ def test_the_pass_leaves_other_graphs_alone(case):
     assert fused_entries(s) == []
     assert FUSED not in s.kernel_usage()
     _, want = run(model, feeds, fusion=False)
-    ort = ort_run(model, feeds)
-    for g, w, o in zip(got, want, ort):
+    for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-        assert_close(g, o, "float32", case)
+    # onnx.reference (1.23) computes an opset-11 Softmax per axis (opset 13's
+    # rule) instead of over the flattened trailing axes: against onnxruntime
+    # only where a native kernel runs it.
+    if not any(e.kernel.startswith("onnx.reference") for e in s.kernel_plan() if e.op_type == "Softmax"):
+        for g, o in zip(got, ort_run(model, feeds)):
+            assert_close(g, o, "float32", case)
 
 
 def test_heads_that_do_not_split_the_last_axis_are_left_alone():
