@@ -120,7 +120,7 @@ struct ConvState : ConvAttrs {
   std::vector<int64_t> wshape;
   // With BatchNormalization folded: the bias (Cout values), float32.
   std::vector<float> fbias;
-  std::string detail_gemm, detail_pw, detail_dw;
+  std::string detail_gemm, detail_pw, detail_dw, detail_dwb;
 };
 
 std::string fmt_ints(const std::vector<int64_t>& v) {
@@ -269,7 +269,7 @@ bool resolve(const ConvState* st, const olc_tensor& x, const olc_tensor& w, cons
   g->pointwise = true;
   for (int i = 0; i < 3; ++i)
     g->pointwise = g->pointwise && g->k[i] == 1 && g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
-  g->depthwise = g->Cg == 1 && g->G > 1 && !g->pointwise;
+  g->depthwise = g->Cg == 1 && g->G > 1;
   return true;
 }
 
@@ -552,6 +552,86 @@ void dw_range(void* user, int64_t begin, int64_t end) {
   }
 }
 
+// Small planes (output rows narrower than a vector): blocks of L output
+// channels at once, vectorised across channels (DwBlock). Work items are
+// (image, block).
+struct DwBlockJob {
+  const Geom* g;
+  int32_t dt;
+  const ConvKernels* ck;
+  const float* wblk;  // [blocks][ksz][L] float32
+  const void* x;
+  void* y;
+  const float* bias;
+  const Activation* act;
+  std::atomic<bool>* failed;
+};
+
+void dw_block_range(void* user, int64_t begin, int64_t end) {
+  const DwBlockJob& job = *static_cast<const DwBlockJob*>(user);
+  const Geom& g = *job.g;
+  const int L = job.ck->lanes;
+  const int64_t nblk = (g.Cout + L - 1) / L;
+  const bool f32 = job.dt == OLC_DTYPE_FLOAT;
+  const size_t es = f32 ? 4 : 2;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t bi = t % nblk, n = t / nblk;
+    const int64_t co0 = bi * L, nch = std::min<int64_t>(L, g.Cout - co0);
+    int64_t xch[64];
+    float bias[64] = {};
+    for (int64_t l = 0; l < nch; ++l) {
+      xch[l] = (co0 + l) / g.Mg;
+      if (job.bias) bias[l] = job.bias[co0 + l];
+    }
+    DwBlock b;
+    b.x = static_cast<const char*>(job.x) + static_cast<size_t>(n * g.C * g.in_sp) * es;
+    b.dtype = job.dt;
+    b.in_sp = g.in_sp;
+    b.out_sp = g.out_sp;
+    b.xch = xch;
+    b.nch = nch;
+    b.w = job.wblk + bi * g.ksz * L;
+    b.bias = bias;
+    float* yb = nullptr;
+    if (f32) {
+      b.y = static_cast<float*>(job.y) + (n * g.Cout + co0) * g.out_sp;
+    } else {
+      yb = t_yplane.get(static_cast<size_t>(nch * g.out_sp));
+      if (!yb) {
+        job.failed->store(true);
+        return;
+      }
+      b.y = yb;
+    }
+    for (int i = 0; i < 3; ++i) {
+      b.in[i] = g.in[i];
+      b.out[i] = g.out[i];
+      b.k[i] = g.k[i];
+      b.s[i] = g.s[i];
+      b.d[i] = g.d[i];
+      b.pb[i] = g.pb[i];
+      b.pe[i] = g.pe[i];
+    }
+    b.act = job.act;
+    job.ck->depthwise_block(&b);
+    if (!f32) {
+      const int64_t o = (n * g.Cout + co0) * g.out_sp;
+      for (int64_t i = 0; i < nch * g.out_sp; ++i) put(job.dt, job.y, o + i, yb[i]);
+    }
+  }
+}
+
+// Taps [Cout, ksz] into blocks of L channels, [block][ksz][L], zeros past Cout.
+void block_taps(const float* taps, int64_t cout, int64_t ksz, int L, float* dst) {
+  const int64_t nblk = (cout + L - 1) / L;
+  for (int64_t b = 0; b < nblk; ++b)
+    for (int64_t t = 0; t < ksz; ++t)
+      for (int l = 0; l < L; ++l) {
+        const int64_t co = b * L + l;
+        dst[(b * ksz + t) * L + l] = co < cout ? taps[co * ksz + t] : 0.0f;
+      }
+}
+
 // ------------------------------------------------------------ create / run
 
 bool get_ints(const olc_attribute* a, std::vector<int64_t>* out) {
@@ -790,15 +870,23 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
     for (int64_t v : st->strides) pointwise = pointwise && v == 1;
     for (int64_t v : st->pads) pointwise = pointwise && v == 0;
     if (n > 0 && cout % st->group == 0) {
-      st->wpack_dw = cg == 1 && st->group > 1 && !pointwise;
+      st->wpack_dw = cg == 1 && st->group > 1;
       const int MR = st->ks.isa->mr_f32;
       const int64_t Mg = cout / st->group, Kg = n / cout;
-      const size_t nfl = st->wpack_dw ? static_cast<size_t>(n) : strips_floats(st->group, Mg, Kg, MR);
+      // Depthwise: the taps per channel, then the same in blocks of L
+      // channels for small planes.
+      const int L = st->ck->lanes;
+      const size_t nfl = st->wpack_dw ? static_cast<size_t>(n + (cout + L - 1) / L * Kg * L)
+                                      : strips_floats(st->group, Mg, Kg, MR);
       st->wpack = make_packed(PackLayout::kF32, nfl * sizeof(float));
       if (st->wpack) {
         float* dst = static_cast<float*>(st->wpack->data);
-        if (st->wpack_dw) convert_run(wdt, wsrc, 1, n, dst);
-        else pack_strips(wdt, wsrc, st->group, Mg, Kg, MR, dst);
+        if (st->wpack_dw) {
+          convert_run(wdt, wsrc, 1, n, dst);
+          block_taps(dst, cout, Kg, L, dst + n);
+        } else {
+          pack_strips(wdt, wsrc, st->group, Mg, Kg, MR, dst);
+        }
         st->wdata = cw->data;
         st->wshape.assign(cw->shape, cw->shape + cw->ndim);
         if (OLC_API_HAS(api, report_prepacked))
@@ -817,6 +905,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   st->detail_gemm = isa + " implicit-gemm" + pack_note;
   st->detail_pw = isa + " pointwise-gemm" + pack_note;
   st->detail_dw = std::string(st->ck->name) + " depthwise" + pack_note;
+  st->detail_dwb = std::string(st->ck->name) + " depthwise-channels" + pack_note;
   return st.release();
 }
 
@@ -906,6 +995,26 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       tapsv.resize(static_cast<size_t>(g.Cout * g.ksz));
       convert_run(st->dtype, w.data, 1, g.Cout * g.ksz, tapsv.data());
       taps = tapsv.data();
+    }
+    const int L = st->ck->lanes;
+    if (g.out[2] < L && L <= 64) {
+      // Output rows narrower than a vector: L channels at once.
+      std::vector<float> wblkv;
+      const float* wblk;
+      if (packed) {
+        wblk = taps + g.Cout * g.ksz;
+      } else {
+        wblkv.resize(static_cast<size_t>((g.Cout + L - 1) / L * g.ksz * L));
+        block_taps(taps, g.Cout, g.ksz, L, wblkv.data());
+        wblk = wblkv.data();
+      }
+      DwBlockJob bj{&g, st->dtype, st->ck, wblk, x.data, y, bias, act, &failed};
+      const int64_t tasks = g.N * ((g.Cout + L - 1) / L);
+      if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &dw_block_range, &bj);
+      else dw_block_range(&bj, 0, tasks);
+      if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
+      g_api->record_usage_detail(ctx, st->detail_dwb.c_str());
+      return OLC_OK;
     }
     DwJob job{&g, st->dtype, st->ck, taps, x.data, y, bias, act, 1, 0, &failed};
     const int64_t rows = g.out[0] * g.out[1];

@@ -151,6 +151,18 @@ CASES = [
     ((1, 2, 7, 40), (3, 2, 3, 4), {"strides": [1, 3], "pads": [1, 1, 1, 1], "dilations": [1, 2]}),
     ((1, 8, 16, 16), (12, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
     ((1, 8, 8, 8), (12, 8, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    # depthwise through the phase-split buffer (strides 2 and 3, wide and
+    # narrow rows, odd pads) and vectorised across channels (rows narrower
+    # than a vector: 7x7, 4x4, 3-D, a channel multiplier, more channels
+    # than one block)
+    ((1, 4, 9, 70), (4, 1, 3, 3), {"group": 4, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 3, 9, 67), (6, 1, 3, 5), {"group": 3, "strides": [1, 3], "pads": [0, 3, 1, 0]}),
+    ((2, 3, 40), (3, 1, 5), {"group": 3, "strides": [2], "pads": [2, 2]}),
+    ((1, 20, 7, 7), (20, 1, 3, 3), {"group": 20, "pads": [1, 1, 1, 1]}),
+    ((2, 19, 4, 4), (38, 1, 5, 5), {"group": 19, "pads": [2, 2, 2, 2]}),
+    ((1, 18, 8, 8), (18, 1, 5, 5), {"group": 18, "strides": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 5, 3, 4, 5), (5, 1, 3, 3, 3), {"group": 5, "pads": [1, 1, 1, 1, 1, 1]}),
+    ((1, 17, 5, 6), (17, 1, 1, 1), {"group": 17}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
@@ -356,6 +368,9 @@ GUARD_CASES = [
     ((1, 3, 4, 33), (3, 1, 3, 3), {"group": 3, "strides": [1, 2]}),
     ((1, 3, 4, 65), (6, 1, 3, 3), {"group": 3, "pads": [0, 1, 0, 1]}),
     ((1, 2, 31), (2, 1, 5), {"group": 2}),
+    ((1, 20, 7, 7), (20, 1, 3, 3), {"group": 20, "pads": [1, 1, 1, 1]}),  # across channels
+    ((1, 3, 5, 5), (3, 1, 3, 3), {"group": 3, "strides": [2, 2]}),
+    ((1, 3, 6, 37), (4, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # phase-split copy
 ]
 
 
