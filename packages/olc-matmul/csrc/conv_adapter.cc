@@ -33,6 +33,10 @@ const olc_core_api* g_api = nullptr;
 
 enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
+// Constant weights up to this many values are also packed as the
+// transposed product's W^T panels (16 MiB of float32).
+constexpr int64_t kMaxWtFloats = int64_t(1) << 22;
+
 // Per-thread scratch, 64-byte aligned, grown on demand and kept.
 struct Scratch {
   void* p = nullptr;
@@ -112,15 +116,19 @@ struct ConvState : ConvAttrs {
   const olc_tuning_param* t_nc = nullptr;
   const olc_tuning_param* t_par = nullptr;
   const olc_tuning_param* t_pwd = nullptr;
+  const olc_tuning_param* t_trows = nullptr;
   // Constant weights: MR-row strips (GEMM) or float32 taps (depthwise),
   // chosen from W's shape (the input's channel count is checked per run).
   std::shared_ptr<PackedB> wpack;
+  // The transposed product's W^T panels (GEMM layouts, W up to
+  // kMaxWtFloats values).
+  std::shared_ptr<PackedB> wtpack;
   bool wpack_dw = false;
   const void* wdata = nullptr;
   std::vector<int64_t> wshape;
   // With BatchNormalization folded: the bias (Cout values), float32.
   std::vector<float> fbias;
-  std::string detail_gemm, detail_pw, detail_dw, detail_dwb;
+  std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb;
 };
 
 std::string fmt_ints(const std::vector<int64_t>& v) {
@@ -480,6 +488,157 @@ void pad_range(void* user, int64_t begin, int64_t end) {
     pc.dst = job.dst + img * job.img_stride + c0 * job.l.cs;
     job.ck->pad_copy(&pc);
     begin += c1 - c0;
+  }
+}
+
+// ------------------------------------------------------------ transposed GEMM
+
+// Few output positions (a 4x4 or 7x7 plane, a 1x1 squeeze) fill the
+// microkernel's NR columns poorly in the product above. Transposed,
+//   Y[n, g]^T = Xcol^T W[g]^T,
+// the positions are the rows (strips of MR, cheap when partial) and the
+// output channels the columns: W^T is packed into NR-column panels (at
+// create() for a constant W), each MR-row strip of Xcol^T is an im2col
+// panel of MR positions (the same builder), and the [position][channel]
+// result is transposed into the NCHW planes as it is stored. The positions
+// of every image of a chunk stack into one set of rows.
+
+// W [G * Mg, Kg] as W^T panels: per group, ceil(Mg / NR) panels of Kg x NR
+// (k-major), columns past Mg zero.
+void pack_wt(int32_t dt, const void* W, int64_t G, int64_t Mg, int64_t Kg, int NR, float* dst) {
+  const int64_t np = (Mg + NR - 1) / NR;
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t pnl = 0; pnl < np; ++pnl) {
+      float* o = dst + (g * np + pnl) * Kg * NR;
+      for (int j = 0; j < NR; ++j) {
+        const int64_t m = pnl * NR + j;
+        if (m >= Mg) {
+          for (int64_t k = 0; k < Kg; ++k) o[k * NR + j] = 0.0f;
+          continue;
+        }
+        const int64_t row = (g * Mg + m) * Kg;
+        for (int64_t k = 0; k < Kg; ++k) o[k * NR + j] = elem(dt, W, row + k);
+      }
+    }
+}
+
+size_t wt_floats(int64_t G, int64_t Mg, int64_t Kg, int NR) {
+  return static_cast<size_t>(G * ((Mg + NR - 1) / NR) * Kg * NR);
+}
+
+// Output columns of the normal product that do useful work, against the
+// transposed product's: true when the transposed one wastes clearly less.
+bool prefer_transposed(int64_t out_sp, int64_t Mg, int NR) {
+  const double normal = double(out_sp) / double((out_sp + NR - 1) / NR * NR);
+  const double transposed = double(Mg) / double((Mg + NR - 1) / NR * NR);
+  return transposed > 1.15 * normal;
+}
+
+struct GemmTJob {
+  const Geom* g;
+  int32_t dt;
+  const IsaKernels* isa;
+  const ConvKernels* ck;
+  const float* wt;  // W^T panels
+  void* y;
+  const float* bias;
+  const Activation* act;
+  const float* src;  // the input in PadLayout l, images n0 .. n0 + nimg
+  PadLayout l;
+  int64_t n0, nimg, img_stride;
+  const int64_t* koff;
+  int64_t KC;
+  int64_t ppt;  // W^T panels per task
+  std::atomic<bool>* failed;
+};
+
+// The runs of MR stacked rows [r0, r0 + cnt) (row = image * out_sp +
+// position), as panel_runs gives them for one image.
+int64_t strip_runs(const Geom& g, const PadLayout& l, int64_t img_stride, int64_t r0, int64_t cnt, int64_t* runs) {
+  int64_t n = 0;
+  for (int64_t c = 0; c < cnt;) {
+    const int64_t img = (r0 + c) / g.out_sp, pos = (r0 + c) % g.out_sp;
+    const int64_t len = std::min(cnt - c, g.out_sp - pos);
+    const int64_t k = panel_runs(g, l, pos, len, runs + 3 * n);
+    for (int64_t i = 0; i < k; ++i) {
+      runs[3 * (n + i)] += c;
+      runs[3 * (n + i) + 2] += img * img_stride;
+    }
+    n += k;
+    c += len;
+  }
+  return n;
+}
+
+void gemmt_range(void* user, int64_t begin, int64_t end) {
+  const GemmTJob& job = *static_cast<const GemmTJob*>(user);
+  const Geom& g = *job.g;
+  const IsaKernels* isa = job.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int64_t npg = (g.Mg + NR - 1) / NR;            // panels per group
+  const int64_t tpg = (npg + job.ppt - 1) / job.ppt;   // tasks per group
+  const int64_t rows = job.nimg * g.out_sp;
+  const int64_t nstrips = (rows + MR - 1) / MR;
+  const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
+  const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  std::vector<int64_t> runs(static_cast<size_t>(nstrips * (3 * MR + 1)));
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t gi = t / tpg, p0 = (t % tpg) * job.ppt, p1 = std::min(npg, p0 + job.ppt);
+    const int64_t c0 = p0 * NR, c1 = std::min(g.Mg, p1 * NR);  // channels of the group
+    const int64_t ldc = (p1 - p0) * NR;
+    float* abuf = t_tile.get(static_cast<size_t>(nstrips * MR * kstep));
+    float* C = t_ctile.get(static_cast<size_t>(rows * ldc));
+    if (!abuf || !C) {
+      job.failed->store(true);
+      return;
+    }
+    const float* srcg = job.src + gi * g.Cg * job.l.cs;
+    for (int64_t si = 0; si < nstrips; ++si) {
+      int64_t* r = runs.data() + si * (3 * MR + 1);
+      r[0] = strip_runs(g, job.l, job.img_stride, si * MR, std::min<int64_t>(MR, rows - si * MR), r + 1);
+    }
+    Epi<float> ep{};
+    ep.alpha = 1.0f;
+    ep.beta = 1.0f;
+    ep.bias_rs = 0;
+    ep.bias_cs = 1;
+    for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
+      const int64_t kc = std::min(kstep, g.Kg - k0);
+      const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
+      // Every strip of Xcol^T for this K block (MR positions each).
+      for (int64_t si = 0; si < nstrips; ++si) {
+        const int64_t* r = runs.data() + si * (3 * MR + 1);
+        PanelB pb{srcg, job.koff + k0, kc, r + 1, r[0], std::min<int64_t>(MR, rows - si * MR), MR,
+                  abuf + si * MR * kc};
+        job.ck->panel(&pb);
+      }
+      for (int64_t pi = p0; pi < p1; ++pi) {
+        const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
+        const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
+        ep.bias = job.bias ? job.bias + gi * g.Mg + pi * NR : nullptr;
+        for (int64_t si = 0; si < nstrips; ++si) {
+          const int mr = static_cast<int>(std::min<int64_t>(MR, rows - si * MR));
+          isa->uk_f32(kc, abuf + si * MR * kc, bp, NR, C + si * MR * ldc + (pi - p0) * NR, ldc, mr, nr, flags, &ep);
+        }
+      }
+    }
+    // [position][channel] into each image's planes, the activation applied.
+    for (int64_t i = 0; i < job.nimg; ++i) {
+      const int64_t n = job.n0 + i;
+      const float* ci = C + i * g.out_sp * ldc;
+      const int64_t o = (n * g.Cout + gi * g.Mg + c0) * g.out_sp;
+      if (job.dt == OLC_DTYPE_FLOAT) {
+        job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, static_cast<float*>(job.y) + o, g.out_sp, job.act);
+      } else {
+        float* yt = t_yplane.get(static_cast<size_t>((c1 - c0) * g.out_sp));
+        if (!yt) {
+          job.failed->store(true);
+          return;
+        }
+        job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, yt, g.out_sp, job.act);
+        for (int64_t e = 0; e < (c1 - c0) * g.out_sp; ++e) put(job.dt, job.y, o + e, yt[e]);
+      }
+    }
   }
 }
 
@@ -847,6 +1006,9 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // 1: a pointwise convolution reads X in place as the GEMM's B; 0: its
   // rows are copied into tiles like an im2col (contiguous panels).
   st->t_pwd = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "pointwise_direct", 1);
+  // The transposed product stacks the positions of up to this many
+  // output positions (whole images) into its rows per chunk.
+  st->t_trows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "transposed_max_rows", 2048);
 
   // Constant W: packed once, in the layout its shape calls for.
   std::string pack_note;
@@ -886,13 +1048,25 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
           block_taps(dst, cout, Kg, L, dst + n);
         } else {
           pack_strips(wdt, wsrc, st->group, Mg, Kg, MR, dst);
+          // The transposed product's panels too (few output positions),
+          // unless the weights are large: then positions are rarely few.
+          if (n <= kMaxWtFloats) {
+            const int NR = st->ks.isa->nr_f32;
+            st->wtpack = make_packed(PackLayout::kF32, wt_floats(st->group, Mg, Kg, NR) * sizeof(float));
+            if (st->wtpack) {
+              pack_wt(wdt, wsrc, st->group, Mg, Kg, NR, static_cast<float*>(st->wtpack->data));
+              if (OLC_API_HAS(api, report_prepacked))
+                api->report_prepacked(node, st->wtpack.get(), static_cast<int64_t>(st->wtpack->bytes));
+            }
+          }
         }
         st->wdata = cw->data;
         st->wshape.assign(cw->shape, cw->shape + cw->ndim);
         if (OLC_API_HAS(api, report_prepacked))
           api->report_prepacked(node, st->wpack.get(), static_cast<int64_t>(st->wpack->bytes));
         char buf[96];
-        std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB", st->wpack->bytes / 1024.0);
+        std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB",
+                      (st->wpack->bytes + (st->wtpack ? st->wtpack->bytes : 0)) / 1024.0);
         pack_note = buf;
       }
     }
@@ -904,6 +1078,8 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   const std::string isa = st->ks.isa_name;
   st->detail_gemm = isa + " implicit-gemm" + pack_note;
   st->detail_pw = isa + " pointwise-gemm" + pack_note;
+  st->detail_gemmt = isa + " implicit-gemm-transposed" + pack_note;
+  st->detail_pwt = isa + " pointwise-gemm-transposed" + pack_note;
   st->detail_dw = std::string(st->ck->name) + " depthwise" + pack_note;
   st->detail_dwb = std::string(st->ck->name) + " depthwise-channels" + pack_note;
   return st.release();
@@ -1031,9 +1207,24 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   }
   const IsaKernels* isa = st->ks.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int64_t KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
+  // Few output positions: the transposed product, when the weights'
+  // transposed panels exist (a constant W up to kMaxWtFloats) or are
+  // packed for this run (a fed W).
+  const bool transposed = prefer_transposed(g.out_sp, g.Mg, NR) && (packed ? st->wtpack != nullptr : true);
+  const bool direct_b =
+      !transposed && g.pointwise && st->dtype == OLC_DTYPE_FLOAT && g_api->tuning_read_int(st->t_pwd) != 0;
   std::unique_ptr<float[]> wrun;
-  const float* wp;
-  if (packed) {
+  const float* wp = nullptr;
+  if (transposed) {
+    if (packed) {
+      wp = static_cast<const float*>(st->wtpack->data);
+    } else {
+      wrun.reset(new float[wt_floats(g.G, g.Mg, g.Kg, NR)]);
+      pack_wt(st->dtype, w.data, g.G, g.Mg, g.Kg, NR, wrun.get());
+      wp = wrun.get();
+    }
+  } else if (packed) {
     wp = static_cast<const float*>(st->wpack->data);
   } else {
     wrun.reset(new float[strips_floats(g.G, g.Mg, g.Kg, MR)]);
@@ -1050,10 +1241,10 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.y = y;
   job.bias = bias;
   job.act = act;
-  job.KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
+  job.KC = KC;
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   job.failed = &failed;
-  job.direct_b = g.pointwise && st->dtype == OLC_DTYPE_FLOAT && g_api->tuning_read_int(st->t_pwd) != 0;
+  job.direct_b = direct_b;
   // Output tiles per image and group; with too few tasks for the threads,
   // the output channels are split too (each share builds its own tiles).
   job.tn = (g.out_sp + job.NC - 1) / job.NC;
@@ -1079,7 +1270,18 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
   job.tm = (g.Mg + job.mstep - 1) / job.mstep;
   const int64_t per_image = g.G * job.tn * job.tm;
+  // The transposed product: tasks are (group, share of the W^T panels).
+  GemmTJob tj{};
+  const int64_t npg = (g.Mg + NR - 1) / NR;
+  tj.ppt = threads > 1 ? std::max<int64_t>(1, (npg * g.G + 2 * threads - 1) / (2 * threads)) : npg;
+  tj.ppt = std::min(tj.ppt, npg);
+  const int64_t ttasks = g.G * ((npg + tj.ppt - 1) / tj.ppt);
   auto run_tasks = [&](int64_t nimg) {
+    if (transposed) {
+      if (threads > 1 && ttasks > 1) g_api->parallel_for(ctx, ttasks, 1, 0, &gemmt_range, &tj);
+      else gemmt_range(&tj, 0, ttasks);
+      return;
+    }
     const int64_t tasks = nimg * per_image;
     if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemm_range, &job);
     else gemm_range(&job, 0, tasks);
@@ -1092,7 +1294,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // The implicit GEMM reads X through PadLayout: X itself when it is
     // float32 with no padding and unit W stride, else a padded copy made
     // per chunk of images (at most 16 MiB, at least one image) before
-    // that chunk's tasks.
+    // that chunk's tasks. The transposed product stacks a chunk's images
+    // into its rows: at most transposed_max_rows (2,048) per chunk.
     bool copy = st->dtype != OLC_DTYPE_FLOAT || g.s[2] != 1;
     for (int i = 0; i < 3; ++i) copy = copy || g.pb[i] || g.pe[i];
     PadLayout& l = job.l;
@@ -1115,17 +1318,31 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
             koff[k] = ci * l.cs + ((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw;
           }
     job.koff = koff.data();
-    const int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(4) << 20) / job.img_stride))
-                               : g.N;
+    int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(4) << 20) / job.img_stride)) : g.N;
+    if (transposed)
+      chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, g_api->tuning_read_int(st->t_trows) / g.out_sp));
     float* buf = nullptr;
     if (copy) {
       buf = t_pad.get(static_cast<size_t>(chunk * job.img_stride));
       if (!buf) return fail_run(ctx, "out of memory for the Conv work buffers");
     }
+    tj.g = &g;
+    tj.dt = st->dtype;
+    tj.isa = isa;
+    tj.ck = st->ck;
+    tj.wt = wp;
+    tj.y = y;
+    tj.bias = bias;
+    tj.act = act;
+    tj.l = l;
+    tj.img_stride = job.img_stride;
+    tj.koff = koff.data();
+    tj.KC = KC;
+    tj.failed = &failed;
     for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
       const int64_t nimg = std::min(chunk, g.N - n0);
-      job.n0 = n0;
-      job.nimg = nimg;
+      job.n0 = tj.n0 = n0;
+      job.nimg = tj.nimg = nimg;
       if (copy) {
         PadJob pj{&g, st->ck, x.data, st->dtype, l, n0, buf, job.img_stride};
         const int64_t items = nimg * g.C;
@@ -1133,16 +1350,18 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
           g_api->parallel_for(ctx, items, std::max<int64_t>(1, items / (4 * threads)), 0, &pad_range, &pj);
         else
           pad_range(&pj, 0, items);
-        job.src = buf;
+        job.src = tj.src = buf;
       } else {
-        job.src = static_cast<const float*>(x.data);
+        job.src = tj.src = static_cast<const float*>(x.data) + n0 * job.img_stride;
       }
       run_tasks(nimg);
       if (failed.load()) break;
     }
   }
   if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
-  g_api->record_usage_detail(ctx, (g.pointwise ? st->detail_pw : st->detail_gemm).c_str());
+  const std::string& d = transposed ? (g.pointwise ? st->detail_pwt : st->detail_gemmt)
+                                    : (g.pointwise ? st->detail_pw : st->detail_gemm);
+  g_api->record_usage_detail(ctx, d.c_str());
   return OLC_OK;
 }
 

@@ -103,6 +103,10 @@ struct ConvKernels {
   void (*depthwise_block)(const DwBlock* b);
   // rows x cols values at y (row stride ld) through the activation, in place.
   void (*activate)(const Activation* act, float* y, int64_t rows, int64_t cols, int64_t ld);
+  // y[j * ldy + i] = act(c[i * ldc + j]) for i < rows, j < cols (act NULL:
+  // none): the transposed GEMM's [position][channel] tile into NCHW planes.
+  void (*transpose_store)(const float* c, int64_t rows, int64_t cols, int64_t ldc, float* y, int64_t ldy,
+                          const Activation* act);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }

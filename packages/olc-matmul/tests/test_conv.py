@@ -163,6 +163,13 @@ CASES = [
     ((1, 18, 8, 8), (18, 1, 5, 5), {"group": 18, "strides": [2, 2], "pads": [2, 2, 2, 2]}),
     ((1, 5, 3, 4, 5), (5, 1, 3, 3, 3), {"group": 5, "pads": [1, 1, 1, 1, 1, 1]}),
     ((1, 17, 5, 6), (17, 1, 1, 1), {"group": 17}),
+    # few output positions: the transposed product (positions as rows),
+    # pointwise and im2col, a batch stacked, groups, a partial W^T panel
+    ((1, 48, 4, 4), (64, 48, 1, 1), {}),
+    ((3, 24, 3, 3), (96, 24, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 40, 1, 1), (70, 40, 1, 1), {}),
+    ((1, 16, 4, 4), (64, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    ((2, 6, 7, 7), (40, 6, 3, 3), {"strides": [2, 2]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
@@ -225,8 +232,11 @@ def test_float32(case, bias, const):
                 assert "prepacked-W" in s.kernel_usage_details()[0]
 
 
+HALF = [0, 3, 6, 9, 11, 12, 15, 18, 21, 24, 27, 30, 33, 36, 39, 40, 45, 46]
+
+
 @pytest.mark.parametrize("t", ["float16", "bfloat16"])
-@pytest.mark.parametrize("case", CASES[::3] + [CASES[15], CASES[11]], ids=IDS[::3] + [IDS[15], IDS[11]])
+@pytest.mark.parametrize("case", [CASES[i] for i in HALF], ids=[IDS[i] for i in HALF])
 def test_half_types(case, t):
     xs, ws, attrs = case
     rng = np.random.default_rng(11)
@@ -268,6 +278,27 @@ def test_constant_bias_and_repeated_runs():
     assert "prepacked-W" in s.kernel_usage_details()[0]
 
 
+def test_transposed_product_over_chunks_of_images():
+    """The transposed product stacks whole images into its rows, at most
+    transposed_max_rows per chunk: several chunks give the same result."""
+    import olc_core.tuning as tuning
+
+    xs, ws, attrs = (5, 24, 3, 3), (96, 24, 3, 3), {"pads": [1, 1, 1, 1]}
+    rng = np.random.default_rng(13)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        try:
+            tuning.set("olc_matmul", "Conv", "transposed_max_rows", 20, implementation=level, dtype="float32")
+            for threads in (1, 2):
+                y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
+                assert "transposed" in s.kernel_usage_details()[0]
+        finally:
+            tuning.reset("olc_matmul", "Conv", "transposed_max_rows", implementation=level, dtype="float32")
+
+
 def test_large_input_uses_tiles():
     """A 3x3 convolution whose im2col matrix would be 9 times the input:
     right result on the tiled path, on more than one tile per image."""
@@ -281,8 +312,13 @@ def test_large_input_uses_tiles():
     assert "implicit-gemm" in s.kernel_usage_details()[0]
 
 
+TRANSPOSED = [c for c in CASES if c[1] in ((64, 48, 1, 1), (96, 24, 3, 3))]
+
+
 @pytest.mark.parametrize("case,path", [(CASES[0], "implicit-gemm"), (CASES[11], "pointwise-gemm"),
-                                       (CASES[15], "depthwise")])
+                                       (CASES[15], "depthwise"), (TRANSPOSED[0], "pointwise-gemm-transposed"),
+                                       (TRANSPOSED[1], "implicit-gemm-transposed"),
+                                       (CASES[40], "depthwise-channels")])
 def test_algorithm_recorded(case, path):
     xs, ws, attrs = case
     rng = np.random.default_rng(1)
