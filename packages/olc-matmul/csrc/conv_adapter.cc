@@ -1265,8 +1265,13 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   }
   const int64_t base = g.N * g.G * job.tn;
   const int64_t mblocks = (g.Mg + MR - 1) / MR;
+  // Fewer tiles than threads, or a count that leaves a thread idle at the
+  // end: the output channels are split too, into the fewest shares that
+  // make the task count a multiple of the threads.
   job.tm = 1;
-  if (threads > 1 && base < 2 * threads) job.tm = std::min<int64_t>(mblocks, (2 * threads + base - 1) / base);
+  if (threads > 1 && base < 4 * threads && base % threads) {
+    while (job.tm < mblocks && (base * job.tm) % threads) ++job.tm;
+  }
   job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
   job.tm = (g.Mg + job.mstep - 1) / job.mstep;
   const int64_t per_image = g.G * job.tn * job.tm;
