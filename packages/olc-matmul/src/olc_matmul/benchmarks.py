@@ -9,7 +9,8 @@ points), ``ms_matmul`` (com.microsoft FusedMatMul, MatMulIntegerToFloat,
 DynamicQuantizeMatMul at BERT-base shapes), ``einsum`` (attention,
 batched-matmul and projection contractions, transposes, reductions, outer
 product), ``conv`` (ResNet 3x3 and 1x1, depthwise 3x3, a 1-D audio
-conv, a 2x upsampling ConvTranspose). ``benchmark_gates()`` gives
+conv, a 2x upsampling ConvTranspose), ``conv_layers`` (ResNet-50 and
+MobileNetV2 layer shapes at batch 1 and 8). ``benchmark_gates()`` gives
 the acceptance gates, ``benchmark_extras(threads)`` the figures that are not
 ratios against onnxruntime (FMA peak, GFLOP/s at 1024 cubed).
 """
@@ -98,6 +99,40 @@ def conv_cases() -> list[dict[str, Any]]:
     ]
 
 
+# ResNet-50 and MobileNetV2 layers at 224x224 input: (label, X without the
+# batch, W, attributes). Pads keep the output at input / stride.
+RESNET50_LAYERS = [
+    ("resnet50 stem 7x7 s2", (3, 224, 224), (64, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    ("resnet50 3x3 64@56", (64, 56, 56), (64, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("resnet50 1x1 256->64@56", (256, 56, 56), (64, 256, 1, 1), {}),
+    ("resnet50 3x3 s2 128@56", (128, 56, 56), (128, 128, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("resnet50 3x3 256@14", (256, 14, 14), (256, 256, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("resnet50 1x1 1024->256@14", (1024, 14, 14), (256, 1024, 1, 1), {}),
+    ("resnet50 3x3 512@7", (512, 7, 7), (512, 512, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("resnet50 1x1 512->2048@7", (512, 7, 7), (2048, 512, 1, 1), {}),
+]
+MOBILENETV2_LAYERS = [
+    ("mobilenetv2 stem 3x3 s2", (3, 224, 224), (32, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("mobilenetv2 dw 3x3 32@112", (32, 112, 112), (32, 1, 3, 3), {"group": 32, "pads": [1, 1, 1, 1]}),
+    ("mobilenetv2 dw 3x3 s2 96@112", (96, 112, 112), (96, 1, 3, 3),
+     {"group": 96, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ("mobilenetv2 dw 3x3 144@56", (144, 56, 56), (144, 1, 3, 3), {"group": 144, "pads": [1, 1, 1, 1]}),
+    ("mobilenetv2 dw 3x3 384@14", (384, 14, 14), (384, 1, 3, 3), {"group": 384, "pads": [1, 1, 1, 1]}),
+    ("mobilenetv2 dw 3x3 960@7", (960, 7, 7), (960, 1, 3, 3), {"group": 960, "pads": [1, 1, 1, 1]}),
+    ("mobilenetv2 1x1 16->96@112", (16, 112, 112), (96, 16, 1, 1), {}),
+    ("mobilenetv2 1x1 144->24@56", (144, 56, 56), (24, 144, 1, 1), {}),
+    ("mobilenetv2 1x1 384->64@14", (384, 14, 14), (64, 384, 1, 1), {}),
+    ("mobilenetv2 1x1 960->160@7", (960, 7, 7), (160, 960, 1, 1), {}),
+]
+
+
+def conv_layer_cases() -> list[dict[str, Any]]:
+    """ResNet-50 and MobileNetV2 layer shapes at batch 1 and 8 (3x3, 1x1,
+    depthwise, strided), constant weights and bias: group ``conv_layers``."""
+    return [_conv(name, (batch, *xs), ws, attrs, group="conv_layers")
+            for batch in (1, 8) for name, xs, ws, attrs in RESNET50_LAYERS + MOBILENETV2_LAYERS]
+
+
 def conv_transpose_cases() -> list[dict[str, Any]]:
     """ConvTranspose as decoders use it: 2x upsampling, kernel 4, stride 2, pad 1."""
     xs, ws = (1, 64, 28, 28), (64, 32, 4, 4)
@@ -168,6 +203,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
     cases += ms_matmul_cases()
     cases += einsum_cases()
     cases += conv_cases()
+    cases += conv_layer_cases()
     cases += conv_transpose_cases()
     return cases
 
@@ -284,6 +320,8 @@ def benchmark_gates() -> list[dict[str, Any]]:
          "median_at_least": 1.0, "min_at_least": None},
         {"name": "MatMulInteger", "group": "integer", "median_at_least": 1.0, "min_at_least": None},
         {"name": "Einsum", "group": "einsum", "median_at_least": 1.0, "min_at_least": None},
+        {"name": "Conv: ResNet-50 and MobileNetV2 layers at batch 1 and 8", "group": "conv_layers",
+         "median_at_least": 1.1, "min_at_least": 0.9},
     ]
 
 
