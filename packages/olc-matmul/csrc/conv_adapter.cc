@@ -22,6 +22,7 @@
 
 #include "adapter_util.h"
 #include "conv_adapter.h"
+#include "conv_common.h"
 #include "conv_kernels.h"
 #include "gemm_driver.h"
 
@@ -29,9 +30,9 @@ namespace olc_mm {
 
 namespace {
 
-const olc_core_api* g_api = nullptr;
+using namespace conv;  // NOLINT(build/namespaces): the shared attributes and geometry
 
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+const olc_core_api* g_api = nullptr;
 
 // Constant weights up to this many values are also packed as the
 // transposed product's W^T panels (16 MiB of float32).
@@ -85,30 +86,6 @@ void convert_run(int32_t dt, const void* src, int64_t stride, int64_t n, float* 
 
 // ------------------------------------------------------------ geometry
 
-// Every convolution as 3-D: a 1-D or 2-D one has leading spatial
-// dimensions of size 1 (kernel 1, stride 1, dilation 1, no padding).
-struct Geom {
-  int nsp;
-  int64_t N, C, Cout, G, Cg, Mg;
-  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
-  int64_t in_sp, out_sp, ksz, Kg;
-  bool pointwise, depthwise;
-};
-
-// The attributes Conv and ConvTranspose share (ConvTranspose adds two).
-struct ConvAttrs {
-  int32_t dtype;
-  AutoPad autopad = AutoPad::kNotSet;
-  int64_t group = 1;
-  std::vector<int64_t> kshape, strides, dil, pads;  // empty: not set
-  std::vector<int64_t> out_pad, out_shape;          // ConvTranspose only
-  // olc.fused FusedConv only: the activation applied as tiles are stored,
-  // and BatchNormalization folded into the constant weights and bias.
-  Activation act;
-  bool bn = false;
-  double bn_eps = 1e-5;
-};
-
 struct ConvState : ConvAttrs {
   KernelSet ks;
   const ConvKernels* ck;
@@ -130,156 +107,6 @@ struct ConvState : ConvAttrs {
   std::vector<float> fbias;
   std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb;
 };
-
-std::string fmt_ints(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i) s += ", ";
-    s += std::to_string(static_cast<long long>(v[i]));
-  }
-  return s + "]";
-}
-
-// An optional spatial attribute (empty: absent) must have `want` values.
-bool check_length(const std::vector<int64_t>& v, const char* name, int want, int nsp, char* err, size_t esize) {
-  if (v.empty() || v.size() == size_t(want)) return true;
-  std::snprintf(err, esize, "attribute '%s' has %zu values, %d expected for a %d-D convolution", name, v.size(), want,
-                nsp);
-  return false;
-}
-
-// The checks Conv and ConvTranspose share: ranks of X and W (1-D to 3-D)
-// and the lengths of the spatial attributes. Returns the spatial rank, or 0
-// with the reason in err.
-int check_ranks(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, char* err, size_t esize) {
-  if (x.ndim < 3 || x.ndim > 5) {
-    std::snprintf(err, esize, "input X must have rank 3, 4 or 5 (1-D to 3-D), got %s", shape_str(x).c_str());
-    return 0;
-  }
-  if (w.ndim != x.ndim) {
-    std::snprintf(err, esize, "weight W %s must have the rank of X %s", shape_str(w).c_str(), shape_str(x).c_str());
-    return 0;
-  }
-  const int nsp = x.ndim - 2;
-  if (!check_length(st->kshape, "kernel_shape", nsp, nsp, err, esize) ||
-      !check_length(st->strides, "strides", nsp, nsp, err, esize) ||
-      !check_length(st->dil, "dilations", nsp, nsp, err, esize) ||
-      !check_length(st->pads, "pads", 2 * nsp, nsp, err, esize))
-    return 0;
-  return nsp;
-}
-
-// Resolves the geometry of one run; on failure writes the reason.
-bool resolve(const ConvState* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g,
-             char* err, size_t esize) {
-  const int nsp = check_ranks(st, x, w, err, esize);
-  if (nsp == 0) return false;
-  g->nsp = nsp;
-  g->N = x.shape[0];
-  g->C = x.shape[1];
-  g->Cout = w.shape[0];
-  g->G = st->group;
-  if (g->C % g->G != 0) {
-    std::snprintf(err, esize, "input channels %lld are not divisible by group %lld", (long long)g->C,
-                  (long long)g->G);
-    return false;
-  }
-  if (g->Cout % g->G != 0) {
-    std::snprintf(err, esize, "output channels %lld (W %s) are not divisible by group %lld", (long long)g->Cout,
-                  shape_str(w).c_str(), (long long)g->G);
-    return false;
-  }
-  g->Cg = g->C / g->G;
-  g->Mg = g->Cout / g->G;
-  if (w.shape[1] != g->Cg) {
-    std::snprintf(err, esize,
-                  "weight W %s expects %lld input channels per group, X %s has %lld (%lld channels, group %lld)",
-                  shape_str(w).c_str(), (long long)w.shape[1], shape_str(x).c_str(), (long long)g->Cg,
-                  (long long)g->C, (long long)g->G);
-    return false;
-  }
-  if (b) {
-    if (b->ndim != 1 || b->shape[0] != g->Cout) {
-      std::snprintf(err, esize, "bias B %s must be 1-D with %lld values (the output channels)",
-                    shape_str(*b).c_str(), (long long)g->Cout);
-      return false;
-    }
-  }
-  const int off = 3 - nsp;
-  for (int i = 0; i < 3; ++i) {
-    g->in[i] = 1;
-    g->k[i] = 1;
-    g->s[i] = 1;
-    g->d[i] = 1;
-    g->pb[i] = g->pe[i] = 0;
-    g->out[i] = 1;
-  }
-  g->in_sp = g->out_sp = g->ksz = 1;
-  for (int i = 0; i < nsp; ++i) {
-    const int j = off + i;
-    const int64_t in = x.shape[2 + i];
-    const int64_t k = w.shape[2 + i];
-    if (!st->kshape.empty() && st->kshape[i] != k) {
-      std::snprintf(err, esize, "attribute kernel_shape %s differs from the spatial shape of W %s",
-                    fmt_ints(st->kshape).c_str(), shape_str(w).c_str());
-      return false;
-    }
-    const int64_t s = st->strides.empty() ? 1 : st->strides[i];
-    const int64_t d = st->dil.empty() ? 1 : st->dil[i];
-    const int64_t ext = (k - 1) * d + 1;  // the dilated kernel's extent
-    int64_t pb = 0, pe = 0, out = 0;
-    switch (st->autopad) {
-      case AutoPad::kNotSet:
-        if (!st->pads.empty()) {
-          pb = st->pads[i];
-          pe = st->pads[nsp + i];
-        }
-        if (in + pb + pe < ext) {
-          std::snprintf(err, esize,
-                        "kernel extent %lld (kernel %lld, dilation %lld) is larger than the padded input %lld "
-                        "along spatial axis %d",
-                        (long long)ext, (long long)k, (long long)d, (long long)(in + pb + pe), i);
-          return false;
-        }
-        out = (in + pb + pe - ext) / s + 1;
-        break;
-      case AutoPad::kValid:
-        if (in < ext) {
-          std::snprintf(err, esize,
-                        "kernel extent %lld (kernel %lld, dilation %lld) is larger than the input %lld along "
-                        "spatial axis %d (auto_pad VALID)",
-                        (long long)ext, (long long)k, (long long)d, (long long)in, i);
-          return false;
-        }
-        out = (in - ext) / s + 1;
-        break;
-      case AutoPad::kSameUpper:
-      case AutoPad::kSameLower: {
-        out = (in + s - 1) / s;
-        const int64_t total = std::max<int64_t>(0, (out - 1) * s + ext - in);
-        pb = st->autopad == AutoPad::kSameUpper ? total / 2 : total - total / 2;
-        pe = total - pb;
-        break;
-      }
-    }
-    g->in[j] = in;
-    g->k[j] = k;
-    g->s[j] = s;
-    g->d[j] = d;
-    g->pb[j] = pb;
-    g->pe[j] = pe;
-    g->out[j] = out;
-    g->in_sp *= in;
-    g->out_sp *= out;
-    g->ksz *= k;
-  }
-  g->Kg = g->Cg * g->ksz;
-  g->pointwise = true;
-  for (int i = 0; i < 3; ++i)
-    g->pointwise = g->pointwise && g->k[i] == 1 && g->s[i] == 1 && g->pb[i] == 0 && g->pe[i] == 0;
-  g->depthwise = g->Cg == 1 && g->G > 1;
-  return true;
-}
 
 // ------------------------------------------------------------ weights
 
@@ -793,132 +620,12 @@ void block_taps(const float* taps, int64_t cout, int64_t ksz, int L, float* dst)
 
 // ------------------------------------------------------------ create / run
 
-bool get_ints(const olc_attribute* a, std::vector<int64_t>* out) {
-  if (a->type != OLC_ATTR_INTS) return false;
-  out->assign(a->ints, a->ints + a->count);
-  return true;
-}
-
-// Reads and checks the attributes, the input count and the types; false
-// (error written) on failure.
-// The activation of a FusedConv: its name and parameters.
-bool parse_activation(AttrReader& ar, Activation* act, char* error, size_t esize) {
-  const olc_attribute* a = ar.find("activation");
-  const olc_attribute* pa = ar.find("activation_params");
-  if (!a) {
-    if (pa) return fail_create(error, esize, "attribute 'activation_params' without 'activation'"), false;
-    return true;
-  }
-  if (a->type != OLC_ATTR_STRING || !a->s) return fail_create(error, esize, "attribute 'activation' must be a string"), false;
-  std::vector<double> p;
-  if (pa) {
-    if (pa->type != OLC_ATTR_FLOATS) return fail_create(error, esize, "attribute 'activation_params' must be floats"), false;
-    p.assign(pa->floats, pa->floats + pa->count);
-  }
-  struct Kind {
-    const char* name;
-    ActKind kind;
-    size_t nparams;
-  } kinds[] = {{"Relu", ActKind::kRelu, 0},       {"Clip", ActKind::kClip, 2},
-               {"LeakyRelu", ActKind::kLeakyRelu, 1}, {"HardSigmoid", ActKind::kHardSigmoid, 2},
-               {"Sigmoid", ActKind::kSigmoid, 0}, {"HardSwish", ActKind::kHardSwish, 0}};
-  for (const Kind& k : kinds) {
-    if (std::strcmp(k.name, a->s) != 0) continue;
-    if (p.size() != k.nparams)
-      return fail_create(error, esize, "activation %s takes %zu parameters, got %zu", k.name, k.nparams, p.size()),
-             false;
-    act->kind = k.kind;
-    act->a = p.size() > 0 ? static_cast<float>(p[0]) : 0.0f;
-    act->b = p.size() > 1 ? static_cast<float>(p[1]) : 0.0f;
-    return true;
-  }
-  return fail_create(error, esize, "unknown activation '%s'", a->s), false;
-}
-
-enum class ConvOp { kConv, kFusedConv, kTranspose };
-
-bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* error, size_t esize) {
-  const bool transpose = kind == ConvOp::kTranspose;
+// The inputs of Conv / FusedConv / ConvTranspose: counts and float types
+// (FusedConv: X, W, B (or absent), then the four BatchNormalization inputs
+// when one is folded in). Sets st->dtype (and st->bn).
+bool check_float_inputs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* error, size_t esize) {
   const bool fused = kind == ConvOp::kFusedConv;
-  const char* op = transpose ? "ConvTranspose" : fused ? "FusedConv" : "Conv";
-  AttrReader ar{node, error, esize};
-  if (fused) {
-    if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
-                         "activation_params", "bn_epsilon"}))
-      return false;
-    if (!parse_activation(ar, &st->act, error, esize)) return false;
-    st->bn_eps = ar.get_float("bn_epsilon", 1e-5);
-    if (!ar.ok) return false;
-  } else if (transpose) {
-    if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "output_padding", "output_shape", "pads",
-                         "strides"}))
-      return false;
-  } else if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})) {
-    return false;
-  }
-  st->group = ar.get_int("group", 1);
-  if (!ar.ok) return false;
-  if (st->group < 1) return fail_create(error, esize, "attribute group must be >= 1, got %lld", (long long)st->group), false;
-  if (const olc_attribute* a = ar.find("auto_pad")) {
-    if (a->type != OLC_ATTR_STRING || !a->s)
-      return fail_create(error, esize, "attribute 'auto_pad' must be a string"), false;
-    const std::string v = a->s;
-    if (v == "NOTSET") st->autopad = AutoPad::kNotSet;
-    else if (v == "SAME_UPPER") st->autopad = AutoPad::kSameUpper;
-    else if (v == "SAME_LOWER") st->autopad = AutoPad::kSameLower;
-    else if (v == "VALID") st->autopad = AutoPad::kValid;
-    else
-      return fail_create(error, esize,
-                         "attribute auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, got '%s'", v.c_str()),
-             false;
-  }
-  struct IntsAttr {
-    const char* name;
-    std::vector<int64_t>* v;
-    int64_t min;
-    const char* what;
-  } lists[] = {{"kernel_shape", &st->kshape, 1, "positive"},   {"strides", &st->strides, 1, "positive"},
-               {"dilations", &st->dil, 1, "positive"},         {"pads", &st->pads, 0, "non-negative"},
-               {"output_padding", &st->out_pad, 0, "non-negative"}, {"output_shape", &st->out_shape, 1, "positive"}};
-  for (auto& l : lists) {
-    const olc_attribute* a = ar.find(l.name);
-    if (!a) continue;
-    if (!get_ints(a, l.v)) return fail_create(error, esize, "attribute '%s' must be a list of ints", l.name), false;
-    for (int64_t x : *l.v)
-      if (x < l.min)
-        return fail_create(error, esize, "attribute %s must be %s, got %s", l.name, l.what, fmt_ints(*l.v).c_str()),
-               false;
-  }
-  // The spatial rank, where something tells it already.
-  int nsp = -1;
-  if (node->input_ranks && node->input_ranks[0] >= 0) nsp = node->input_ranks[0] - 2;
-  else if (node->n_inputs > 1 && node->input_ranks && node->input_ranks[1] >= 0) nsp = node->input_ranks[1] - 2;
-  else if (!st->kshape.empty()) nsp = static_cast<int>(st->kshape.size());
-  if (nsp != -1 && (nsp < 1 || nsp > 3))
-    return fail_create(error, esize, "%s supports 1-D, 2-D and 3-D inputs (rank 3 to 5), got rank %d", op, nsp + 2),
-           false;
-  {
-    const size_t want = nsp > 0 ? size_t(nsp) : (!st->strides.empty() ? st->strides.size() : st->dil.size());
-    auto bad = [&](const char* name, size_t got, size_t w) {
-      fail_create(error, esize, "attribute '%s' has %zu values, %zu expected%s", name, got, w,
-                  nsp > 0 ? " for this input rank" : " (the other attributes' length)");
-      return false;
-    };
-    if (want) {
-      if (!st->kshape.empty() && st->kshape.size() != want) return bad("kernel_shape", st->kshape.size(), want);
-      if (!st->strides.empty() && st->strides.size() != want) return bad("strides", st->strides.size(), want);
-      if (!st->dil.empty() && st->dil.size() != want) return bad("dilations", st->dil.size(), want);
-      if (!st->pads.empty() && st->pads.size() != 2 * want) return bad("pads", st->pads.size(), 2 * want);
-      if (!st->out_pad.empty() && st->out_pad.size() != want) return bad("output_padding", st->out_pad.size(), want);
-      if (!st->out_shape.empty() && st->out_shape.size() != want && st->out_shape.size() != want + 2)
-        return bad("output_shape", st->out_shape.size(), want);
-    } else if (st->pads.size() % 2) {
-      fail_create(error, esize, "attribute 'pads' must have an even number of values, got %zu", st->pads.size());
-      return false;
-    }
-  }
-  // FusedConv: X, W, B (or absent), then the four BatchNormalization
-  // inputs (scale, bias, mean, var) when one is folded in.
+  const char* op = op_name(kind);
   if (fused && node->n_inputs == 7) {
     st->bn = true;
   } else if (node->n_inputs < 2 || node->n_inputs > 3) {
@@ -992,7 +699,9 @@ bool fold_batchnorm(const olc_node_info* node, ConvState* st, const olc_tensor& 
 
 void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool fused, char* error, size_t esize) {
   auto st = std::make_unique<ConvState>();
-  if (!parse_attrs(node, fused ? ConvOp::kFusedConv : ConvOp::kConv, st.get(), error, esize)) return nullptr;
+  const ConvOp kind = fused ? ConvOp::kFusedConv : ConvOp::kConv;
+  if (!parse_attrs(node, kind, st.get(), error, esize) || !check_float_inputs(node, kind, st.get(), error, esize))
+    return nullptr;
   const int32_t dt = st->dtype;
   st->ks = select_kernels(api);
   const int32_t level = api->simd_level();
@@ -1667,7 +1376,9 @@ void t_range(void* user, int64_t begin, int64_t end) {
 
 void* convt_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
   auto st = std::make_unique<ConvTState>();
-  if (!parse_attrs(node, ConvOp::kTranspose, st.get(), error, esize)) return nullptr;
+  if (!parse_attrs(node, ConvOp::kTranspose, st.get(), error, esize) ||
+      !check_float_inputs(node, ConvOp::kTranspose, st.get(), error, esize))
+    return nullptr;
   const int32_t dt = st->dtype;
   st->ks = select_kernels(api);
   const char* lib = "olc_matmul";

@@ -1,0 +1,73 @@
+// What the convolution kernels share (Conv, FusedConv, ConvTranspose,
+// QLinearConv, ConvInteger): the attributes, their validation and the
+// geometry of one run. Portable code (conv_geom.cc).
+#ifndef OLC_MATMUL_CONV_COMMON_H_
+#define OLC_MATMUL_CONV_COMMON_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "conv_kernels.h"
+#include "olc/kernel_abi.h"
+
+namespace olc_mm {
+namespace conv {
+
+enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+
+// Every convolution as 3-D: a 1-D or 2-D one has leading spatial
+// dimensions of size 1 (kernel 1, stride 1, dilation 1, no padding).
+struct Geom {
+  int nsp;
+  int64_t N, C, Cout, G, Cg, Mg;
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+  int64_t in_sp, out_sp, ksz, Kg;
+  bool pointwise, depthwise;
+};
+
+// The attributes Conv and ConvTranspose share (ConvTranspose adds two).
+struct ConvAttrs {
+  int32_t dtype;  // the input's element type
+  AutoPad autopad = AutoPad::kNotSet;
+  int64_t group = 1;
+  std::vector<int64_t> kshape, strides, dil, pads;  // empty: not set
+  std::vector<int64_t> out_pad, out_shape;          // ConvTranspose only
+  // olc.fused FusedConv only: the activation applied as tiles are stored,
+  // and BatchNormalization folded into the constant weights and bias.
+  Activation act;
+  bool bn = false;
+  double bn_eps = 1e-5;
+};
+
+enum class ConvOp { kConv, kFusedConv, kTranspose, kQLinearConv, kConvInteger };
+
+// The operator's name in messages.
+const char* op_name(ConvOp kind);
+
+// "[1, 2, 3]".
+std::string fmt_ints(const std::vector<int64_t>& v);
+
+// Reads and checks the attributes of `kind` into st (not the inputs or
+// their types); false with the reason in error.
+bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* error, size_t esize);
+
+// An optional spatial attribute (empty: absent) must have `want` values;
+// false with the reason in err.
+bool check_length(const std::vector<int64_t>& v, const char* name, int want, int nsp, char* err, size_t esize);
+
+// The checks Conv and ConvTranspose share: ranks of X and W (1-D to 3-D)
+// and the lengths of the spatial attributes. Returns the spatial rank, or
+// 0 with the reason in err.
+int check_ranks(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, char* err, size_t esize);
+
+// The geometry of one Conv run (b: the optional [M] bias, any type); false
+// with the reason in err.
+bool resolve(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g, char* err,
+             size_t esize);
+
+}  // namespace conv
+}  // namespace olc_mm
+
+#endif  // OLC_MATMUL_CONV_COMMON_H_
