@@ -81,9 +81,20 @@ def test_wrong_rank_from_the_reference_is_a_clear_error(monkeypatch):
     )
 
 
+def _use_references_own_hardmax(monkeypatch):
+    """These tests make onnx.reference's Hardmax (an op no family covers)
+    return wrong shapes; the fallback's own versions of reference ops (its
+    Hardmax among them) stand aside."""
+    from olc_core import session
+
+    monkeypatch.setattr(session, "_reference_fixes", lambda: ())
+
+
 def test_symbolic_dims_are_free_but_fixed_ones_and_rank_are_checked(monkeypatch):
     model = make_model([n("Hardmax", ["x"], ["y"], name="hm")], [tensor("x", shape=["N", 3])], [tensor("y")])
     from onnx.reference.ops import op_hardmax
+
+    _use_references_own_hardmax(monkeypatch)
 
     x = np.ones((4, 3), np.float32)
     for returned, ok in (((5, 3), True), ((4, 3, 1), False), ((4, 2), False)):
@@ -153,6 +164,7 @@ def test_a_symbolic_dim_used_twice_in_one_output_must_agree(monkeypatch):
 
     from onnx.reference.ops import op_hardmax
 
+    _use_references_own_hardmax(monkeypatch)
     monkeypatch.setattr(op_hardmax.Hardmax, "_run", lambda self, x, axis=None: (np.zeros((3, 2), x.dtype),))
     with pytest.raises(olc_core.OlcError, match=r"returned float32 \[3, 2\] for output 'y', .* float32 \[N, N\]"):
         olc_core.Session(model).run(None, {"x": x})
@@ -578,3 +590,25 @@ def test_an_exception_inside_a_branch_names_the_if_node(monkeypatch):
     # The branch's own error, and under it the exception that started it.
     assert isinstance(info.value.__cause__, olc_core.OlcError)
     assert isinstance(info.value.__cause__.__cause__, Boom)
+
+
+# ------------------------------------------------- Softmax family, old opsets
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize("opset,axis", [(11, None), (11, 0), (11, 2), (11, -1), (13, None), (13, 1), (13, -3)])
+def test_softmax_family_fallback_follows_each_opsets_rule(op, opset, axis):
+    """onnx.reference (1.23) applies opset 13's per-axis rule at opsets 1-12,
+    where the input is coerced to 2-D at `axis`; the fallback's own ops give
+    what onnxruntime gives at both rules, and LogSoftmax stays finite where a
+    softmax underflows."""
+    from olc_core.session import _reference_fixes
+
+    attrs = {} if axis is None else {"axis": axis}
+    x = np.random.default_rng(5).standard_normal((2, 3, 4)).astype(np.float32) * 4
+    x[0, 0, 0] = 120.0  # far above the rest: every other softmax of its row underflows
+    x[1, 2, 1] = x[1, 2, 3]  # a tie: Hardmax takes the first
+    m = make_model([n(op, ["x"], ["y"], **attrs)], [tensor("x", shape=[2, 3, 4])], [tensor("y", shape=[2, 3, 4])],
+                   opset=opset)
+    ours = ReferenceEvaluator(m, new_ops=list(_reference_fixes())).run(None, {"x": x})
+    assert_same(ours, onnxruntime_outputs(m, {"x": x}))

@@ -587,7 +587,55 @@ def _reference_fixes() -> tuple[type, ...]:
                 )
             return np.empty([0, *fixed], dtype=helper.tensor_dtype_to_np_dtype(elem))
 
-    return (Loop,)
+    return (Loop, *_reference_softmax_family())
+
+
+def _reference_softmax_family() -> tuple[type, ...]:
+    """Softmax, LogSoftmax and Hardmax at every opset. onnx.reference's (1.23)
+    apply opset 13's per-axis rule (and its default axis -1) at opsets 1-12
+    too, where the input is coerced to 2-D at `axis` (default 1) and the op
+    runs over the flattened trailing block; its LogSoftmax is also the log of
+    a softmax, which is -inf wherever the softmax underflows."""
+    from onnx.reference.ops._op import OpRunUnaryNum
+
+    class _RowOp(OpRunUnaryNum):
+        op_domain = ""
+
+        def _along(self, x: np.ndarray, axis: int) -> np.ndarray:
+            raise NotImplementedError
+
+        def _run(self, x: np.ndarray, **attributes: Any) -> tuple[np.ndarray]:
+            # The evaluator passes `axis` with the newest schema's default (-1)
+            # when the node has none; the default is the node's opset's.
+            if x.size == 0:
+                return (x.copy(),)
+            opset = int(self.run_params["opsets"].get("", self.run_params["opsets"].get("ai.onnx", 13)))
+            given = [helper.get_attribute_value(a) for a in self.onnx_node.attribute if a.name == "axis"]
+            axis = int(given[0]) if given else (1 if opset < 13 else -1)
+            axis = axis + x.ndim if axis < 0 else axis
+            if opset >= 13:
+                return (self._along(x, axis).astype(x.dtype, copy=False),)
+            rows = int(np.prod(x.shape[:axis], dtype=np.int64))
+            flat = self._along(x.reshape(rows, -1), 1)
+            return (flat.reshape(x.shape).astype(x.dtype, copy=False),)
+
+    class Softmax(_RowOp):
+        def _along(self, x: np.ndarray, axis: int) -> np.ndarray:
+            e = np.exp(x - x.max(axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
+
+    class LogSoftmax(_RowOp):
+        def _along(self, x: np.ndarray, axis: int) -> np.ndarray:
+            t = x - x.max(axis=axis, keepdims=True)
+            return t - np.log(np.exp(t).sum(axis=axis, keepdims=True))
+
+    class Hardmax(_RowOp):
+        def _along(self, x: np.ndarray, axis: int) -> np.ndarray:
+            y = np.zeros_like(x)
+            np.put_along_axis(y, np.expand_dims(np.argmax(x, axis=axis), axis), 1, axis=axis)
+            return y
+
+    return (Softmax, LogSoftmax, Hardmax)
 
 
 def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
