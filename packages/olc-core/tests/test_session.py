@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -264,6 +265,26 @@ def test_undefined_node_input_is_reported():
         olc_core.Session(model)
 
 
+@pytest.mark.parametrize("case", ["two nodes", "a graph input", "an initializer", "one node twice"])
+def test_a_name_defined_twice_is_an_invalid_model(case):
+    """Graphs are in single-assignment form: a second definition of a name is
+    refused at construction, naming the node and the first definition."""
+    nodes = [helper.make_node("Abs", ["x"], ["t"], name="a0"), helper.make_node("Neg", ["x"], ["t"], name="n0")]
+    inits = []
+    if case == "a graph input":
+        nodes = [helper.make_node("Abs", ["x"], ["x"], name="n0")]
+    elif case == "an initializer":
+        inits = [onnx.numpy_helper.from_array(np.ones(1, np.float32), "w")]
+        nodes = [helper.make_node("Abs", ["x"], ["w"], name="n0")]
+    elif case == "one node twice":
+        nodes = [helper.make_node("Split", ["x"], ["t", "t"], name="n0", axis=0, num_outputs=2)]
+    first = {"two nodes": r"node 'a0' \(Abs\)", "one node twice": r"node 'n0' \(Split\)"}.get(case, case)
+    graph = helper.make_graph(nodes, "g", [tensor("x", shape=[2])], [tensor(nodes[-1].output[0])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    with pytest.raises(olc_core.InvalidModelError, match=rf"node 'n0' \(\w+\): output '\w' is already produced by {first}"):
+        olc_core.Session(model)
+
+
 def test_feed_errors_name_the_input_and_consumer(scale_plugin):
     s = olc_core.Session(scale_model(1))
     with pytest.raises(olc_core.OlcError, match=r"missing feed for graph input 'x' \(consumed by node 'scale0'"):
@@ -389,6 +410,18 @@ def test_executor_covers_every_index_once_and_nests_inline():
     assert limited["threads_used"] == 1
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy so far (/proc/stat)."""
+    with open("/proc/stat") as f:
+        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def test_executor_gives_each_thread_the_same_span_every_run():
     """Run after run, the caller takes the first half of the chunks and the
     worker the second (a kernel repeated over the same buffers finds its
@@ -403,13 +436,15 @@ def test_executor_gives_each_thread_the_same_span_every_run():
     runs = 10
     # 64 indices on two threads: 32 chunks of 2, each range sleeping 2 ms, so
     # the worker is awake long before the caller could reach its span.
+    busy_before, own_before, start = _machine_busy_s(), _own_cpu_s(), time.perf_counter()
     probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
+    others = (_machine_busy_s() - busy_before - (_own_cpu_s() - own_before)) / (time.perf_counter() - start)
     assert probe["min_hits"] == runs and probe["max_hits"] == runs
-    if os.getloadavg()[0] >= (os.cpu_count() or 1) or os.environ.get("OLC_SANITIZER") == "thread":
+    if others > 0.25 or os.environ.get("OLC_SANITIZER") == "thread":
         # The split itself is checked above; who ran which half needs the
-        # worker awake within 2 ms, which neither a saturated host nor
-        # ThreadSanitizer's slowdown can promise.
-        pytest.skip("a property of timing: the worker cannot be scheduled in time here")
+        # worker awake within 2 ms, which neither a host whose other
+        # processes hold a CPU nor ThreadSanitizer's slowdown can promise.
+        pytest.skip(f"a property of timing: other processes took {others:.2f} CPUs while it ran")
     halves = [0] * 32 + [1] * 32
     assert sum(owners == halves for owners in probe["owners"]) >= runs - 2, probe["owners"]
 

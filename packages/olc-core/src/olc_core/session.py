@@ -868,6 +868,9 @@ class Session:
 
         # Steps, in the graph's order, which ONNX requires to be topological.
         available = set(initializers) | {vi.name for vi in graph.input}
+        # ONNX graphs are in single-assignment form: who defined each name.
+        producer = dict.fromkeys(initializers, "an initializer")
+        producer.update((vi.name, "a graph input") for vi in graph.input)
         steps: list[tuple[str, Any, list[int], list[int], str, str]] = []
         # The plan entry each step runs (appended right after the step).
         self._step_entries: list[int] = []
@@ -898,6 +901,11 @@ class Session:
                 opset = opsets.get(domain)
                 if opset is None and domain not in {f.domain for f in model.functions}:
                     raise InvalidModelError(f"{label}: the model imports no opset for domain '{domain}'")
+            for name in node.output:
+                if name in producer:
+                    raise InvalidModelError(f"{label}: output '{name}' is already produced by {producer[name]}")
+                if name:
+                    producer[name] = label
             in_slots = [slot_of(n) if n else -1 for n in node.input]
             out_slots = [slot_of(n) if n else slot_of(f"\0{node_name}:{i}") for i, n in enumerate(node.output)]
             available.update(n for n in node.output if n)
