@@ -67,6 +67,12 @@ int check_ranks(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, c
 bool resolve(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g, char* err,
              size_t esize);
 
+// The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
+// grid, cut at row ends, as (column in the panel, length, offset) triples
+// with the offset of the run's first position in PadLayout l (of floats or
+// bytes). Returns the run count (at most nc).
+int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs);
+
 }  // namespace conv
 }  // namespace olc_mm
 

@@ -296,5 +296,28 @@ bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* er
   return true;
 }
 
+// The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
+// grid, cut at row ends, as (column in the panel, length, offset) with the
+// offset of the run's first position in PadLayout l.
+int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs) {
+  const int64_t OH = g.out[1], OW = g.out[2];
+  int64_t od = c0 / (OH * OW), oh = (c0 / OW) % OH, ow = c0 % OW;
+  int64_t n = 0;
+  for (int64_t c = 0; c < nc;) {
+    const int64_t len = std::min(nc - c, OW - ow);
+    runs[3 * n] = c;
+    runs[3 * n + 1] = len;
+    runs[3 * n + 2] = (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq + ow;
+    ++n;
+    c += len;
+    ow = 0;
+    if (++oh == OH) {
+      oh = 0;
+      ++od;
+    }
+  }
+  return n;
+}
+
 }  // namespace conv
 }  // namespace olc_mm

@@ -11,6 +11,7 @@
 #include "float_adapter.h"
 #include "int_adapter.h"
 #include "nbits_adapter.h"
+#include "qconv_adapter.h"
 #include "gemm_driver.h"
 #include "olc/python_api.h"
 
@@ -50,6 +51,7 @@ PYBIND11_MODULE(_ext, m) {
   olc_mm::set_nbits_api(api);
   olc_mm::set_einsum_api(api);
   olc_mm::set_conv_api(api);
+  olc_mm::set_qconv_api(api);
 
   m.def(
       "vtable",
@@ -67,6 +69,8 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "Conv") vt = olc_mm::conv_vtable();
         else if (op == "FusedConv") vt = olc_mm::fused_conv_vtable();
         else if (op == "ConvTranspose") vt = olc_mm::conv_transpose_vtable();
+        else if (op == "QLinearConv") vt = olc_mm::qlinear_conv_vtable();
+        else if (op == "ConvInteger") vt = olc_mm::conv_integer_vtable();
         if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
       },

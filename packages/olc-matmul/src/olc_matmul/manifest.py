@@ -96,6 +96,15 @@ OPS: tuple[OpSpec, ...] = (
     # BatchNormalization's scale, bias, mean and var (any float type).
     OpSpec("FusedConv", "olc.fused", (Segment(1, MAX_OPSET, CONV_T + ("bfloat16",)),), "T",
            ("T", "T", "T", None, None, None, None), ("T",)),
+    # QLinearConv 10: x, x_zero_point T1; w, w_zero_point T2 (w_zero_point
+    # and w_scale per tensor or per output channel); y_zero_point and y T3;
+    # B int32 T4; the scales float32 (checked in create()).
+    OpSpec("QLinearConv", "", (Segment(10, MAX_OPSET, I8),), "T1",
+           ("T1", None, "T1", "T2", None, "T2", None, "T3", "T4"), ("T3",),
+           (("T2", I8), ("T3", I8), ("T4", ("int32",)))),
+    # ConvInteger 10: x, x_zero_point T1; w, w_zero_point T2; int32 out.
+    OpSpec("ConvInteger", "", (Segment(10, MAX_OPSET, I8),), "T1", ("T1", "T2", "T1", "T2"), ("T3",),
+           (("T2", I8), ("T3", ("int32",)))),
     # ConvTranspose: the same versions and types as Conv.
     OpSpec("ConvTranspose", "",
            (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),

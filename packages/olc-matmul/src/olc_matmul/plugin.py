@@ -12,6 +12,9 @@ DESCRIPTIONS = {
     "Einsum": "Einsum: pairwise contractions on the batched GEMM, strided permutes and reductions",
     "Conv": "Conv: pointwise GEMM, implicit GEMM over im2col tiles on the packed microkernels, direct depthwise",
     "ConvTranspose": "ConvTranspose: W^T X on the packed microkernels, scattered back per tile (col2im)",
+    "QLinearConv": "QLinearConv: the implicit GEMM on the integer kernels (VNNI / vpmaddwd), exact zero-point "
+                   "compensation, requantized as the ONNX reference",
+    "ConvInteger": "ConvInteger: the implicit GEMM on the integer kernels (VNNI / vpmaddwd), exact int32 sums",
     "FusedConv": "Conv with BatchNormalization folded into its weights and an activation applied per output tile",
     "FusedMatMul": "FusedMatMul: MatMul with transposes and alpha on the packed GEMM, operands read in place",
     "MatMulIntegerToFloat": "MatMulIntegerToFloat: the integer GEMM (VNNI / vpmaddwd) with a float output stage",

@@ -1,0 +1,610 @@
+// QLinearConv and ConvInteger (ai.onnx 10): the implicit GEMM of the float
+// Conv on the family's integer microkernels (vpdpbusd with AVX512_VNNI,
+// vpmaddwd elsewhere; mm_common.h IntKernel):
+//   acc[co, p] = sum_k (W[co, k] - wz[co]) (Xcol[k, p] - xz)
+// with Xcol the im2col matrix of X padded with its zero point xz, so that
+// padding contributes nothing, as in the ONNX reference. The weights are
+// the row operand A (packed into the kernel's group layout once, at
+// create() for a constant W), the im2col panels the column operand B,
+// built per panel from a padded byte copy of X like the float panels. The
+// kernel sees A' = A + oa and B' = B - ob (oa, ob = 128 where vpdpbusd
+// needs u8 x s8) and the zero points are compensated exactly afterwards:
+//   acc = S' - zb' (rowsum(A') - K za') - za' colsum(B')
+// (za' = wz + oa, zb' = xz - ob); colsum(B') per output position comes
+// from a box sum over the channel sums of the padded input, never from
+// the panels. int32 arithmetic wraps through uint32. QLinearConv then adds
+// B and requantizes as the ONNX reference does:
+//   y = saturate(round_half_even(acc * float32(float32(xs ws) / ys) + yz))
+// computed in float64. Portable code (no ISA flags).
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapter_util.h"
+#include "conv_common.h"
+#include "gemm_driver.h"
+#include "qconv_adapter.h"
+
+namespace olc_mm {
+namespace {
+
+using namespace conv;  // NOLINT(build/namespaces): the shared attributes and geometry
+
+const olc_core_api* g_api = nullptr;
+
+constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups of the kernel
+
+struct QScratch {
+  void* p = nullptr;
+  size_t cap = 0;
+  ~QScratch() { std::free(p); }
+  void* get(size_t bytes) {
+    if (bytes > cap) {
+      std::free(p);
+      cap = (bytes + 4095) & ~size_t(4095);
+      p = std::aligned_alloc(64, cap);
+      if (!p) cap = 0;
+    }
+    return p;
+  }
+};
+thread_local QScratch t_panel, t_acc, t_pad, t_csum;
+
+IntKernel select_kernel(const olc_core_api* api, bool use_vnni) {
+  const int32_t level = api->simd_level();
+  const uint64_t f = api->cpu_features();
+  if (level >= OLC_SIMD_AVX512 && (f & OLC_CPU_AVX512_VNNI) && use_vnni) return avx512vnni::int_kernel();
+  if (level >= OLC_SIMD_AVX512) return avx512::int_kernel();
+  if (level >= OLC_SIMD_AVX2) return avx2::int_kernel();
+  return scalar::int_kernel();
+}
+
+// Kernel-space offsets: group 4 (vpdpbusd) multiplies u8 A by s8 B.
+inline int32_t offset_a(int group, bool is_signed) { return group == 4 && is_signed ? 128 : 0; }
+inline int32_t offset_b(int group, bool is_signed) { return group == 4 && !is_signed ? -128 : 0; }
+inline int32_t byte_value(uint8_t v, bool is_signed) { return is_signed ? static_cast<int8_t>(v) : v; }
+
+// One group entry from g raw bytes v[0..g) (missing: absent=true -> the
+// kernel-space zero). Group 4: the bytes with the sign bit flipped where
+// the operand's offset is +-128; group 2: two int16 of the raw values.
+inline uint32_t entry(int g, bool is_signed, bool flip, const uint8_t* v, int n) {
+  uint32_t e = 0;
+  if (g == 4) {
+    for (int t = 0; t < n; ++t) e |= static_cast<uint32_t>(static_cast<uint8_t>(v[t] ^ (flip ? 0x80 : 0))) << (8 * t);
+  } else {
+    for (int t = 0; t < n; ++t) e |= static_cast<uint32_t>(static_cast<uint16_t>(byte_value(v[t], is_signed))) << (16 * t);
+  }
+  return e;
+}
+
+struct QConvState : ConvAttrs {
+  bool qlinear;  // QLinearConv (else ConvInteger)
+  int32_t x_type, w_type, y_type;
+  IntKernel ik;
+  const olc_tuning_param* t_par = nullptr;
+  // Constant W: per group, ceil(Mg / MR) strips of ng x MR entries (whole
+  // K), and the kernel-space row sums.
+  std::vector<uint32_t> wpack;
+  std::vector<int32_t> wrowsum;
+  const void* wdata = nullptr;
+  std::vector<int64_t> wshape;
+  std::string detail;
+};
+
+// W [G * Mg, Kg] (bytes) into strips; rowsum[co] = the kernel-space sum.
+void pack_w(const IntKernel& ik, bool w_signed, const uint8_t* W, int64_t G, int64_t Mg, int64_t Kg, uint32_t* dst,
+            int32_t* rowsum) {
+  const int g = ik.group, MR = ik.mr;
+  const int64_t ng = (Kg + g - 1) / g, ns = (Mg + MR - 1) / MR;
+  const bool flip = g == 4 && w_signed;
+  const int32_t off = offset_a(g, w_signed);
+  for (int64_t gi = 0; gi < G; ++gi)
+    for (int64_t s = 0; s < ns; ++s) {
+      uint32_t* o = dst + (gi * ns + s) * ng * MR;
+      for (int i = 0; i < MR; ++i) {
+        const int64_t m = s * MR + i;
+        if (m >= Mg) {
+          for (int64_t q = 0; q < ng; ++q) o[q * MR + i] = 0;
+          continue;
+        }
+        const uint8_t* row = W + (gi * Mg + m) * Kg;
+        uint32_t sum = 0;
+        for (int64_t k = 0; k < Kg; ++k) sum += static_cast<uint32_t>(byte_value(row[k], w_signed) + off);
+        rowsum[gi * Mg + m] = static_cast<int32_t>(sum);
+        for (int64_t q = 0; q < ng; ++q)
+          o[q * MR + i] = entry(g, w_signed, flip, row + q * g, static_cast<int>(std::min<int64_t>(g, Kg - q * g)));
+      }
+    }
+}
+
+// ------------------------------------------------------------ input
+
+// Channels [c0, c1) of one image into the padded byte layout (PadLayout of
+// bytes), pads holding the zero point.
+void pad_bytes(const Geom& g, const PadLayout& l, const uint8_t* x, uint8_t xz, int64_t c0, int64_t c1, uint8_t* dst) {
+  const int64_t sw = l.sw, rowlen = sw * l.Wq, pw = g.pb[2];
+  for (int64_t c = c0; c < c1; ++c) {
+    uint8_t* dc = dst + c * l.cs;
+    std::memset(dc, xz, static_cast<size_t>(l.cs));
+    const uint8_t* xc = x + c * g.in_sp;
+    for (int64_t id = 0; id < g.in[0]; ++id)
+      for (int64_t ih = 0; ih < g.in[1]; ++ih) {
+        uint8_t* row = dc + ((id + g.pb[0]) * l.Hp + ih + g.pb[1]) * rowlen;
+        const uint8_t* xr = xc + (id * g.in[1] + ih) * g.in[2];
+        if (sw == 1) {
+          std::memcpy(row + pw, xr, static_cast<size_t>(g.in[2]));
+        } else {
+          for (int64_t w = 0; w < g.in[2]; ++w) row[((w + pw) % sw) * l.Wq + (w + pw) / sw] = xr[w];
+        }
+      }
+  }
+}
+
+// The raw column sums of the im2col matrix of one (image, group): the
+// channel sums of the padded input (pads count xz), then per output
+// position the sum over the kernel window.
+void column_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_signed, int32_t* out) {
+  const int64_t rows = l.Dp * l.Hp * l.sw * l.Wq;
+  std::vector<int32_t> cs(static_cast<size_t>(rows), 0);
+  for (int64_t c = 0; c < g.Cg; ++c) {
+    const uint8_t* p = src + c * l.cs;
+    if (x_signed)
+      for (int64_t i = 0; i < rows; ++i) cs[i] += static_cast<int8_t>(p[i]);
+    else
+      for (int64_t i = 0; i < rows; ++i) cs[i] += p[i];
+  }
+  std::vector<int64_t> koff;
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t cw = kw * g.d[2];
+        koff.push_back(((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw);
+      }
+  int64_t p = 0;
+  for (int64_t od = 0; od < g.out[0]; ++od)
+    for (int64_t oh = 0; oh < g.out[1]; ++oh)
+      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++p) {
+        const int64_t base = (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq + ow;
+        uint32_t s = 0;
+        for (int64_t o : koff) s += static_cast<uint32_t>(cs[base + o]);
+        out[p] = static_cast<int32_t>(s);
+      }
+}
+
+// ------------------------------------------------------------ the product
+
+struct QJob {
+  const Geom* g;
+  const QConvState* st;
+  const uint32_t* wp;      // strips
+  const int32_t* rowsum;   // rowsum(A') [Cout]
+  const uint8_t* src;      // the input in PadLayout l, images n0 ..
+  PadLayout l;
+  int64_t n0, img_stride;
+  const int64_t* koff;     // [Kg]
+  const int32_t* csum;     // raw column sums [image in chunk][G][out_sp]
+  // Quantization: zero points (raw), scales.
+  int32_t xz;
+  const int32_t* wz;       // [Cout]
+  const float* mult;       // QLinearConv: float32(float32(xs ws) / ys) [Cout]
+  int32_t yz;
+  const int32_t* bias;     // QLinearConv B [Cout] or NULL
+  void* y;
+  int64_t NC, tn, tm, mstep;
+  std::atomic<bool>* failed;
+};
+
+// One int panel: ng x NR entries of the columns' runs (B' = the raw byte
+// flipped where vpdpbusd needs s8; k past Kg: zero entries).
+void int_panel(const QJob& job, const uint8_t* srcg, int64_t k0, int64_t kc, const int64_t* runs, int64_t nruns,
+               int nr, uint32_t* dst) {
+  const int g = job.st->ik.group, NR = job.st->ik.nr;
+  const bool xs = job.st->x_type == OLC_DTYPE_INT8;
+  const bool flip = g == 4 && !xs;
+  const int64_t ng = (kc + g - 1) / g;
+  for (int64_t q = 0; q < ng; ++q) {
+    const uint8_t* r[4];
+    int n = 0;
+    for (int t = 0; t < g && q * g + t < kc; ++t, ++n) r[t] = srcg + job.koff[k0 + q * g + t];
+    uint32_t* o = dst + q * NR;
+    for (int64_t u = 0; u < nruns; ++u) {
+      const int64_t col = runs[3 * u], len = runs[3 * u + 1], off = runs[3 * u + 2];
+      for (int64_t c = 0; c < len; ++c) {
+        uint8_t v[4];
+        for (int t = 0; t < n; ++t) v[t] = r[t][off + c];
+        o[col + c] = entry(g, xs, flip, v, n);
+      }
+    }
+    for (int c = nr; c < NR; ++c) o[c] = 0;
+  }
+}
+
+// Compensation and output of rows [i0, i1) (of the group, from co0) x
+// columns [s0, s0 + nc) of image n; C holds the kernel sums (stride ldc).
+void finish(const QJob& job, int32_t* C, int64_t ldc, int64_t n, int64_t gi, int64_t i0, int64_t i1, int64_t s0,
+            int64_t nc) {
+  const Geom& g = *job.g;
+  const QConvState& st = *job.st;
+  const int grp = st.ik.group;
+  const uint32_t K = static_cast<uint32_t>(g.Kg);
+  const int32_t oa = offset_a(grp, st.w_type == OLC_DTYPE_INT8), ob = offset_b(grp, st.x_type == OLC_DTYPE_INT8);
+  const uint32_t zb = static_cast<uint32_t>(job.xz + ob);
+  const int32_t* cs = job.csum + ((n - job.n0) * g.G + gi) * g.out_sp + s0;
+  const bool u8 = st.y_type == OLC_DTYPE_UINT8;
+  const double lo = u8 ? 0.0 : -128.0, hi = u8 ? 255.0 : 127.0;
+  for (int64_t i = i0; i < i1; ++i) {
+    const int64_t co = gi * g.Mg + i;
+    const uint32_t za = static_cast<uint32_t>(job.wz[co] + oa);
+    const uint32_t ra = static_cast<uint32_t>(job.rowsum[co]) - K * za;
+    uint32_t* c = reinterpret_cast<uint32_t*>(C + (i - i0) * ldc);
+    const uint32_t koff = K * static_cast<uint32_t>(ob);  // colsum(B') = raw colsum + K ob
+    for (int64_t j = 0; j < nc; ++j) c[j] = c[j] - zb * ra - za * (static_cast<uint32_t>(cs[j]) + koff);
+    if (!st.qlinear) continue;  // ConvInteger: the int32 sums are the output (C is Y)
+    const uint32_t b = job.bias ? static_cast<uint32_t>(job.bias[co]) : 0u;
+    const double mult = job.mult[co], yz = job.yz;
+    const int64_t o = (n * g.Cout + co) * g.out_sp + s0;
+    for (int64_t j = 0; j < nc; ++j) {
+      double d = static_cast<double>(static_cast<int32_t>(c[j] + b)) * mult + yz;
+      d = std::min(hi, std::max(lo, d));
+      d = (d + 6755399441055744.0) - 6755399441055744.0;  // round half to even (|d| < 2^51)
+      if (u8) static_cast<uint8_t*>(job.y)[o + j] = static_cast<uint8_t>(d);
+      else static_cast<int8_t*>(job.y)[o + j] = static_cast<int8_t>(d);
+    }
+  }
+}
+
+void q_range(void* user, int64_t begin, int64_t end) {
+  const QJob& job = *static_cast<const QJob*>(user);
+  const Geom& g = *job.g;
+  const IntKernel& ik = job.st->ik;
+  const int MR = ik.mr, NR = ik.nr, grp = ik.group;
+  const int64_t ngt = (g.Kg + grp - 1) / grp;  // groups over the whole K
+  const int64_t nstrips = (g.Mg + MR - 1) / MR;
+  const int64_t KC = kGroupsPerBlock * grp;
+  std::vector<int64_t> runs(static_cast<size_t>(3 * NR));
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t ti = t % job.tn;
+    const int64_t mi = (t / job.tn) % job.tm;
+    const int64_t gi = (t / (job.tn * job.tm)) % g.G;
+    const int64_t n = job.n0 + t / (job.tn * job.tm * g.G);
+    const int64_t s0 = ti * job.NC, nc = std::min(job.NC, g.out_sp - s0);
+    const int64_t m0 = mi * job.mstep, m1 = std::min(g.Mg, m0 + job.mstep);
+    if (m0 >= m1 || nc <= 0) continue;
+    int32_t* C;
+    int64_t ldc;
+    if (!job.st->qlinear) {
+      C = static_cast<int32_t*>(job.y) + (n * g.Cout + gi * g.Mg + m0) * g.out_sp + s0;
+      ldc = g.out_sp;
+    } else {
+      ldc = (nc + NR - 1) / NR * NR;
+      C = static_cast<int32_t*>(t_acc.get(sizeof(int32_t) * (m1 - m0) * ldc));
+    }
+    uint32_t* panel = static_cast<uint32_t*>(t_panel.get(sizeof(uint32_t) * kGroupsPerBlock * NR));
+    if (!C || !panel) {
+      job.failed->store(true);
+      return;
+    }
+    const uint8_t* srcg = job.src + (n - job.n0) * job.img_stride + gi * g.Cg * job.l.cs;
+    for (int64_t k0 = 0; k0 < g.Kg; k0 += KC) {
+      const int64_t kc = std::min(KC, g.Kg - k0);
+      const int64_t ng = (kc + grp - 1) / grp;
+      const int first = k0 == 0;
+      for (int64_t j = 0; j * NR < nc; ++j) {
+        const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+        const int64_t nruns = panel_runs(g, job.l, s0 + j * NR, nr, runs.data());
+        int_panel(job, srcg, k0, kc, runs.data(), nruns, nr, panel);
+        for (int64_t m = m0; m < m1; m += MR) {
+          const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
+          const uint32_t* ap = job.wp + ((gi * nstrips + m / MR) * ngt + k0 / grp) * MR;
+          ik.uk(ng, ap, panel, C + (m - m0) * ldc + j * NR, ldc, mr, nr, first);
+        }
+      }
+    }
+    finish(job, C, ldc, n, gi, m0, m1, s0, nc);
+  }
+}
+
+// ------------------------------------------------------------ create / run
+
+bool is_byte_type(int32_t t) { return t == OLC_DTYPE_UINT8 || t == OLC_DTYPE_INT8; }
+
+void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool qlinear, char* error,
+                        size_t esize) {
+  auto st = std::make_unique<QConvState>();
+  st->qlinear = qlinear;
+  const ConvOp kind = qlinear ? ConvOp::kQLinearConv : ConvOp::kConvInteger;
+  if (!parse_attrs(node, kind, st.get(), error, esize)) return nullptr;
+  const char* op = op_name(kind);
+  const int xi = 0, wi = qlinear ? 3 : 1;
+  if (qlinear ? (node->n_inputs < 8 || node->n_inputs > 9) : (node->n_inputs < 2 || node->n_inputs > 4))
+    return fail_create(error, esize, "%s takes %s inputs, got %d", op, qlinear ? "8 or 9" : "2 to 4", node->n_inputs);
+  if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs);
+  st->x_type = node->input_dtypes[xi];
+  st->w_type = node->input_dtypes[wi];
+  if (!is_byte_type(st->x_type) || !is_byte_type(st->w_type))
+    return fail_create(error, esize, "x and w must be uint8 or int8, got %s and %s", olc_dtype_name(st->x_type),
+                       olc_dtype_name(st->w_type));
+  // Zero points have their operand's type; scales are float32.
+  const int zx = qlinear ? 2 : 2, zw = qlinear ? 5 : 3;
+  if (zx < node->n_inputs && node->input_dtypes[zx] != OLC_DTYPE_UNDEFINED && node->input_dtypes[zx] != st->x_type)
+    return fail_create(error, esize, "x_zero_point has type %s, x has %s", olc_dtype_name(node->input_dtypes[zx]),
+                       olc_dtype_name(st->x_type));
+  if (zw < node->n_inputs && node->input_dtypes[zw] != OLC_DTYPE_UNDEFINED && node->input_dtypes[zw] != st->w_type)
+    return fail_create(error, esize, "w_zero_point has type %s, w has %s", olc_dtype_name(node->input_dtypes[zw]),
+                       olc_dtype_name(st->w_type));
+  if (qlinear) {
+    for (int i : {1, 4, 6})
+      if (node->input_dtypes[i] != OLC_DTYPE_FLOAT)
+        return fail_create(error, esize, "input %d (a scale) must be float32, got %s", i,
+                           olc_dtype_name(node->input_dtypes[i]));
+    st->y_type = node->input_dtypes[7];
+    if (!is_byte_type(st->y_type))
+      return fail_create(error, esize, "y_zero_point must be uint8 or int8, got %s", olc_dtype_name(st->y_type));
+    if (node->n_inputs > 8 && node->input_dtypes[8] != OLC_DTYPE_UNDEFINED && node->input_dtypes[8] != OLC_DTYPE_INT32)
+      return fail_create(error, esize, "B must be int32, got %s", olc_dtype_name(node->input_dtypes[8]));
+  } else {
+    st->y_type = OLC_DTYPE_INT32;
+  }
+  const olc_tuning_param* vnni =
+      api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
+  st->ik = select_kernel(api, api->tuning_read_int(vnni) != 0);
+  st->t_par = api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "parallel_min_macs", 1 << 16);
+  // Constant W: packed once.
+  std::string note;
+  const olc_tensor* cw = node->input_constants ? &node->input_constants[wi] : nullptr;
+  if (cw && cw->data && cw->dtype == st->w_type && cw->ndim >= 3 && cw->ndim <= 5 && cw->shape[0] % st->group == 0 &&
+      olc_element_count(cw) > 0) {
+    const int64_t cout = cw->shape[0], Mg = cout / st->group, Kg = olc_element_count(cw) / cout;
+    const int MR = st->ik.mr;
+    st->wpack.resize(static_cast<size_t>(st->group * ((Mg + MR - 1) / MR) * ((Kg + st->ik.group - 1) / st->ik.group) * MR));
+    st->wrowsum.resize(static_cast<size_t>(cout));
+    pack_w(st->ik, st->w_type == OLC_DTYPE_INT8, static_cast<const uint8_t*>(cw->data), st->group, Mg, Kg,
+           st->wpack.data(), st->wrowsum.data());
+    st->wdata = cw->data;
+    st->wshape.assign(cw->shape, cw->shape + cw->ndim);
+    const size_t bytes = st->wpack.size() * 4 + st->wrowsum.size() * 4;
+    if (OLC_API_HAS(api, report_prepacked)) api->report_prepacked(node, st->wpack.data(), static_cast<int64_t>(bytes));
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB", bytes / 1024.0);
+    note = buf;
+  }
+  st->detail = std::string(st->ik.name) + " implicit-gemm" + note;
+  return st.release();
+}
+
+void* qlinear_conv_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return qconv_create_impl(api, node, true, error, esize);
+}
+void* conv_integer_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return qconv_create_impl(api, node, false, error, esize);
+}
+void qconv_destroy(void* state) { delete static_cast<QConvState*>(state); }
+
+bool check_tensor(olc_context* ctx, const olc_tensor& t, int idx, const char* name) {
+  const int64_t n = olc_element_count(&t);
+  if (n < 0) return fail_run(ctx, "%s (input %d) has a negative dimension", name, idx), false;
+  if (n > 0 && !t.data) return fail_run(ctx, "%s (input %d) has no data", name, idx), false;
+  return true;
+}
+
+// A scalar (one value, rank 0 or 1) of a per-tensor quantization input.
+bool scalar_of(olc_context* ctx, const olc_tensor& t, const char* name, double* v) {
+  if (olc_element_count(&t) != 1 || t.ndim > 1)
+    return fail_run(ctx, "%s must be a scalar (per tensor), got %s", name, shape_str(t).c_str()), false;
+  switch (t.dtype) {
+    case OLC_DTYPE_FLOAT: *v = *static_cast<const float*>(t.data); break;
+    case OLC_DTYPE_UINT8: *v = *static_cast<const uint8_t*>(t.data); break;
+    case OLC_DTYPE_INT8: *v = *static_cast<const int8_t*>(t.data); break;
+    default: return fail_run(ctx, "%s has an unexpected type %s", name, olc_dtype_name(t.dtype)), false;
+  }
+  return true;
+}
+
+// Per tensor or per output channel ([M]): M values as double.
+bool per_channel(olc_context* ctx, const olc_tensor& t, const char* name, int64_t M, std::vector<double>* out) {
+  const int64_t n = olc_element_count(&t);
+  if (!(n == 1 && t.ndim <= 1) && !(t.ndim == 1 && n == M))
+    return fail_run(ctx, "%s must be a scalar or 1-D with %lld values (the output channels), got %s", name,
+                    (long long)M, shape_str(t).c_str()),
+           false;
+  out->resize(static_cast<size_t>(M));
+  for (int64_t i = 0; i < M; ++i) {
+    const int64_t j = n == 1 ? 0 : i;
+    switch (t.dtype) {
+      case OLC_DTYPE_FLOAT: (*out)[i] = static_cast<const float*>(t.data)[j]; break;
+      case OLC_DTYPE_UINT8: (*out)[i] = static_cast<const uint8_t*>(t.data)[j]; break;
+      case OLC_DTYPE_INT8: (*out)[i] = static_cast<const int8_t*>(t.data)[j]; break;
+      default: return fail_run(ctx, "%s has an unexpected type %s", name, olc_dtype_name(t.dtype)), false;
+    }
+  }
+  return true;
+}
+
+int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs, int32_t n_outputs) {
+  const QConvState* st = static_cast<const QConvState*>(state);
+  if (n_outputs != 1) return fail_run(ctx, "expects 1 output");
+  auto present = [&](int i) { return i < n_inputs && inputs[i].dtype != OLC_DTYPE_UNDEFINED; };
+  const int wi = st->qlinear ? 3 : 1;
+  const olc_tensor& x = inputs[0];
+  const olc_tensor& w = inputs[wi];
+  if (x.dtype != st->x_type || w.dtype != st->w_type)
+    return fail_run(ctx, "x / w have types %s / %s, the kernel was created for %s / %s", olc_dtype_name(x.dtype),
+                    olc_dtype_name(w.dtype), olc_dtype_name(st->x_type), olc_dtype_name(st->w_type));
+  static const char* const kNames[] = {"x", "x_scale", "x_zero_point", "w", "w_scale", "w_zero_point", "y_scale",
+                                       "y_zero_point", "B"};
+  static const char* const kIntNames[] = {"x", "w", "x_zero_point", "w_zero_point"};
+  for (int i = 0; i < n_inputs; ++i)
+    if (present(i) && !check_tensor(ctx, inputs[i], i, st->qlinear ? kNames[i] : kIntNames[i])) return OLC_ERROR;
+  const olc_tensor* b = st->qlinear && present(8) ? &inputs[8] : nullptr;
+  Geom g;
+  char err[400];
+  if (!resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
+  // Quantization parameters (checked before the output exists).
+  double xzd = 0, xs = 1, ys = 1, yzd = 0;
+  std::vector<double> wzd(static_cast<size_t>(g.Cout), 0.0), wsd;
+  const int zx = 2, zw = st->qlinear ? 5 : 3;
+  if (present(zx) && !scalar_of(ctx, inputs[zx], "x_zero_point", &xzd)) return OLC_ERROR;
+  if (present(zw) && !per_channel(ctx, inputs[zw], "w_zero_point", g.Cout, &wzd)) return OLC_ERROR;
+  std::vector<float> mult;
+  if (st->qlinear) {
+    if (!scalar_of(ctx, inputs[1], "x_scale", &xs) || !per_channel(ctx, inputs[4], "w_scale", g.Cout, &wsd) ||
+        !scalar_of(ctx, inputs[6], "y_scale", &ys) || !scalar_of(ctx, inputs[7], "y_zero_point", &yzd))
+      return OLC_ERROR;
+    if (b && b->dtype != OLC_DTYPE_INT32) return fail_run(ctx, "B must be int32, got %s", olc_dtype_name(b->dtype));
+    mult.resize(static_cast<size_t>(g.Cout));
+    for (int64_t i = 0; i < g.Cout; ++i)
+      mult[i] = static_cast<float>(static_cast<float>(static_cast<float>(xs) * static_cast<float>(wsd[i])) /
+                                   static_cast<float>(ys));
+  }
+  std::vector<int32_t> wz(wzd.begin(), wzd.end());
+  std::vector<int64_t> oshape(x.ndim);
+  oshape[0] = g.N;
+  oshape[1] = g.Cout;
+  for (int i = 0; i < g.nsp; ++i) oshape[2 + i] = g.out[3 - g.nsp + i];
+  void* y = g_api->allocate_output(ctx, 0, st->y_type, x.ndim, oshape.data());
+  const int64_t total = g.N * g.Cout * g.out_sp;
+  if (!y && total > 0) return OLC_ERROR;
+  if (total == 0) return OLC_OK;
+  const IntKernel& ik = st->ik;
+  const int MR = ik.mr, NR = ik.nr;
+  const bool packed = !st->wpack.empty() && w.data == st->wdata &&
+                      w.ndim == static_cast<int32_t>(st->wshape.size()) &&
+                      std::equal(st->wshape.begin(), st->wshape.end(), w.shape);
+  std::vector<uint32_t> wrun;
+  std::vector<int32_t> rsrun;
+  const uint32_t* wp;
+  const int32_t* rowsum;
+  if (packed) {
+    wp = st->wpack.data();
+    rowsum = st->wrowsum.data();
+  } else {
+    wrun.resize(static_cast<size_t>(g.G * ((g.Mg + MR - 1) / MR) * ((g.Kg + ik.group - 1) / ik.group) * MR));
+    rsrun.resize(static_cast<size_t>(g.Cout));
+    if (g.Kg > 0)
+      pack_w(ik, st->w_type == OLC_DTYPE_INT8, static_cast<const uint8_t*>(w.data), g.G, g.Mg, g.Kg, wrun.data(),
+             rsrun.data());
+    wp = wrun.data();
+    rowsum = rsrun.data();
+  }
+  const int64_t macs = total * g.Kg;
+  const int64_t threads =
+      macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
+  std::atomic<bool> failed{false};
+  QJob job{};
+  job.g = &g;
+  job.st = st;
+  job.wp = wp;
+  job.rowsum = rowsum;
+  job.xz = static_cast<int32_t>(xzd);
+  job.wz = wz.data();
+  job.mult = mult.data();
+  job.yz = static_cast<int32_t>(yzd);
+  job.bias = b ? static_cast<const int32_t*>(b->data) : nullptr;
+  job.y = y;
+  job.failed = &failed;
+  // Tiles of output positions (multiples of NR), channel shares when the
+  // tiles are fewer than the threads (as the float Conv).
+  job.NC = 8 * NR;
+  job.tn = (g.out_sp + job.NC - 1) / job.NC;
+  if (threads > 1 && g.N * g.G * job.tn < 8 * threads) {
+    int64_t tn = job.tn;
+    while ((g.N * g.G * tn) % threads) ++tn;
+    const int64_t nc = ((g.out_sp + tn - 1) / tn + NR - 1) / NR * NR;
+    if (nc >= 2 * NR) {
+      job.NC = nc;
+      job.tn = (g.out_sp + nc - 1) / nc;
+    }
+  }
+  const int64_t base = g.N * g.G * job.tn, mblocks = (g.Mg + MR - 1) / MR;
+  job.tm = 1;
+  if (threads > 1 && base < 4 * threads && base % threads)
+    while (job.tm < mblocks && (base * job.tm) % threads) ++job.tm;
+  job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
+  job.tm = (g.Mg + job.mstep - 1) / job.mstep;
+  // The input as bytes in PadLayout: X itself without padding at unit W
+  // stride, else a padded copy (pads = the zero point) per chunk of images.
+  bool copy = g.s[2] != 1;
+  for (int i = 0; i < 3; ++i) copy = copy || g.pb[i] || g.pe[i];
+  PadLayout& l = job.l;
+  if (copy) {
+    l.Dp = g.in[0] + g.pb[0] + g.pe[0];
+    l.Hp = g.in[1] + g.pb[1] + g.pe[1];
+    l.sw = g.s[2];
+    l.Wq = (g.in[2] + g.pb[2] + g.pe[2] + l.sw - 1) / l.sw;
+    l.cs = l.Dp * l.Hp * l.sw * l.Wq;
+  } else {
+    l = PadLayout{g.in[0], g.in[1], 1, g.in[2], g.in_sp};
+  }
+  job.img_stride = g.C * l.cs;
+  std::vector<int64_t> koff(static_cast<size_t>(g.Kg));
+  for (int64_t ci = 0, k = 0; ci < g.Cg; ++ci)
+    for (int64_t kd = 0; kd < g.k[0]; ++kd)
+      for (int64_t kh = 0; kh < g.k[1]; ++kh)
+        for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
+          const int64_t cw = kw * g.d[2];
+          koff[k] = ci * l.cs + ((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw;
+        }
+  job.koff = koff.data();
+  const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(16) << 20) / std::max<int64_t>(1, job.img_stride)));
+  uint8_t* buf = nullptr;
+  if (copy) {
+    buf = static_cast<uint8_t*>(t_pad.get(static_cast<size_t>(chunk * job.img_stride)));
+    if (!buf) return fail_run(ctx, "out of memory for the %s work buffers", st->qlinear ? "QLinearConv" : "ConvInteger");
+  }
+  int32_t* csum = static_cast<int32_t*>(t_csum.get(sizeof(int32_t) * chunk * g.G * g.out_sp));
+  if (!csum) return fail_run(ctx, "out of memory for the work buffers");
+  job.csum = csum;
+  const bool x_signed = st->x_type == OLC_DTYPE_INT8;
+  for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+    const int64_t nimg = std::min(chunk, g.N - n0);
+    const uint8_t* x8 = static_cast<const uint8_t*>(x.data);
+    if (copy) {
+      for (int64_t i = 0; i < nimg; ++i)
+        pad_bytes(g, l, x8 + (n0 + i) * g.C * g.in_sp, static_cast<uint8_t>(job.xz), 0, g.C, buf + i * job.img_stride);
+      job.src = buf;
+    } else {
+      job.src = x8 + n0 * job.img_stride;
+    }
+    job.n0 = n0;
+    for (int64_t i = 0; i < nimg; ++i)
+      for (int64_t gi = 0; gi < g.G; ++gi)
+        column_sums(g, l, job.src + i * job.img_stride + gi * g.Cg * l.cs, x_signed, csum + (i * g.G + gi) * g.out_sp);
+    if (g.Kg == 0) {
+      // No products: the compensation alone (zero sums).
+      for (int64_t i = 0; i < nimg; ++i)
+        for (int64_t gi = 0; gi < g.G; ++gi) {
+          std::vector<int32_t> zeros(static_cast<size_t>(g.Mg * g.out_sp), 0);
+          int32_t* C = st->qlinear ? zeros.data()
+                                   : static_cast<int32_t*>(y) + ((n0 + i) * g.Cout + gi * g.Mg) * g.out_sp;
+          if (!st->qlinear) std::fill(C, C + g.Mg * g.out_sp, 0);
+          finish(job, C, g.out_sp, n0 + i, gi, 0, g.Mg, 0, g.out_sp);
+        }
+      continue;
+    }
+    const int64_t tasks = nimg * g.G * job.tn * job.tm;
+    if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &q_range, &job);
+    else q_range(&job, 0, tasks);
+    if (failed.load()) break;
+  }
+  if (failed.load()) return fail_run(ctx, "out of memory for the work buffers");
+  g_api->record_usage_detail(ctx, st->detail.c_str());
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kQLinearConv = {OLC_ABI_VERSION, 0, "olc_matmul::QLinearConv",
+                                        guarded_create<qlinear_conv_create>, guarded_run<qconv_run>, qconv_destroy};
+const olc_kernel_vtable kConvInteger = {OLC_ABI_VERSION, 0, "olc_matmul::ConvInteger",
+                                        guarded_create<conv_integer_create>, guarded_run<qconv_run>, qconv_destroy};
+
+}  // namespace
+
+void set_qconv_api(const olc_core_api* api) { g_api = api; }
+const olc_kernel_vtable* qlinear_conv_vtable() { return &kQLinearConv; }
+const olc_kernel_vtable* conv_integer_vtable() { return &kConvInteger; }
+
+}  // namespace olc_mm
