@@ -6,8 +6,9 @@
     nox -s conformance
     nox -s bench -- --enforce
     nox -s lint
-    nox -s sanitize       core + elementwise built with ASan/UBSan, their tests under it
-                          (-- all: every family; -- olc-matmul ...: the families named)
+    nox -s sanitize       core, the families the newest commit changed and one more in turn, built
+                          with ASan/UBSan, their tests under it (-- all: every family;
+                          -- olc-matmul ...: the families named)
     nox -s tsan           core + elementwise built with ThreadSanitizer, the concurrency tests under it
     nox -s fuzz           a seeded run of tools/fuzz_models.py on every family (-- --long: a long run)
 
@@ -66,7 +67,7 @@ PYTEST_OK = [0, 5]
 # the demo with --strict, so a node this list no longer covers fails loudly.
 DEMO_FAMILIES = ["olc-elementwise", "olc-matmul"]
 
-_built: dict[tuple[str, bool], Path] = {}
+_built: dict[tuple[str, str | None], Path] = {}
 
 
 def _project_dir(dist: str) -> Path:
@@ -174,9 +175,12 @@ def _install(session: nox.Session, dists: list[str], *extra: str, sanitizer: str
     session.log(f"installed {', '.join(dists)} and their dependencies in {time.monotonic() - start:.0f} s")
 
 
-def _pytest(session: nox.Session, path: str, *args: str, env: dict[str, str] | None = None) -> None:
+def _pytest(session: nox.Session, path: str, *args: str, env: dict[str, str] | None = None,
+            forward_posargs: bool = True) -> None:
     """Runs one test folder (folders of different packages may hold test
-    modules of the same name, which one pytest run cannot import side by side)."""
+    modules of the same name, which one pytest run cannot import side by side);
+    the session's arguments go to pytest unless they meant something else
+    to the session (``forward_posargs=False``)."""
     if not (ROOT / path).exists():
         session.log(f"no tests at {path}: skipped")
         return
@@ -184,7 +188,7 @@ def _pytest(session: nox.Session, path: str, *args: str, env: dict[str, str] | N
     # `pytest`, not `python -m pytest`): `import olc_*` finds the installed
     # wheels, never a source tree.
     session.run(
-        "pytest", "-ra", "-p", "no:cacheprovider", *args, path, *session.posargs,
+        "pytest", "-ra", "-p", "no:cacheprovider", *args, path, *(session.posargs if forward_posargs else ()),
         success_codes=PYTEST_OK, env=env or {},
     )
 
@@ -341,15 +345,34 @@ def _check_instrumented(session: nox.Session, module: str, sanitizer: str, env: 
     session.run("python", "-c", code, env=env)
 
 
-# What `nox -s sanitize` covers by default (CI): the runtime and the family
-# with the most SIMD code. `nox -s sanitize -- all` (every family) or
-# `-- olc-matmul olc-tensor` picks others.
-SANITIZE_DEFAULT = [CORE, "olc-elementwise"]
+# What `nox -s sanitize` covers: by default (and in CI) olc-core plus a few
+# families (see _default_sanitize_targets); `nox -s sanitize -- all` every family,
+# `-- olc-matmul olc-tensor` the families named.
+
+
+def _git(*args: str) -> str | None:
+    try:
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def _default_sanitize_targets() -> list[str]:
+    """What CI sanitizes: olc-core, the families the newest commit changed
+    and one more family in turn (by commit count), so that every family is
+    built with the sanitizers every few commits while a run stays short."""
+    families = _families()
+    changed = (_git("diff", "--name-only", "HEAD~1", "HEAD") or "").splitlines()
+    touched = {parts[1] for parts in (p.split("/") for p in changed)
+               if len(parts) > 2 and parts[0] == "packages" and parts[1] in families}
+    count = _git("rev-list", "--count", "HEAD")
+    turn = int(count) if count and count.strip().isdigit() else time.gmtime().tm_yday
+    return [CORE, *sorted(touched | {families[turn % len(families)]})]
 
 
 def _sanitize_targets(session: nox.Session) -> list[str]:
     if not session.posargs:
-        return SANITIZE_DEFAULT
+        return _default_sanitize_targets()
     if session.posargs == ["all"]:
         return [CORE, *_families()]
     unknown = [d for d in session.posargs if d not in _families()]
@@ -360,8 +383,8 @@ def _sanitize_targets(session: nox.Session) -> list[str]:
 
 @nox.session
 def sanitize(session: nox.Session) -> None:
-    """olc-core and olc-elementwise (or the families named after --, or -- all) built with
-    -DOLC_SANITIZE=ON (ASan + UBSan), their tests under it."""
+    """olc-core, the families the newest commit changed and one more in turn (or the families
+    named after --, or -- all) built with -DOLC_SANITIZE=ON (ASan + UBSan), their tests under it."""
     targets = _sanitize_targets(session)
     _install(session, targets, *TEST_DEPS, sanitizer="address")
     env = {
@@ -384,7 +407,7 @@ def sanitize(session: nox.Session) -> None:
             # Without faulthandler, a crash is reported by ASan, with its stack;
             # --capture=sys leaves file descriptor 2 alone, so the report of a
             # sanitizer that ends the process is printed, not swallowed.
-            _pytest(session, path, "-p", "no:faulthandler", "--capture=sys", env=env)
+            _pytest(session, path, "-p", "no:faulthandler", "--capture=sys", env=env, forward_posargs=False)
         except nox.command.CommandFailed:
             failed.append(path)
     if failed:
