@@ -68,9 +68,10 @@ bool resolve(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, cons
              size_t esize);
 
 // The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
-// grid, cut at row ends, as (column in the panel, length, offset) triples
-// with the offset of the run's first position in PadLayout l (of floats or
-// bytes). Returns the run count (at most nc).
+// grid, cut at row ends (unless the next row's values follow on), as
+// (column in the panel, length, offset) triples with the offset of the
+// run's first position in PadLayout l (of floats or bytes). Returns the
+// run count (at most nc).
 int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs);
 
 }  // namespace conv

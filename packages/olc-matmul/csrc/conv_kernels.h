@@ -107,6 +107,9 @@ struct ConvKernels {
   // none): the transposed GEMM's [position][channel] tile into NCHW planes.
   void (*transpose_store)(const float* c, int64_t rows, int64_t cols, int64_t ldc, float* y, int64_t ldy,
                           const Activation* act);
+  // QLinearConv's output stage of one row: y[j] = saturate(round half to
+  // even((int32)(acc[j] + b) * mult + yz)) in float64, y uint8 (u8) or int8.
+  void (*requantize)(const uint32_t* acc, int64_t n, uint32_t b, double mult, double yz, bool u8, void* y);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }

@@ -25,8 +25,13 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "adapter_util.h"
 #include "conv_common.h"
+#include "conv_kernels.h"
 #include "gemm_driver.h"
 #include "qconv_adapter.h"
 
@@ -86,6 +91,7 @@ struct QConvState : ConvAttrs {
   bool qlinear;  // QLinearConv (else ConvInteger)
   int32_t x_type, w_type, y_type;
   IntKernel ik;
+  const ConvKernels* ck;  // the output stage (requantize)
   const olc_tuning_param* t_par = nullptr;
   // Constant W: per group, ceil(Mg / MR) strips of ng x MR entries (whole
   // K), and the kernel-space row sums.
@@ -199,26 +205,80 @@ struct QJob {
   std::atomic<bool>* failed;
 };
 
+// Columns [0, len) of g byte rows r[0..n) (n <= g; rows n..g count as the
+// kernel-space zero) as group entries at o: group 4, the four bytes of a
+// column in one entry (sign bits flipped by `flip`); group 2, two int16.
+// SSE2 (the x86-64 baseline) for 16 / 8 columns at a time.
+void entries(int g, bool is_signed, uint8_t flip, const uint8_t* const* r, int n, int64_t len, uint32_t* o) {
+  int64_t c = 0;
+#if defined(__SSE2__)
+  if (g == 4 && n == 4) {
+    const __m128i xf = _mm_set1_epi8(static_cast<char>(flip));
+    for (; c + 16 <= len; c += 16) {
+      const __m128i v0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[0] + c)), xf);
+      const __m128i v1 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[1] + c)), xf);
+      const __m128i v2 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[2] + c)), xf);
+      const __m128i v3 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r[3] + c)), xf);
+      const __m128i p01l = _mm_unpacklo_epi8(v0, v1), p01h = _mm_unpackhi_epi8(v0, v1);
+      const __m128i p23l = _mm_unpacklo_epi8(v2, v3), p23h = _mm_unpackhi_epi8(v2, v3);
+      __m128i* d = reinterpret_cast<__m128i*>(o + c);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(p01l, p23l));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(p01l, p23l));
+      _mm_storeu_si128(d + 2, _mm_unpacklo_epi16(p01h, p23h));
+      _mm_storeu_si128(d + 3, _mm_unpackhi_epi16(p01h, p23h));
+    }
+    for (; c + 8 <= len; c += 8) {  // 8 columns: the low halves
+      const __m128i v0 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[0] + c)), xf);
+      const __m128i v1 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[1] + c)), xf);
+      const __m128i v2 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[2] + c)), xf);
+      const __m128i v3 = _mm_xor_si128(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[3] + c)), xf);
+      const __m128i p01 = _mm_unpacklo_epi8(v0, v1), p23 = _mm_unpacklo_epi8(v2, v3);
+      __m128i* d = reinterpret_cast<__m128i*>(o + c);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(p01, p23));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(p01, p23));
+    }
+  } else if (g == 2 && n == 2) {
+    const __m128i zero = _mm_setzero_si128();
+    for (; c + 8 <= len; c += 8) {
+      __m128i a = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[0] + c));
+      __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(r[1] + c));
+      if (is_signed) {  // sign-extend: the byte in the high half, shifted down
+        a = _mm_srai_epi16(_mm_unpacklo_epi8(zero, a), 8);
+        b = _mm_srai_epi16(_mm_unpacklo_epi8(zero, b), 8);
+      } else {
+        a = _mm_unpacklo_epi8(a, zero);
+        b = _mm_unpacklo_epi8(b, zero);
+      }
+      __m128i* d = reinterpret_cast<__m128i*>(o + c);
+      _mm_storeu_si128(d, _mm_unpacklo_epi16(a, b));
+      _mm_storeu_si128(d + 1, _mm_unpackhi_epi16(a, b));
+    }
+  }
+#endif
+  for (; c < len; ++c) {
+    uint8_t v[4];
+    for (int t = 0; t < n; ++t) v[t] = r[t][c];
+    o[c] = entry(g, is_signed, flip != 0, v, n);
+  }
+}
+
 // One int panel: ng x NR entries of the columns' runs (B' = the raw byte
-// flipped where vpdpbusd needs s8; k past Kg: zero entries).
+// flipped where vpdpbusd needs s8; k past the block: zero entries).
 void int_panel(const QJob& job, const uint8_t* srcg, int64_t k0, int64_t kc, const int64_t* runs, int64_t nruns,
                int nr, uint32_t* dst) {
   const int g = job.st->ik.group, NR = job.st->ik.nr;
   const bool xs = job.st->x_type == OLC_DTYPE_INT8;
-  const bool flip = g == 4 && !xs;
+  const uint8_t flip = g == 4 && !xs ? 0x80 : 0;
   const int64_t ng = (kc + g - 1) / g;
   for (int64_t q = 0; q < ng; ++q) {
-    const uint8_t* r[4];
-    int n = 0;
-    for (int t = 0; t < g && q * g + t < kc; ++t, ++n) r[t] = srcg + job.koff[k0 + q * g + t];
+    const int n = static_cast<int>(std::min<int64_t>(g, kc - q * g));
+    const int64_t* ko = job.koff + k0 + q * g;
     uint32_t* o = dst + q * NR;
     for (int64_t u = 0; u < nruns; ++u) {
       const int64_t col = runs[3 * u], len = runs[3 * u + 1], off = runs[3 * u + 2];
-      for (int64_t c = 0; c < len; ++c) {
-        uint8_t v[4];
-        for (int t = 0; t < n; ++t) v[t] = r[t][off + c];
-        o[col + c] = entry(g, xs, flip, v, n);
-      }
+      const uint8_t* r[4];
+      for (int t = 0; t < n; ++t) r[t] = srcg + ko[t] + off;
+      entries(g, xs, flip, r, n, len, o + col);
     }
     for (int c = nr; c < NR; ++c) o[c] = 0;
   }
@@ -236,7 +296,6 @@ void finish(const QJob& job, int32_t* C, int64_t ldc, int64_t n, int64_t gi, int
   const uint32_t zb = static_cast<uint32_t>(job.xz + ob);
   const int32_t* cs = job.csum + ((n - job.n0) * g.G + gi) * g.out_sp + s0;
   const bool u8 = st.y_type == OLC_DTYPE_UINT8;
-  const double lo = u8 ? 0.0 : -128.0, hi = u8 ? 255.0 : 127.0;
   for (int64_t i = i0; i < i1; ++i) {
     const int64_t co = gi * g.Mg + i;
     const uint32_t za = static_cast<uint32_t>(job.wz[co] + oa);
@@ -248,13 +307,7 @@ void finish(const QJob& job, int32_t* C, int64_t ldc, int64_t n, int64_t gi, int
     const uint32_t b = job.bias ? static_cast<uint32_t>(job.bias[co]) : 0u;
     const double mult = job.mult[co], yz = job.yz;
     const int64_t o = (n * g.Cout + co) * g.out_sp + s0;
-    for (int64_t j = 0; j < nc; ++j) {
-      double d = static_cast<double>(static_cast<int32_t>(c[j] + b)) * mult + yz;
-      d = std::min(hi, std::max(lo, d));
-      d = (d + 6755399441055744.0) - 6755399441055744.0;  // round half to even (|d| < 2^51)
-      if (u8) static_cast<uint8_t*>(job.y)[o + j] = static_cast<uint8_t>(d);
-      else static_cast<int8_t*>(job.y)[o + j] = static_cast<int8_t>(d);
-    }
+    st.ck->requantize(c, nc, b, mult, yz, u8, static_cast<uint8_t*>(job.y) + o);
   }
 }
 
@@ -353,6 +406,10 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
   const olc_tuning_param* vnni =
       api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
   st->ik = select_kernel(api, api->tuning_read_int(vnni) != 0);
+  const int32_t level = api->simd_level();
+  st->ck = level >= OLC_SIMD_AVX512 ? avx512::conv_kernels()
+           : level >= OLC_SIMD_AVX2 ? avx2::conv_kernels()
+                                    : scalar::conv_kernels();
   st->t_par = api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "parallel_min_macs", 1 << 16);
   // Constant W: packed once.
   std::string note;
