@@ -100,12 +100,15 @@ struct ConvState : ConvAttrs {
   // The transposed product's W^T panels (GEMM layouts, W up to
   // kMaxWtFloats values).
   std::shared_ptr<PackedB> wtpack;
+  // Winograd F(2x2, 3x3): the transformed weights (float32 3x3 at stride 1).
+  std::shared_ptr<PackedB> wino;
+  const olc_tuning_param* t_wino = nullptr;
   bool wpack_dw = false;
   const void* wdata = nullptr;
   std::vector<int64_t> wshape;
   // With BatchNormalization folded: the bias (Cout values), float32.
   std::vector<float> fbias;
-  std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb;
+  std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb, detail_wino;
 };
 
 // ------------------------------------------------------------ weights
@@ -336,6 +339,19 @@ bool prefer_transposed(int64_t out_sp, int64_t Mg, int NR) {
   const double normal = double(out_sp) / double((out_sp + NR - 1) / NR * NR);
   const double transposed = double(Mg) / double((Mg + NR - 1) / NR * NR);
   return transposed > 1.15 * normal;
+}
+
+// Winograd's products (16 per tile of 2x2 outputs, the tiles of a batch
+// in NR-wide panels, with about a quarter more for its transforms) against
+// the implicit GEMM's (9 per output: positions in NR-wide panels per image,
+// or as MR-row strips when transposed): true when Winograd does clearly
+// less.
+bool prefer_winograd(const Geom& g, int NR, bool transposed_available) {
+  const int64_t tiles = g.N * ((g.out[1] + 1) / 2) * ((g.out[2] + 1) / 2);
+  const double wino = 16.0 * double((tiles + NR - 1) / NR * NR) * 1.25;
+  double direct = 9.0 * double(g.N * ((g.out_sp + NR - 1) / NR * NR));
+  if (transposed_available) direct = std::min(direct, 9.0 * double(g.N * g.out_sp));
+  return wino < direct;
 }
 
 struct GemmTJob {
@@ -695,6 +711,9 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // The transposed product stacks the positions of up to this many
   // output positions (whole images) into its rows per chunk.
   st->t_trows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "transposed_max_rows", 2048);
+  // 1: 3x3 stride-1 float32 convolutions with constant weights run as
+  // Winograd F(2x2, 3x3); 0: the implicit GEMM.
+  st->t_wino = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "winograd", 1);
 
   // Constant W: packed once, in the layout its shape calls for.
   std::string pack_note;
@@ -734,6 +753,20 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
           block_taps(dst, cout, Kg, L, dst + n);
         } else {
           pack_strips(wdt, wsrc, st->group, Mg, Kg, MR, dst);
+          // Winograd's transformed weights: 2-D 3x3 at stride 1 without
+          // dilation (the attributes say so), float32.
+          bool unit = cw->ndim == 4 && cw->shape[2] == 3 && cw->shape[3] == 3 && dt == OLC_DTYPE_FLOAT;
+          for (int64_t v : st->strides) unit = unit && v == 1;
+          for (int64_t v : st->dil) unit = unit && v == 1;
+          if (unit && cg >= 8 && Mg >= 8) {
+            st->wino = make_packed(PackLayout::kF32, wino_weight_floats(st->group, Mg, cg, MR) * sizeof(float));
+            if (st->wino) {
+              wino_pack_weights(static_cast<const float*>(wsrc), st->group, Mg, cg, MR,
+                                static_cast<float*>(st->wino->data));
+              if (OLC_API_HAS(api, report_prepacked))
+                api->report_prepacked(node, st->wino.get(), static_cast<int64_t>(st->wino->bytes));
+            }
+          }
           // The transposed product's panels too (few output positions),
           // unless the weights are large: then positions are rarely few.
           if (n <= kMaxWtFloats) {
@@ -752,7 +785,8 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
           api->report_prepacked(node, st->wpack.get(), static_cast<int64_t>(st->wpack->bytes));
         char buf[96];
         std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB",
-                      (st->wpack->bytes + (st->wtpack ? st->wtpack->bytes : 0)) / 1024.0);
+                      (st->wpack->bytes + (st->wtpack ? st->wtpack->bytes : 0) + (st->wino ? st->wino->bytes : 0)) /
+                          1024.0);
         pack_note = buf;
       }
     }
@@ -766,6 +800,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   st->detail_pw = isa + " pointwise-gemm" + pack_note;
   st->detail_gemmt = isa + " implicit-gemm-transposed" + pack_note;
   st->detail_pwt = isa + " pointwise-gemm-transposed" + pack_note;
+  st->detail_wino = isa + " winograd-f2x2-3x3" + pack_note;
   st->detail_dw = std::string(st->ck->name) + " depthwise" + pack_note;
   st->detail_dwb = std::string(st->ck->name) + " depthwise-channels" + pack_note;
   return st.release();
@@ -894,6 +929,14 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const IsaKernels* isa = st->ks.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const int64_t KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
+  if (packed && st->wino && st->dtype == OLC_DTYPE_FLOAT && wino_applies(g) && g_api->tuning_read_int(st->t_wino) &&
+      prefer_winograd(g, NR, st->wtpack != nullptr)) {
+    WinoRun wr{&g, isa, st->ck, static_cast<const float*>(st->wino->data), static_cast<const float*>(x.data),
+               static_cast<float*>(y), bias, act, KC, threads};
+    if (!wino_run(g_api, ctx, wr)) return fail_run(ctx, "out of memory for the Conv work buffers");
+    g_api->record_usage_detail(ctx, st->detail_wino.c_str());
+    return OLC_OK;
+  }
   // Few output positions: the transposed product, when the weights'
   // transposed panels exist (a constant W up to kMaxWtFloats) or are
   // packed for this run (a fed W).

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "conv_kernels.h"
+#include "mm_common.h"
 #include "olc/kernel_abi.h"
 
 namespace olc_mm {
@@ -73,6 +74,33 @@ bool resolve(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, cons
 // run's first position in PadLayout l (of floats or bytes). Returns the
 // run count (at most nc).
 int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs);
+
+// ------------------------------------------------------------ Winograd
+// F(2x2, 3x3) for float32 3x3 convolutions at stride 1 without dilation
+// (conv_winograd.cc).
+
+// Whether the geometry is one (2-D, 3x3, stride 1, dilation 1, at least
+// 8 input and output channels per group).
+bool wino_applies(const Geom& g);
+
+// The transformed weights: 16 sets of MR-row strips [G][strip][Cg][MR].
+size_t wino_weight_floats(int64_t G, int64_t Mg, int64_t Cg, int MR);
+void wino_pack_weights(const float* W, int64_t G, int64_t Mg, int64_t Cg, int MR, float* dst);
+
+struct WinoRun {
+  const Geom* g;
+  const IsaKernels* isa;
+  const ConvKernels* ck;
+  const float* wt;  // wino_pack_weights
+  const float* x;
+  float* y;
+  const float* bias;  // Cout values or NULL
+  const Activation* act;
+  int64_t KC;
+  int64_t threads;
+};
+// false: out of memory.
+bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r);
 
 }  // namespace conv
 }  // namespace olc_mm

@@ -94,6 +94,42 @@ struct DwBlock {
   const Activation* act;
 };
 
+// Winograd F(2x2, 3x3) (stride 1, no dilation): per channel, each 4x4
+// input tile d (tile (th, tw) starts at padded row 2 th, column 2 tw) and
+// its 16 transformed values V = B^T d B; the 16 products M = U V summed
+// over the channels by the GEMM; the 2x2 output A^T M A. B^T = [1 0 -1 0;
+// 0 1 1 0; 0 -1 1 0; 0 1 0 -1], A^T = [1 1 1 0; 0 1 -1 -1].
+//
+// Tiles are numbered u = image * T + th * TW + tw over a chunk of images
+// (T = TH * TW tiles per image), so that the tiles of small images share
+// panels.
+//
+// Input transform of tiles [t0, t1) of nch channels read from src (image
+// 0's first channel, images img_stride floats apart) in PadLayout l (sw =
+// 2: the columns of a tile row's tiles are consecutive per phase) into V:
+// matrix xi (xi_stride floats apart) as GEMM B panels
+// [panel][channel][NR], tile u in panel (u - t0) / NR, lane (u - t0) % NR.
+struct WinoIn {
+  const float* src;
+  PadLayout l;
+  int64_t img_stride;
+  int64_t nch, T, TW, t0, t1, xi_stride;
+  int NR;
+  float* dst;
+};
+
+// Output transform: M matrix xi at m + xi * xi_stride, [channel][ldm],
+// column u - t0; per channel the bias, the activation, the 2x2 outputs
+// into the channel's OH x OW plane (channel planes OH * OW apart from y,
+// images y_img_stride apart; outputs past OH or OW dropped).
+struct WinoOut {
+  const float* m;
+  int64_t ldm, xi_stride, nch, T, TW, t0, t1, OH, OW, y_img_stride;
+  const float* bias;  // nch values or NULL
+  const Activation* act;
+  float* y;
+};
+
 struct ConvKernels {
   const char* name;
   void (*depthwise)(const DwPlane* p);
@@ -110,6 +146,8 @@ struct ConvKernels {
   // QLinearConv's output stage of one row: y[j] = saturate(round half to
   // even((int32)(acc[j] + b) * mult + yz)) in float64, y uint8 (u8) or int8.
   void (*requantize)(const uint32_t* acc, int64_t n, uint32_t b, double mult, double yz, bool u8, void* y);
+  void (*wino_input)(const WinoIn* p);
+  void (*wino_output)(const WinoOut* p);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }

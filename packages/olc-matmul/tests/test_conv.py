@@ -299,14 +299,53 @@ def test_transposed_product_over_chunks_of_images():
             tuning.reset("olc_matmul", "Conv", "transposed_max_rows", implementation=level, dtype="float32")
 
 
+WINO_CASES = [
+    ((1, 8, 16, 16), (12, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ((2, 16, 13, 11), (24, 16, 3, 3), {"pads": [1, 0, 2, 1]}),                 # odd outputs, asymmetric pads
+    ((3, 9, 10, 9), (10, 9, 3, 3), {}),                                        # no padding, small images stacked
+    ((1, 32, 12, 14), (16, 16, 3, 3), {"group": 2, "auto_pad": "SAME_UPPER"}),
+    ((1, 300, 6, 40), (20, 300, 3, 3), {"pads": [1, 1, 1, 1]}),                # two K blocks, long tile rows
+    ((1, 8, 34, 34), (8, 8, 3, 3), {"pads": [1, 1, 1, 1]}),                    # 17 tiles per row
+    ((4, 16, 8, 8), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                   # 8x8 planes, batch shares panels
+]
+
+
+@pytest.mark.parametrize("case", WINO_CASES, ids=[str(i) for i in range(len(WINO_CASES))])
+def test_winograd(case):
+    """3x3 stride-1 float32 convolutions with constant weights run as
+    Winograd F(2x2, 3x3): against the float64 reference (the same error
+    bound as the GEMM paths), and against the implicit GEMM (tuning key
+    winograd = 0)."""
+    import olc_core.tuning as tuning
+
+    xs, ws, attrs = case
+    rng = np.random.default_rng(17)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        for threads in (1, 2):
+            y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+            assert "winograd-f2x2-3x3" in s.kernel_usage_details()[0], s.kernel_usage_details()
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
+        try:
+            tuning.set("olc_matmul", "Conv", "winograd", 0, implementation=level, dtype="float32")
+            y0, s0 = run_olc(m, {"X": x, "B": b}, level, 1)
+            assert "winograd" not in s0.kernel_usage_details()[0]
+        finally:
+            tuning.reset("olc_matmul", "Conv", "winograd", implementation=level, dtype="float32")
+        bound = 4 * (k_of(ws, attrs) + 2) * 2.0**-24 * absprod + 1e-30
+        assert (np.abs(y.astype(np.float64) - y0) <= 2 * bound).all()
+
+
 def test_large_input_uses_tiles():
     """A 3x3 convolution whose im2col matrix would be 9 times the input:
     right result on the tiled path, on more than one tile per image."""
     xs, ws, attrs = (1, 16, 64, 72), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}
     rng = np.random.default_rng(9)
     x, w, b = make_data(rng, xs, ws, "float32", True)
-    m = conv_model("float32", attrs, w_const=w)
-    y, s = run_olc(m, {"X": x, "B": b}, LEVELS[-1], 2)
+    m = conv_model("float32", attrs)  # W fed: the implicit GEMM (constant W would take Winograd)
+    y, s = run_olc(m, {"X": x, "W": w, "B": b}, LEVELS[-1], 2)
     ref, absprod = conv_ref(x, w, b, attrs)
     check_close(y, ref, absprod, k_of(ws, attrs), "float32")
     assert "implicit-gemm" in s.kernel_usage_details()[0]

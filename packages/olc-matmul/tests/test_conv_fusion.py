@@ -29,8 +29,10 @@ GEOMS = [
     ((1, 16, 7, 9), (12, 16, 1, 1), {}),                                                      # pointwise
     ((1, 6, 9, 7), (12, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1], "strides": [2, 2]}),    # depthwise x2
     ((1, 4, 33), (5, 4, 3), {"pads": [1, 1]}),                                                # 1-D
+    ((1, 16, 16, 15), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                               # Winograd
+    ((1, 24, 4, 4), (64, 24, 1, 1), {}),                                                      # transposed
 ]
-GEOM_IDS = ["implicit", "pointwise", "depthwise", "1d"]
+GEOM_IDS = ["implicit", "pointwise", "depthwise", "1d", "winograd", "transposed"]
 
 # (op, attributes, Clip bounds given as inputs, opset)
 ACTS = {
@@ -202,6 +204,9 @@ def test_fused_matches_reference_unfused_and_onnxruntime(geom, bn, act):
                 assert_within(y, ort_y.astype(np.float64), 2 * bound, what + " vs onnxruntime")
                 detail = s.kernel_usage_details()[0]
                 assert ("+BatchNormalization" in detail) == bn, detail
+                path = {"winograd": "winograd", "transposed": "transposed"}.get(GEOM_IDS[GEOMS.index(geom)])
+                if path and level == "avx512":
+                    assert path in detail, detail
                 if act != "none":
                     assert "+" + ACTS[act][0] in detail, detail
 
