@@ -266,3 +266,69 @@ def test_a_rewritten_node_whose_outputs_inference_left_untyped_takes_its_registr
         ("olc_core_test::Scale", "restate-opaque"), ("olc_core_test::Scale", "")]
     (y,) = s.run(None, {"x": X})
     np.testing.assert_array_equal(y, X * np.float32(2.0))
+
+
+# ---------------------------------------------------------------- splits (Rewrite.before)
+
+
+def _split(first_output="t", first_op="Scale", first_input="x", main_input=None, name=""):
+    """s0, s1 (x 2, x 3) as a rewrite that runs Scale(x 5) before Scale(x 1.2)."""
+
+    def run(ctx):
+        first = helper.make_node(first_op, [first_input], [first_output], domain="test.olc", factor=5.0, name=name)
+        main = helper.make_node("Scale", [main_input or first_output], ["y1"], domain="test.olc", factor=1.2)
+        return [Rewrite(main, ("s0", "s1"), before=(first,))]
+
+    return run
+
+
+def test_a_split_runs_its_before_nodes_first(register):
+    register(PassPlugin(run=_split(), name="split"))
+    s = olc_core.Session(scale_chain([2.0, 3.0]), strict=True, record_usage=True)
+    plan = s.kernel_plan()
+    assert [e.node_name for e in plan] == ["Scale_s1_0", "Scale_s1"]
+    first, main = plan
+    assert first.graph_pass == "split" and first.fused_nodes == ()
+    assert "made by split from s0 (Scale), s1 (Scale), runs before Scale_s1" in first.reason
+    assert main.fused_nodes == (("s0", "Scale"), ("s1", "Scale")) and main.graph_pass == "split"
+    (y,) = s.run(None, {"x": X})
+    np.testing.assert_array_equal(y, (X * np.float32(5.0)) * np.float32(1.2))
+    assert s.kernel_usage() == ["olc_core_test::Scale"] * 2
+    expanded = s.kernel_plan(expand_fused=True)
+    # The before node is listed where it runs: at the last node the rewrite replaces.
+    assert [(e.node_name, e.fused_into) for e in expanded] == [
+        ("s0", "Scale_s1"), ("Scale_s1_0", ""), ("s1", "Scale_s1")]
+
+
+def test_a_named_before_node_keeps_its_name(register):
+    register(PassPlugin(run=_split(name="projection"), name="split"))
+    s = olc_core.Session(scale_chain([2.0, 3.0]))
+    assert [e.node_name for e in s.kernel_plan()] == ["projection", "Scale_s1"]
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"first_op": "NoSuchOp"},    # no kernel for the before node
+    {"first_output": "y0"},      # not a new value (made inside the group)
+    {"first_output": "x"},       # not a new value (a graph input)
+    {"first_input": "y0"},       # reads a value made inside the group
+    {"main_input": "nowhere"},   # the replacement reads a value nothing makes
+    {"first_output": ""},        # an unnamed output
+    {"name": "s0"},              # a name the graph already has
+], ids=["no-kernel", "output-inside", "output-input", "input-inside", "main-input", "unnamed", "name-taken"])
+def test_a_split_that_cannot_run_keeps_the_originals(register, kwargs):
+    register(PassPlugin(run=_split(**kwargs), name="split"))
+    s = olc_core.Session(scale_chain([2.0, 3.0]), strict=True)
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
+    np.testing.assert_array_equal(s.run(None, {"x": X})[0], X * 6)
+
+
+def test_a_refused_replacement_drops_its_before_nodes(register):
+    def run(ctx):
+        first = helper.make_node("Scale", ["x"], ["t"], domain="test.olc", factor=5.0)
+        main = helper.make_node("Scale", ["t"], ["y1"], domain="test.olc", factor=3)  # int: create() refuses
+        return [Rewrite(main, ("s0", "s1"), before=(first,))]
+
+    register(PassPlugin(run=run, name="split"))
+    s = olc_core.Session(scale_chain([2.0, 3.0]), strict=True)
+    assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
+    np.testing.assert_array_equal(s.run(None, {"x": X})[0], X * 6)

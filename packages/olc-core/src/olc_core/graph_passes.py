@@ -5,11 +5,12 @@ A family returns :class:`GraphPass` records from the
 ``fusion=True`` (the default), each pass is called once with a
 :class:`GraphPassContext` (the graph after loading and type/shape inference)
 and returns :class:`Rewrite` records: one replacement node standing for a
-group of original nodes. The session, not the pass, decides whether a
-rewrite is applied: it checks the rewrite is well formed (see
-:func:`validate_rewrite`) and that a registered native kernel accepts the
-replacement node (its ``create()`` succeeds); otherwise the original nodes
-run as if the pass had not been there. Passes never mutate the graph.
+group of original nodes (and, when a pass splits a node, the nodes that run
+before it). The session, not the pass, decides whether a rewrite is
+applied: it checks the rewrite is well formed (see :func:`validate_rewrite`)
+and that registered native kernels accept every node it makes (their
+``create()`` succeeds); otherwise the original nodes run as if the pass had
+not been there. Passes never mutate the graph.
 
 Replacement nodes use a domain of their own (the elementwise family uses
 ``olc.fused``); the session runs them at opset 1 of that domain without the
@@ -38,14 +39,25 @@ class Rewrite:
     ``node.output`` must be outputs of the replaced nodes; every other output
     of a replaced node must be read by no node outside the group and must
     not be a graph output. ``node.input`` must be values the group reads
-    from outside itself.
+    from outside itself, or outputs of ``before``.
+
+    ``before``: nodes that run first, in order, when a pass splits a node
+    rather than fusing several (com.microsoft Attention as a MatMul on the
+    matmul family's kernel, then the attention on its result). Their
+    outputs are new values: names no value of the graph has, each made
+    once. Their inputs are values the group reads from outside itself or
+    outputs of earlier ``before`` nodes. Each must run on a registered
+    native kernel, at the model's opset of its domain (opset 1 of a domain
+    the model does not import), or the session keeps the original nodes.
     """
 
     node: onnx.NodeProto
     replaces: tuple[str, ...]
+    before: tuple[onnx.NodeProto, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "replaces", tuple(self.replaces))
+        object.__setattr__(self, "before", tuple(self.before))
 
 
 @dataclass(frozen=True)
@@ -186,14 +198,32 @@ def validate_rewrite(ctx: GraphPassContext, rewrite: Rewrite, taken: set[int]) -
                 return None, f"node '{ctx.node_names[i]}' reads '{n}' before the group makes it"
         made.update(n for n in node.output if n)
     # Every input must exist before the last replaced node runs: either an
-    # outer input of some replaced node, or a value defined before it.
+    # outer input of some replaced node, or a value defined before it (an
+    # output of an earlier `before` node).
     outer_inputs = {n for i in indices for n in ctx.graph.node[i].input if n and n not in produced}
+    existing = {vi.name for vi in ctx.graph.input} | {t.name for t in ctx.graph.initializer}
+    existing.update(n for node in ctx.graph.node for n in node.output if n)
+    made_before: set[str] = set()
+    for k, node in enumerate(rewrite.before):
+        if not isinstance(node, onnx.NodeProto):
+            return None, f"before[{k}] is not a node"
+        for n in node.input:
+            if n and n not in outer_inputs and n not in made_before:
+                return None, f"input '{n}' of before[{k}] is not read by the replaced nodes nor made before it"
+        outs = list(node.output)
+        if not outs or any(not n for n in outs):
+            return None, f"before[{k}] must name every output"
+        for n in outs:
+            if n in existing or n in made_before:
+                return None, f"output '{n}' of before[{k}] is not a new value"
+            made_before.add(n)
     for n in rewrite.node.input:
-        if n and n not in outer_inputs:
+        if n and n not in outer_inputs and n not in made_before:
             return None, f"input '{n}' is not read by the replaced nodes"
-    for a in rewrite.node.attribute:
-        if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
-            return None, "a replacement node may not hold subgraphs"
+    for node in (*rewrite.before, rewrite.node):
+        for a in node.attribute:
+            if a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                return None, "a replacement node may not hold subgraphs"
     return indices, ""
 
 

@@ -833,12 +833,14 @@ class Session:
                 self._constants[name] = value
 
         fused = self._apply_graph_passes(graph, opsets) if self._fusion else {}
-        replaced = {i for _, indices, _ in fused.values() for i in indices}
-        # A fused node stands at the position of the last node it replaces.
+        replaced = {i for _, indices, _, _ in fused.values() for i in indices}
+        # A fused node stands at the position of the last node it replaces,
+        # right after the nodes its rewrite runs before it.
         order: list[tuple[int, onnx.NodeProto, Any]] = []
         for index, node in enumerate(graph.node):
             if index in fused:
-                rw_node, _, prepared = fused[index]
+                rw_node, _, prepared, before = fused[index]
+                order.extend((index, b_node, b_prepared) for b_node, b_prepared in before)
                 order.append((index, rw_node, prepared))
             elif index not in replaced:
                 order.append((index, node, None))
@@ -910,13 +912,22 @@ class Session:
             out_slots = [slot_of(n) if n else slot_of(f"\0{node_name}:{i}") for i, n in enumerate(node.output)]
             available.update(n for n in node.output if n)
             if prepared is not None:
-                reg, kernel, replaced_desc, pass_name = prepared
+                reg, kernel, replaced_desc, pass_name, made_for = prepared
                 add_step("native", kernel, in_slots, out_slots, label, reg.kernel_name, node)
-                self._plan_entries.append(
-                    PlanEntry(node_name, domain, node.op_type, reg.kernel_name, True,
-                              f"fused by {pass_name}: " + ", ".join(f"{n} ({op})" for n, op in replaced_desc),
-                              replaced_desc, pass_name)
-                )
+                prepacked = 0
+                for key, nbytes in kernel.prepacked:
+                    self._prepacked[key] = nbytes
+                    prepacked += nbytes
+                originals = ", ".join(f"{n} ({op})" for n, op in replaced_desc)
+                if made_for:  # a node a rewrite runs before its replacement node
+                    entry = PlanEntry(node_name, domain, node.op_type, reg.kernel_name, True,
+                                      f"made by {pass_name} from {originals}, runs before {made_for}",
+                                      graph_pass=pass_name, prepacked_bytes=prepacked)
+                else:
+                    entry = PlanEntry(node_name, domain, node.op_type, reg.kernel_name, True,
+                                      f"fused by {pass_name}: {originals}", replaced_desc, pass_name,
+                                      prepacked_bytes=prepacked)
+                self._plan_entries.append(entry)
                 continue
 
             self._infer_missing_output_types(node, domain, opset or 1)
@@ -1203,12 +1214,14 @@ class Session:
 
     def _apply_graph_passes(
         self, graph: onnx.GraphProto, opsets: Mapping[str, int]
-    ) -> dict[int, tuple[onnx.NodeProto, list[int], Any]]:
-        """Runs the fusion passes; {index of the last replaced node: (node, replaced indices, prepared)}.
+    ) -> dict[int, tuple[onnx.NodeProto, list[int], Any, list[tuple[onnx.NodeProto, Any]]]]:
+        """Runs the fusion passes; {index of the last replaced node: (node,
+        replaced indices, prepared, [(before node, prepared), ...])}.
 
-        A rewrite is kept only when it is well formed and a registered native
-        kernel accepts the replacement node (created here, once); otherwise
-        the original nodes run. Types come from whole-model inference.
+        A rewrite is kept only when it is well formed and registered native
+        kernels accept the replacement node and every node it runs before
+        it (created here, once); otherwise the original nodes run. Types
+        come from whole-model inference.
         """
         passes = [p for p in graph_passes() if p.kind == "fusion"]
         if not passes or not len(graph.node):
@@ -1221,8 +1234,17 @@ class Session:
         )
         table = dispatch_table()
         taken: set[int] = set()
-        result: dict[int, tuple[onnx.NodeProto, list[int], Any]] = {}
+        result: dict[int, tuple[onnx.NodeProto, list[int], Any, list[tuple[onnx.NodeProto, Any]]]] = {}
         used_names = set(names)
+
+        def named(node: onnx.NodeProto, name: str) -> onnx.NodeProto:
+            if node.name:
+                return node
+            copy = onnx.NodeProto()
+            copy.CopyFrom(node)
+            copy.name = name
+            return copy
+
         for gp in passes:
             try:
                 rewrites = list(gp.run(ctx) or ())
@@ -1234,26 +1256,41 @@ class Session:
                     continue
                 node = rw.node
                 name = node.name or f"{node.op_type}_{names[indices[-1]]}"
-                if name in used_names:
+                before_names = [b.name or f"{b.op_type}_{names[indices[-1]]}_{k}" for k, b in enumerate(rw.before)]
+                all_names = [*before_names, name]
+                if len(set(all_names)) != len(all_names) or used_names.intersection(all_names):
                     continue
-                prepared = self._prepare_fused(table, node, name)
+                typed_before: list[str] = []  # before nodes' outputs typed here, untyped again on refusal
+                before: list[tuple[onnx.NodeProto, Any]] = []
+                desc = describe_replaced(ctx, indices)
+                for b_node, b_name in zip(rw.before, before_names):
+                    b_domain = normalize_domain(b_node.domain)
+                    b_prepared = self._prepare_fused(table, b_node, b_name, opsets.get(b_domain, 1))
+                    if b_prepared is None:
+                        break
+                    typed_before.extend(n for n in b_node.output if n)
+                    b_reg, b_kernel = b_prepared
+                    before.append((named(b_node, b_name), (b_reg, b_kernel, desc, gp.name, name)))
+                prepared = self._prepare_fused(table, node, name) if len(before) == len(rw.before) else None
                 if prepared is None:
+                    for n in typed_before:
+                        self._types.pop(n, None)
                     continue
                 reg, kernel = prepared
-                used_names.add(name)
+                used_names.update(all_names)
                 taken.update(indices)
-                if not node.name:
-                    node = onnx.NodeProto()
-                    node.CopyFrom(rw.node)
-                    node.name = name
-                result[indices[-1]] = (node, indices, (reg, kernel, describe_replaced(ctx, indices), gp.name))
+                for b_name in before_names:  # expanded plans list it where it runs
+                    self._node_index[b_name] = indices[-1]
+                result[indices[-1]] = (named(node, name), indices, (reg, kernel, desc, gp.name, ""), before)
         return result
 
-    def _prepare_fused(self, table: Any, node: onnx.NodeProto, name: str) -> tuple[KernelRegistration, Any] | None:
-        """The registration and created native kernel of a replacement node, or None."""
+    def _prepare_fused(self, table: Any, node: onnx.NodeProto, name: str,
+                       opset: int = 1) -> tuple[KernelRegistration, Any] | None:
+        """The registration and created native kernel of a node a rewrite
+        makes (at `opset` of its domain), or None."""
         domain = normalize_domain(node.domain)
         input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else "" for n in node.input)
-        reg, _ = self._choose(table, node, domain, 1, input_types)
+        reg, _ = self._choose(table, node, domain, opset, input_types)
         if reg is None or not isinstance(reg.factory, _CAPSULE_TYPE):
             return None
         # Outputs inference left untyped (ops it types only in part, such as
@@ -1268,7 +1305,7 @@ class Session:
         saved = {n: self._types.get(n) for n in typed}
         self._types.update(typed)
         try:
-            kernel = _native.create_kernel(reg.factory, self._native_node_info(node, name, domain, 1, reg))
+            kernel = _native.create_kernel(reg.factory, self._native_node_info(node, name, domain, opset, reg))
         except Exception:  # noqa: BLE001 - the kernel refused: run the original nodes
             for n, tp in saved.items():
                 if tp is None:

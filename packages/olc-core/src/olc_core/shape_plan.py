@@ -56,6 +56,7 @@ _SHAPE_FOLLOWS_SHAPES = frozenset((
     "CumSum", "Trilu", "EyeLike", "ArgMax", "ArgMin", "ScatterElements", "ScatterND", "Shape", "Size",
     "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "ElementwisePlan", "Dropout",
     "Attention",  # ai.onnx, com.microsoft (BERT) and the olc.fused node of encoder exports
+    "PackedQkvAttention",  # olc.fused: com.microsoft Attention after its projection (olc-attention's pass)
 ))
 
 # Output shapes also depend on the values of these inputs.
