@@ -101,14 +101,14 @@ struct ConvState : ConvAttrs {
   // kMaxWtFloats values).
   std::shared_ptr<PackedB> wtpack;
   // Winograd F(2x2, 3x3): the transformed weights (float32 3x3 at stride 1).
-  std::shared_ptr<PackedB> wino;
+  std::shared_ptr<PackedB> wino, wino_t;  // U strips; U^T panels (few tiles)
   const olc_tuning_param* t_wino = nullptr;
   bool wpack_dw = false;
   const void* wdata = nullptr;
   std::vector<int64_t> wshape;
   // With BatchNormalization folded: the bias (Cout values), float32.
   std::vector<float> fbias;
-  std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb, detail_wino;
+  std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb, detail_wino, detail_winot;
 };
 
 // ------------------------------------------------------------ weights
@@ -341,17 +341,25 @@ bool prefer_transposed(int64_t out_sp, int64_t Mg, int NR) {
   return transposed > 1.15 * normal;
 }
 
-// Winograd's products (16 per tile of 2x2 outputs, the tiles of a batch
-// in NR-wide panels, with about a quarter more for its transforms) against
-// the implicit GEMM's (9 per output: positions in NR-wide panels per image,
-// or as MR-row strips when transposed): true when Winograd does clearly
-// less.
-bool prefer_winograd(const Geom& g, int NR, bool transposed_available) {
+// Which Winograd product, if any, by their products against the implicit
+// GEMM's, each counted with the microkernel's padding: Winograd does 16 per
+// tile of 2x2 outputs (plus about a quarter for its transforms; a third
+// transposed, whose output goes out value by value), the tiles of a batch
+// in NR-wide panels (normal) or as MR-row strips with the output channels
+// in NR-wide panels (transposed); the implicit GEMM 9 per output, the
+// positions in NR-wide panels per image (normal) or as strips
+// (transposed, when its panels exist).
+enum class Wino { kNone, kNormal, kTransposed };
+
+Wino choose_winograd(const Geom& g, int NR, bool wino_t, bool implicit_t) {
+  auto pad = [NR](int64_t v) { return double((v + NR - 1) / NR * NR); };
   const int64_t tiles = g.N * ((g.out[1] + 1) / 2) * ((g.out[2] + 1) / 2);
-  const double wino = 16.0 * double((tiles + NR - 1) / NR * NR) * 1.25;
-  double direct = 9.0 * double(g.N * ((g.out_sp + NR - 1) / NR * NR));
-  if (transposed_available) direct = std::min(direct, 9.0 * double(g.N * g.out_sp));
-  return wino < direct;
+  const double wn = 16.0 * pad(tiles) * double(g.Mg) * 1.25;
+  const double wt = wino_t ? 16.0 * double(tiles) * pad(g.Mg) * 1.35 : 1e300;
+  double direct = 9.0 * double(g.N) * pad(g.out_sp) * double(g.Mg);
+  if (implicit_t) direct = std::min(direct, 9.0 * double(g.N * g.out_sp) * pad(g.Mg));
+  if (std::min(wn, wt) >= direct) return Wino::kNone;
+  return wt < wn ? Wino::kTransposed : Wino::kNormal;
 }
 
 struct GemmTJob {
@@ -766,10 +774,20 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
               if (OLC_API_HAS(api, report_prepacked))
                 api->report_prepacked(node, st->wino.get(), static_cast<int64_t>(st->wino->bytes));
             }
+            const int NR = st->ks.isa->nr_f32;
+            if (st->wino && n <= kMaxWtFloats)
+              st->wino_t = make_packed(PackLayout::kF32, wino_weight_t_floats(st->group, Mg, cg, NR) * sizeof(float));
+            if (st->wino_t) {
+              wino_pack_weights_t(static_cast<const float*>(wsrc), st->group, Mg, cg, NR,
+                                  static_cast<float*>(st->wino_t->data));
+              if (OLC_API_HAS(api, report_prepacked))
+                api->report_prepacked(node, st->wino_t.get(), static_cast<int64_t>(st->wino_t->bytes));
+            }
           }
           // The transposed product's panels too (few output positions),
-          // unless the weights are large: then positions are rarely few.
-          if (n <= kMaxWtFloats) {
+          // unless the weights are large (then positions are rarely few)
+          // or Winograd's transposed product serves few positions instead.
+          if (n <= kMaxWtFloats && !st->wino_t) {
             const int NR = st->ks.isa->nr_f32;
             st->wtpack = make_packed(PackLayout::kF32, wt_floats(st->group, Mg, Kg, NR) * sizeof(float));
             if (st->wtpack) {
@@ -785,7 +803,8 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
           api->report_prepacked(node, st->wpack.get(), static_cast<int64_t>(st->wpack->bytes));
         char buf[96];
         std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB",
-                      (st->wpack->bytes + (st->wtpack ? st->wtpack->bytes : 0) + (st->wino ? st->wino->bytes : 0)) /
+                      (st->wpack->bytes + (st->wtpack ? st->wtpack->bytes : 0) + (st->wino ? st->wino->bytes : 0) +
+                       (st->wino_t ? st->wino_t->bytes : 0)) /
                           1024.0);
         pack_note = buf;
       }
@@ -801,6 +820,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   st->detail_gemmt = isa + " implicit-gemm-transposed" + pack_note;
   st->detail_pwt = isa + " pointwise-gemm-transposed" + pack_note;
   st->detail_wino = isa + " winograd-f2x2-3x3" + pack_note;
+  st->detail_winot = isa + " winograd-f2x2-3x3-transposed" + pack_note;
   st->detail_dw = std::string(st->ck->name) + " depthwise" + pack_note;
   st->detail_dwb = std::string(st->ck->name) + " depthwise-channels" + pack_note;
   return st.release();
@@ -929,12 +949,25 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const IsaKernels* isa = st->ks.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const int64_t KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
-  if (packed && st->wino && st->dtype == OLC_DTYPE_FLOAT && wino_applies(g) && g_api->tuning_read_int(st->t_wino) &&
-      prefer_winograd(g, NR, st->wtpack != nullptr)) {
-    WinoRun wr{&g, isa, st->ck, static_cast<const float*>(st->wino->data), static_cast<const float*>(x.data),
-               static_cast<float*>(y), bias, act, KC, threads};
+  const Wino wk = packed && st->wino && st->dtype == OLC_DTYPE_FLOAT && wino_applies(g) &&
+                          g_api->tuning_read_int(st->t_wino)
+                      ? choose_winograd(g, NR, st->wino_t != nullptr, st->wtpack != nullptr)
+                      : Wino::kNone;
+  if (wk != Wino::kNone) {
+    WinoRun wr{&g,
+               isa,
+               st->ck,
+               wk == Wino::kTransposed,
+               static_cast<const float*>(st->wino->data),
+               st->wino_t ? static_cast<const float*>(st->wino_t->data) : nullptr,
+               static_cast<const float*>(x.data),
+               static_cast<float*>(y),
+               bias,
+               act,
+               KC,
+               threads};
     if (!wino_run(g_api, ctx, wr)) return fail_run(ctx, "out of memory for the Conv work buffers");
-    g_api->record_usage_detail(ctx, st->detail_wino.c_str());
+    g_api->record_usage_detail(ctx, (wk == Wino::kTransposed ? st->detail_winot : st->detail_wino).c_str());
     return OLC_OK;
   }
   // Few output positions: the transposed product, when the weights'

@@ -87,11 +87,18 @@ bool wino_applies(const Geom& g);
 size_t wino_weight_floats(int64_t G, int64_t Mg, int64_t Cg, int MR);
 void wino_pack_weights(const float* W, int64_t G, int64_t Mg, int64_t Cg, int MR, float* dst);
 
+// The transposed product's (few tiles: the tiles as the microkernel's
+// rows): 16 sets of NR-column panels of U^T [G][panel][Cg][NR].
+size_t wino_weight_t_floats(int64_t G, int64_t Mg, int64_t Cg, int NR);
+void wino_pack_weights_t(const float* W, int64_t G, int64_t Mg, int64_t Cg, int NR, float* dst);
+
 struct WinoRun {
   const Geom* g;
   const IsaKernels* isa;
   const ConvKernels* ck;
-  const float* wt;  // wino_pack_weights
+  bool transposed;
+  const float* wt;    // wino_pack_weights
+  const float* wt_t;  // wino_pack_weights_t (the transposed product)
   const float* x;
   float* y;
   const float* bias;  // Cout values or NULL

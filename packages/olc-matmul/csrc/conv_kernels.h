@@ -108,7 +108,9 @@ struct DwBlock {
 // 0's first channel, images img_stride floats apart) in PadLayout l (sw =
 // 2: the columns of a tile row's tiles are consecutive per phase) into V:
 // matrix xi (xi_stride floats apart) as GEMM B panels
-// [panel][channel][NR], tile u in panel (u - t0) / NR, lane (u - t0) % NR.
+// [panel][channel][NR], tile u in panel (u - t0) / NR, lane (u - t0) % NR
+// (NR: the panel width; the MR-row strips of the transposed product take
+// the same layout with NR = MR).
 struct WinoIn {
   const float* src;
   PadLayout l;
@@ -148,6 +150,8 @@ struct ConvKernels {
   void (*requantize)(const uint32_t* acc, int64_t n, uint32_t b, double mult, double yz, bool u8, void* y);
   void (*wino_input)(const WinoIn* p);
   void (*wino_output)(const WinoOut* p);
+  // The same from the transposed product: M^T [tile][channel].
+  void (*wino_output_t)(const WinoOut* p);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }

@@ -41,6 +41,7 @@ thread_local WScratch t_v, t_m, t_pad;
 
 struct Job {
   const WinoRun* r;
+  int64_t nshare, ppt;  // transposed: shares of the W^T panels, panels per share
   const Geom* g;
   PadLayout l;
   const float* src;  // padded images n0 ..
@@ -121,6 +122,85 @@ void range(void* user, int64_t begin, int64_t end) {
   }
 }
 
+// The transposed product (few tiles): M^T[xi] = V^T[xi] U^T[xi], the
+// tiles as MR-row strips, the output channels as NR-column panels of U^T.
+// Tasks: (group, block of tiles, share of the panels).
+void range_t(void* user, int64_t begin, int64_t end) {
+  const Job& job = *static_cast<const Job*>(user);
+  const WinoRun& r = *job.r;
+  const Geom& g = *job.g;
+  const IsaKernels* isa = r.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int64_t npg = (g.Mg + NR - 1) / NR;
+  const int64_t nkb = (g.Cg + r.KC - 1) / r.KC;
+  const int64_t kstep = (g.Cg + nkb - 1) / nkb;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t sh = t % job.nshare, bi = (t / job.nshare) % job.nblk, gi = t / (job.nshare * job.nblk);
+    const int64_t p0 = sh * job.ppt, p1 = std::min(npg, p0 + job.ppt);
+    if (p0 >= p1) continue;
+    const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
+    const int64_t nstrips = (t1 - t0 + MR - 1) / MR, rows = nstrips * MR;
+    const int64_t ldm = (p1 - p0) * NR;
+    float* V = t_v.get(static_cast<size_t>(16 * g.Cg * rows));
+    float* M = t_m.get(static_cast<size_t>(16 * rows * ldm));
+    if (!V || !M) {
+      job.failed->store(true);
+      return;
+    }
+    WinoIn in;
+    in.src = job.src + gi * g.Cg * job.l.cs;
+    in.l = job.l;
+    in.img_stride = job.img_stride;
+    in.nch = g.Cg;
+    in.T = job.T;
+    in.TW = job.TW;
+    in.t0 = t0;
+    in.t1 = t1;
+    in.xi_stride = g.Cg * rows;
+    in.NR = MR;  // strips of MR tiles
+    in.dst = V;
+    r.ck->wino_input(&in);
+    Epi<float> ep{};
+    ep.alpha = 1.0f;
+    ep.beta = 1.0f;
+    for (int xi = 0; xi < 16; ++xi) {
+      const float* Ux = r.wt_t + ((static_cast<int64_t>(xi) * g.G + gi) * npg) * g.Cg * NR;
+      const float* Vx = V + xi * g.Cg * rows;
+      float* Mx = M + xi * rows * ldm;
+      for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
+        const int64_t kc = std::min(kstep, g.Cg - k0);
+        const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Cg ? kLast : 0);
+        for (int64_t j = p0; j < p1; ++j) {
+          const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - j * NR));
+          const float* bp = Ux + (j * g.Cg + k0) * NR;
+          for (int64_t si = 0; si < nstrips; ++si) {
+            const int mr = static_cast<int>(std::min<int64_t>(MR, t1 - t0 - si * MR));
+            isa->uk_f32(kc, Vx + (si * g.Cg + k0) * MR, bp, NR, Mx + si * MR * ldm + (j - p0) * NR, ldm, mr, nr,
+                        flags, &ep);
+          }
+        }
+      }
+    }
+    const int64_t c0 = p0 * NR, c1 = std::min(g.Mg, p1 * NR);
+    WinoOut out;
+    out.m = M;
+    out.ldm = ldm;
+    out.xi_stride = rows * ldm;
+    out.nch = c1 - c0;
+    out.T = job.T;
+    out.TW = job.TW;
+    out.t0 = t0;
+    out.t1 = t1;
+    out.OH = g.out[1];
+    out.OW = g.out[2];
+    out.y_img_stride = g.Cout * g.out_sp;
+    out.bias = r.bias ? r.bias + gi * g.Mg + c0 : nullptr;
+    out.act = r.act;
+    out.y = r.y + (job.n0 * g.Cout + gi * g.Mg + c0) * g.out_sp;
+    r.ck->wino_output_t(&out);
+  }
+}
+
 }  // namespace
 
 bool wino_applies(const Geom& g) {
@@ -150,6 +230,32 @@ void wino_pack_weights(const float* W, int64_t G, int64_t Mg, int64_t Cg, int MR
             const double u = t[i][0] * Gm[j][0] + t[i][1] * Gm[j][1] + t[i][2] * Gm[j][2];  // (G g) G^T
             const int64_t xi = 4 * i + j;
             dst[(((xi * G + gi) * ns + m / MR) * Cg + c) * MR + m % MR] = static_cast<float>(u);
+          }
+      }
+}
+
+// U^T: per xi and group, ceil(Mg / NR) panels of Cg x NR (the output
+// channels as columns), zeros past Mg.
+size_t wino_weight_t_floats(int64_t G, int64_t Mg, int64_t Cg, int NR) {
+  return static_cast<size_t>(16 * G * ((Mg + NR - 1) / NR) * Cg * NR);
+}
+
+void wino_pack_weights_t(const float* W, int64_t G, int64_t Mg, int64_t Cg, int NR, float* dst) {
+  const int64_t np = (Mg + NR - 1) / NR;
+  const double Gm[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  std::fill(dst, dst + wino_weight_t_floats(G, Mg, Cg, NR), 0.0f);
+  for (int64_t gi = 0; gi < G; ++gi)
+    for (int64_t m = 0; m < Mg; ++m)
+      for (int64_t c = 0; c < Cg; ++c) {
+        const float* k = W + ((gi * Mg + m) * Cg + c) * 9;
+        double t[4][3];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 3; ++j) t[i][j] = Gm[i][0] * k[j] + Gm[i][1] * k[3 + j] + Gm[i][2] * k[6 + j];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < 4; ++j) {
+            const double u = t[i][0] * Gm[j][0] + t[i][1] * Gm[j][1] + t[i][2] * Gm[j][2];
+            const int64_t xi = 4 * i + j;
+            dst[(((xi * G + gi) * np + m / NR) * Cg + c) * NR + m % NR] = static_cast<float>(u);
           }
       }
 }
@@ -198,13 +304,28 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
     // panels, and enough blocks to share among the threads where the
     // tiles allow.
     job.nt = nimg * job.T;
-    const int64_t cap = std::max<int64_t>(NR, (int64_t(1) << 18) / (16 * std::max(g.Cg, g.Mg)) / NR * NR);
-    job.nb = std::min(cap, (job.nt + NR - 1) / NR * NR);
-    while (r.threads > 1 && g.G * ((job.nt + job.nb - 1) / job.nb) < 2 * r.threads && job.nb > NR) job.nb -= NR;
+    // Tiles per block: whole panels (strips when transposed).
+    const int W = r.transposed ? r.isa->mr_f32 : NR;
+    const int64_t cap = std::max<int64_t>(W, (int64_t(1) << 18) / (16 * std::max(g.Cg, g.Mg)) / W * W);
+    job.nb = std::min(cap, (job.nt + W - 1) / W * W);
+    job.nshare = 1;
+    job.ppt = (g.Mg + NR - 1) / NR;
+    if (r.transposed) {
+      // Few tiles: the W^T panels are shared among the threads.
+      const int64_t blocks = g.G * ((job.nt + job.nb - 1) / job.nb);
+      if (r.threads > 1 && blocks < 2 * r.threads) {
+        job.nshare = std::min<int64_t>(job.ppt, (2 * r.threads + blocks - 1) / blocks);
+        job.ppt = (job.ppt + job.nshare - 1) / job.nshare;
+        job.nshare = ((g.Mg + NR - 1) / NR + job.ppt - 1) / job.ppt;
+      }
+    } else {
+      while (r.threads > 1 && g.G * ((job.nt + job.nb - 1) / job.nb) < 2 * r.threads && job.nb > NR) job.nb -= NR;
+    }
     job.nblk = (job.nt + job.nb - 1) / job.nb;
-    const int64_t tasks = g.G * job.nblk;
-    if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, &range, &job);
-    else range(&job, 0, tasks);
+    const int64_t tasks = g.G * job.nblk * job.nshare;
+    auto fn = r.transposed ? &range_t : &range;
+    if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, fn, &job);
+    else fn(&job, 0, tasks);
     if (failed.load()) return false;
   }
   return true;

@@ -286,19 +286,20 @@ def test_transposed_product_over_chunks_of_images():
     xs, ws, attrs = (5, 24, 3, 3), (96, 24, 3, 3), {"pads": [1, 1, 1, 1]}
     rng = np.random.default_rng(13)
     x, w, b = make_data(rng, xs, ws, "float32", True)
-    m = conv_model("float32", attrs, w_const=w)
+    m = conv_model("float32", attrs)  # W fed: the implicit GEMM (constant W would take Winograd)
     ref, absprod = conv_ref(x, w, b, attrs)
     for level in LEVELS:
         try:
             tuning.set("olc_matmul", "Conv", "transposed_max_rows", 20, implementation=level, dtype="float32")
             for threads in (1, 2):
-                y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                y, s = run_olc(m, {"X": x, "W": w, "B": b}, level, threads)
                 check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
                 assert "transposed" in s.kernel_usage_details()[0]
         finally:
             tuning.reset("olc_matmul", "Conv", "transposed_max_rows", implementation=level, dtype="float32")
 
 
+WINO_SEEN: set[bool] = set()
 WINO_CASES = [
     ((1, 8, 16, 16), (12, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
     ((2, 16, 13, 11), (24, 16, 3, 3), {"pads": [1, 0, 2, 1]}),                 # odd outputs, asymmetric pads
@@ -307,6 +308,9 @@ WINO_CASES = [
     ((1, 300, 6, 40), (20, 300, 3, 3), {"pads": [1, 1, 1, 1]}),                # two K blocks, long tile rows
     ((1, 8, 34, 34), (8, 8, 3, 3), {"pads": [1, 1, 1, 1]}),                    # 17 tiles per row
     ((4, 16, 8, 8), (32, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                   # 8x8 planes, batch shares panels
+    ((1, 32, 8, 8), (64, 32, 3, 3), {"pads": [1, 1, 1, 1]}),                   # few tiles: tiles as rows
+    ((2, 24, 7, 7), (40, 24, 3, 3), {"pads": [1, 1, 1, 1]}),                   # odd planes, rows, a partial panel
+    ((1, 16, 5, 6), (96, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
 ]
 
 
@@ -323,10 +327,13 @@ def test_winograd(case):
     x, w, b = make_data(rng, xs, ws, "float32", True)
     m = conv_model("float32", attrs, w_const=w)
     ref, absprod = conv_ref(x, w, b, attrs)
+    seen = set()
     for level in LEVELS:
         for threads in (1, 2):
             y, s = run_olc(m, {"X": x, "B": b}, level, threads)
-            assert "winograd-f2x2-3x3" in s.kernel_usage_details()[0], s.kernel_usage_details()
+            detail = s.kernel_usage_details()[0]
+            assert "winograd-f2x2-3x3" in detail, detail
+            seen.add("transposed" in detail)
             check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
         try:
             tuning.set("olc_matmul", "Conv", "winograd", 0, implementation=level, dtype="float32")
@@ -336,6 +343,16 @@ def test_winograd(case):
             tuning.reset("olc_matmul", "Conv", "winograd", implementation=level, dtype="float32")
         bound = 4 * (k_of(ws, attrs) + 2) * 2.0**-24 * absprod + 1e-30
         assert (np.abs(y.astype(np.float64) - y0) <= 2 * bound).all()
+    WINO_SEEN.update(seen)
+
+
+def test_winograd_took_both_products():
+    """The cases above ran both Winograd products (tiles as columns; few
+    tiles as rows)."""
+    if len(WINO_SEEN) < 2:
+        for case in WINO_CASES:
+            test_winograd(case)
+    assert WINO_SEEN == {False, True}
 
 
 def test_large_input_uses_tiles():
