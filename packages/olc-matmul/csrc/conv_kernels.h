@@ -115,7 +115,9 @@ struct WinoIn {
   const float* src;
   PadLayout l;
   int64_t img_stride;
-  int64_t nch, T, TW, t0, t1, xi_stride;
+  int64_t nch;    // channels transformed (from src, to dst)
+  int64_t ld_ch;  // channels per panel in the layout (>= nch: a range of them)
+  int64_t T, TW, t0, t1, xi_stride;
   int NR;
   float* dst;
 };

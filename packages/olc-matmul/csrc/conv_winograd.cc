@@ -41,7 +41,10 @@ thread_local WScratch t_v, t_m, t_pad;
 
 struct Job {
   const WinoRun* r;
-  int64_t nshare, ppt;  // transposed: shares of the W^T panels, panels per share
+  // Transposed: shares of the U^T panels, panels per share; the (group,
+  // block) being run, its V shared by the shares, channels per input task.
+  int64_t nshare, ppt, cur_g, cur_b, cpt;
+  float* vshared;
   const Geom* g;
   PadLayout l;
   const float* src;  // padded images n0 ..
@@ -75,6 +78,7 @@ void range(void* user, int64_t begin, int64_t end) {
     in.l = job.l;
     in.img_stride = job.img_stride;
     in.nch = g.Cg;
+    in.ld_ch = g.Cg;
     in.T = job.T;
     in.TW = job.TW;
     in.t0 = t0;
@@ -124,7 +128,35 @@ void range(void* user, int64_t begin, int64_t end) {
 
 // The transposed product (few tiles): M^T[xi] = V^T[xi] U^T[xi], the
 // tiles as MR-row strips, the output channels as NR-column panels of U^T.
-// Tasks: (group, block of tiles, share of the panels).
+// Per (group, block of tiles), two parallel steps: the input transform by
+// channel ranges into one V, then the products and outputs by shares of
+// the panels (so the shares do not each transform the whole input).
+void range_tin(void* user, int64_t begin, int64_t end) {
+  const Job& job = *static_cast<const Job*>(user);
+  const Geom& g = *job.g;
+  const int MR = job.r->isa->mr_f32;
+  const int64_t t0 = job.cur_b * job.nb, t1 = std::min(job.nt, t0 + job.nb);
+  const int64_t rows = (t1 - t0 + MR - 1) / MR * MR;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t c0 = t * job.cpt, c1 = std::min(g.Cg, c0 + job.cpt);
+    if (c0 >= c1) continue;
+    WinoIn in;
+    in.src = job.src + (job.cur_g * g.Cg + c0) * job.l.cs;
+    in.l = job.l;
+    in.img_stride = job.img_stride;
+    in.nch = c1 - c0;
+    in.ld_ch = g.Cg;
+    in.T = job.T;
+    in.TW = job.TW;
+    in.t0 = t0;
+    in.t1 = t1;
+    in.xi_stride = g.Cg * rows;
+    in.NR = MR;  // strips of MR tiles
+    in.dst = job.vshared + c0 * MR;
+    job.r->ck->wino_input(&in);
+  }
+}
+
 void range_t(void* user, int64_t begin, int64_t end) {
   const Job& job = *static_cast<const Job*>(user);
   const WinoRun& r = *job.r;
@@ -134,32 +166,18 @@ void range_t(void* user, int64_t begin, int64_t end) {
   const int64_t npg = (g.Mg + NR - 1) / NR;
   const int64_t nkb = (g.Cg + r.KC - 1) / r.KC;
   const int64_t kstep = (g.Cg + nkb - 1) / nkb;
+  const int64_t gi = job.cur_g, t0 = job.cur_b * job.nb, t1 = std::min(job.nt, t0 + job.nb);
+  const int64_t nstrips = (t1 - t0 + MR - 1) / MR, rows = nstrips * MR;
+  const float* V = job.vshared;
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t sh = t % job.nshare, bi = (t / job.nshare) % job.nblk, gi = t / (job.nshare * job.nblk);
-    const int64_t p0 = sh * job.ppt, p1 = std::min(npg, p0 + job.ppt);
+    const int64_t p0 = t * job.ppt, p1 = std::min(npg, p0 + job.ppt);
     if (p0 >= p1) continue;
-    const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
-    const int64_t nstrips = (t1 - t0 + MR - 1) / MR, rows = nstrips * MR;
     const int64_t ldm = (p1 - p0) * NR;
-    float* V = t_v.get(static_cast<size_t>(16 * g.Cg * rows));
     float* M = t_m.get(static_cast<size_t>(16 * rows * ldm));
-    if (!V || !M) {
+    if (!M) {
       job.failed->store(true);
       return;
     }
-    WinoIn in;
-    in.src = job.src + gi * g.Cg * job.l.cs;
-    in.l = job.l;
-    in.img_stride = job.img_stride;
-    in.nch = g.Cg;
-    in.T = job.T;
-    in.TW = job.TW;
-    in.t0 = t0;
-    in.t1 = t1;
-    in.xi_stride = g.Cg * rows;
-    in.NR = MR;  // strips of MR tiles
-    in.dst = V;
-    r.ck->wino_input(&in);
     Epi<float> ep{};
     ep.alpha = 1.0f;
     ep.beta = 1.0f;
@@ -308,24 +326,38 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
     const int W = r.transposed ? r.isa->mr_f32 : NR;
     const int64_t cap = std::max<int64_t>(W, (int64_t(1) << 18) / (16 * std::max(g.Cg, g.Mg)) / W * W);
     job.nb = std::min(cap, (job.nt + W - 1) / W * W);
-    job.nshare = 1;
-    job.ppt = (g.Mg + NR - 1) / NR;
     if (r.transposed) {
-      // Few tiles: the W^T panels are shared among the threads.
-      const int64_t blocks = g.G * ((job.nt + job.nb - 1) / job.nb);
-      if (r.threads > 1 && blocks < 2 * r.threads) {
-        job.nshare = std::min<int64_t>(job.ppt, (2 * r.threads + blocks - 1) / blocks);
-        job.ppt = (job.ppt + job.nshare - 1) / job.nshare;
-        job.nshare = ((g.Mg + NR - 1) / NR + job.ppt - 1) / job.ppt;
-      }
-    } else {
-      while (r.threads > 1 && g.G * ((job.nt + job.nb - 1) / job.nb) < 2 * r.threads && job.nb > NR) job.nb -= NR;
+      // Per (group, block): the input transform in channel ranges, then
+      // the U^T panels in one share per thread.
+      job.nblk = (job.nt + job.nb - 1) / job.nb;
+      const int64_t npg = (g.Mg + NR - 1) / NR;
+      job.nshare = std::min<int64_t>(npg, std::max<int64_t>(1, r.threads));
+      job.ppt = (npg + job.nshare - 1) / job.nshare;
+      job.nshare = (npg + job.ppt - 1) / job.ppt;
+      const int64_t cin = std::min<int64_t>(g.Cg, std::max<int64_t>(1, 2 * r.threads));
+      job.cpt = (g.Cg + cin - 1) / cin;
+      const int MR = r.isa->mr_f32;
+      float* V = t_v.get(static_cast<size_t>(16 * g.Cg * ((job.nb + MR - 1) / MR * MR)));
+      if (!V) return false;
+      job.vshared = V;
+      for (int64_t gi = 0; gi < g.G; ++gi)
+        for (int64_t bi = 0; bi < job.nblk; ++bi) {
+          job.cur_g = gi;
+          job.cur_b = bi;
+          const int64_t itasks = (g.Cg + job.cpt - 1) / job.cpt;
+          if (r.threads > 1 && itasks > 1) api->parallel_for(ctx, itasks, 1, 0, &range_tin, &job);
+          else range_tin(&job, 0, itasks);
+          if (r.threads > 1 && job.nshare > 1) api->parallel_for(ctx, job.nshare, 1, 0, &range_t, &job);
+          else range_t(&job, 0, job.nshare);
+          if (failed.load()) return false;
+        }
+      continue;
     }
+    while (r.threads > 1 && g.G * ((job.nt + job.nb - 1) / job.nb) < 2 * r.threads && job.nb > NR) job.nb -= NR;
     job.nblk = (job.nt + job.nb - 1) / job.nb;
-    const int64_t tasks = g.G * job.nblk * job.nshare;
-    auto fn = r.transposed ? &range_t : &range;
-    if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, fn, &job);
-    else fn(&job, 0, tasks);
+    const int64_t tasks = g.G * job.nblk;
+    if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, &range, &job);
+    else range(&job, 0, tasks);
     if (failed.load()) return false;
   }
   return true;
