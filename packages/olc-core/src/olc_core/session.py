@@ -1221,7 +1221,8 @@ class Session:
         A rewrite is kept only when it is well formed and registered native
         kernels accept the replacement node and every node it runs before
         it (created here, once); otherwise the original nodes run. Types
-        come from whole-model inference.
+        come from whole-model inference, and where it stopped (ops of custom
+        domains), from the registrations that will run the nodes.
         """
         passes = [p for p in graph_passes() if p.kind == "fusion"]
         if not passes or not len(graph.node):
@@ -1229,10 +1230,11 @@ class Session:
         names = [n.name or f"{n.op_type}_{i}" for i, n in enumerate(graph.node)]
         if len(set(names)) != len(names):
             return {}  # rewrites name the nodes they replace: names must be unique
+        table = dispatch_table()
+        self._type_values(graph, opsets, table)
         ctx: GraphPassContext = build_context(
             graph, names, self._types, self._constants, opsets, [_subgraph_outer_names(n) for n in graph.node]
         )
-        table = dispatch_table()
         taken: set[int] = set()
         result: dict[int, tuple[onnx.NodeProto, list[int], Any, list[tuple[onnx.NodeProto, Any]]]] = {}
         used_names = set(names)
@@ -1283,6 +1285,29 @@ class Session:
                     self._node_index[b_name] = indices[-1]
                 result[indices[-1]] = (named(node, name), indices, (reg, kernel, desc, gp.name, ""), before)
         return result
+
+    def _type_values(self, graph: onnx.GraphProto, opsets: Mapping[str, int], table: Any) -> None:
+        """Types the outputs whole-model inference left untyped, node by node
+        in graph order, as building the plan does (per-node inference, then
+        the output types of the registration that covers the node), so that
+        graph passes see the values after ops of custom domains typed."""
+        for node in graph.node:
+            if all(not n or _tensor_elem(self._types.get(n)) for n in node.output):
+                continue
+            domain = normalize_domain(node.domain)
+            opset = opsets.get(domain)
+            if opset is None:
+                continue
+            self._infer_missing_output_types(node, domain, opset)
+            if all(not n or _tensor_elem(self._types.get(n)) for n in node.output):
+                continue
+            input_types = tuple(TYPE_NAMES.get(_tensor_elem(self._types.get(n))) if n else "" for n in node.input)
+            reg, _ = self._choose(table, node, domain, opset, input_types)
+            if reg is None:
+                continue
+            for name, t in zip(node.output, reg.output_types(input_types)):
+                if name and t is not None and _tensor_elem(self._types.get(name)) == 0:
+                    self._types[name] = helper.make_tensor_type_proto(TYPE_CODES[t], None)
 
     def _prepare_fused(self, table: Any, node: onnx.NodeProto, name: str,
                        opset: int = 1) -> tuple[KernelRegistration, Any] | None:
