@@ -178,7 +178,10 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     const int64_t mi = (t / job.tn) % job.tm;
     const int64_t gi = (t / (job.tn * job.tm)) % g.G;
     const int64_t n = job.n0 + t / (job.tn * job.tm * g.G);
-    const int64_t s0 = ti * job.NC, nc = std::min(job.NC, g.out_sp - s0);
+    // Tile ti: panels [ti P / tn, (ti + 1) P / tn) of the P = ceil(out_sp /
+    // NR) panels, so the tiles differ by one panel at most.
+    const int64_t P = (g.out_sp + NR - 1) / NR;
+    const int64_t s0 = ti * P / job.tn * NR, nc = std::min(g.out_sp, (ti + 1) * P / job.tn * NR) - s0;
     const int64_t m0 = mi * job.mstep, m1 = std::min(g.Mg, m0 + job.mstep);
     if (m0 >= m1 || nc <= 0) continue;
     const int64_t ncpad = (nc + NR - 1) / NR * NR;
@@ -377,6 +380,7 @@ struct GemmTJob {
   const int64_t* koff;
   int64_t KC;
   int64_t ppt;  // W^T panels per task
+  int64_t ipt;  // images per task (of the chunk)
   std::atomic<bool>* failed;
 };
 
@@ -404,14 +408,19 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
   const IsaKernels* isa = job.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const int64_t npg = (g.Mg + NR - 1) / NR;            // panels per group
-  const int64_t tpg = (npg + job.ppt - 1) / job.ppt;   // tasks per group
-  const int64_t rows = job.nimg * g.out_sp;
-  const int64_t nstrips = (rows + MR - 1) / MR;
+  const int64_t tpg = (npg + job.ppt - 1) / job.ppt;   // panel shares per group
+  const int64_t tim = (job.nimg + job.ipt - 1) / job.ipt;  // image shares
   const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
   const int64_t kstep = (g.Kg + nkb - 1) / nkb;
-  std::vector<int64_t> runs(static_cast<size_t>(nstrips * (3 * MR + 1)));
+  std::vector<int64_t> runs;
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t gi = t / tpg, p0 = (t % tpg) * job.ppt, p1 = std::min(npg, p0 + job.ppt);
+    const int64_t ii = t % tim, pt = (t / tim) % tpg, gi = t / (tim * tpg);
+    const int64_t p0 = pt * job.ppt, p1 = std::min(npg, p0 + job.ppt);
+    const int64_t i0 = ii * job.ipt, i1 = std::min(job.nimg, i0 + job.ipt);  // images of the chunk
+    if (p0 >= p1 || i0 >= i1) continue;
+    const int64_t rows = (i1 - i0) * g.out_sp;
+    const int64_t nstrips = (rows + MR - 1) / MR;
+    runs.resize(static_cast<size_t>(nstrips * (3 * MR + 1)));
     const int64_t c0 = p0 * NR, c1 = std::min(g.Mg, p1 * NR);  // channels of the group
     const int64_t ldc = (p1 - p0) * NR;
     float* abuf = t_tile.get(static_cast<size_t>(nstrips * MR * kstep));
@@ -420,7 +429,7 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       job.failed->store(true);
       return;
     }
-    const float* srcg = job.src + gi * g.Cg * job.l.cs;
+    const float* srcg = job.src + i0 * job.img_stride + gi * g.Cg * job.l.cs;
     for (int64_t si = 0; si < nstrips; ++si) {
       int64_t* r = runs.data() + si * (3 * MR + 1);
       r[0] = strip_runs(g, job.l, job.img_stride, si * MR, std::min<int64_t>(MR, rows - si * MR), r + 1);
@@ -451,9 +460,9 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       }
     }
     // [position][channel] into each image's planes, the activation applied.
-    for (int64_t i = 0; i < job.nimg; ++i) {
+    for (int64_t i = i0; i < i1; ++i) {
       const int64_t n = job.n0 + i;
-      const float* ci = C + i * g.out_sp * ldc;
+      const float* ci = C + (i - i0) * g.out_sp * ldc;
       const int64_t o = (n * g.Cout + gi * g.Mg + c0) * g.out_sp;
       if (job.dt == OLC_DTYPE_FLOAT) {
         job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, static_cast<float*>(job.y) + o, g.out_sp, job.act);
@@ -1007,13 +1016,15 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   job.failed = &failed;
   job.direct_b = direct_b;
-  // Output tiles per image and group; with too few tasks for the threads,
-  // the output channels are split too (each share builds its own tiles).
+  // Output tiles per image and group (of at most NC columns, balanced to
+  // within a panel); with too few tasks for the threads, the output
+  // channels are split too (each share builds its own panels).
   job.tn = (g.out_sp + job.NC - 1) / job.NC;
-  if (threads > 1) {
+  if (threads > 1 && !direct_b) {
     // Few tasks: as many tiles as make the task count a multiple of the
     // threads (13 tiles on 2 threads leave one thread idle for a 13th),
-    // each tile narrowed to match.
+    // each tile narrowed to match. (A pointwise product reading X in
+    // place splits its output channels instead: no panel is built twice.)
     const int64_t ng = g.N * g.G;
     if (ng * job.tn < 8 * threads) {
       int64_t tn = job.tn;
@@ -1037,14 +1048,21 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
   job.tm = (g.Mg + job.mstep - 1) / job.mstep;
   const int64_t per_image = g.G * job.tn * job.tm;
-  // The transposed product: tasks are (group, share of the W^T panels).
+  // The transposed product: tasks are (group, share of the W^T panels,
+  // share of the chunk's images): images shared out when there are enough
+  // (each task builds only its own rows), else the panels.
   GemmTJob tj{};
   const int64_t npg = (g.Mg + NR - 1) / NR;
-  tj.ppt = threads > 1 ? std::max<int64_t>(1, (npg * g.G + 2 * threads - 1) / (2 * threads)) : npg;
-  tj.ppt = std::min(tj.ppt, npg);
-  const int64_t ttasks = g.G * ((npg + tj.ppt - 1) / tj.ppt);
   auto run_tasks = [&](int64_t nimg) {
     if (transposed) {
+      tj.ipt = nimg;
+      tj.ppt = npg;
+      if (threads > 1 && nimg >= threads) {
+        tj.ipt = (nimg + threads - 1) / threads;
+      } else if (threads > 1) {
+        tj.ppt = std::min(npg, std::max<int64_t>(1, (npg * g.G + 2 * threads - 1) / (2 * threads)));
+      }
+      const int64_t ttasks = g.G * ((npg + tj.ppt - 1) / tj.ppt) * ((nimg + tj.ipt - 1) / tj.ipt);
       if (threads > 1 && ttasks > 1) g_api->parallel_for(ctx, ttasks, 1, 0, &gemmt_range, &tj);
       else gemmt_range(&tj, 0, ttasks);
       return;
