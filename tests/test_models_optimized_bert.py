@@ -23,7 +23,10 @@ optimizer = pytest.importorskip("onnxruntime.transformers.optimizer")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from model_builders import MINILM, encoder_feeds, optimized_bert_encoder  # noqa: E402
 
-KERNELS = {"Attention": "olc_attention::MicrosoftAttention",
+# Per op of the optimized graph, the kernel that runs it (the Attention
+# nodes: split by olc-attention's pass into a MatMul on olc-matmul, then
+# the attention on its product, olc.fused::PackedQkvAttention).
+KERNELS = {"Attention": "olc_attention::PackedQkvAttention",
            "EmbedLayerNormalization": "olc_contrib_microsoft::EmbedLayerNormalization",
            "SkipLayerNormalization": "olc_contrib_microsoft::SkipLayerNormalization",
            "BiasGelu": "olc_contrib_microsoft::BiasGelu"}
@@ -55,9 +58,11 @@ def test_the_optimizer_made_the_fused_graph(optimized):
 @pytest.mark.parametrize("batch,sequence", [(1, 128), (3, 17), (2, 1)])
 def test_optimized_bert_runs_natively_and_matches_onnxruntime(optimized, threads, batch, sequence):
     s = olc_core.Session(optimized, threads=threads, strict=True, record_usage=True)
-    plan = {e.op_type: e.kernel for e in s.kernel_plan()}
+    plan = {e.op_type: e.kernel for e in s.kernel_plan(expand_fused=True)}
     for op, kernel in KERNELS.items():
         assert plan[op] == kernel, op
+    projections = [e for e in s.kernel_plan() if e.graph_pass == "attention-projection" and e.op_type == "MatMul"]
+    assert len(projections) == MINILM.layers and all(e.kernel == "olc_matmul::MatMul" for e in projections)
     # Padding at the end of every row but the first (mask_index lengths).
     feeds = encoder_feeds(MINILM, batch, sequence, seed=batch + sequence)
     got = s.run(None, feeds)
@@ -66,6 +71,18 @@ def test_optimized_bert_runs_natively_and_matches_onnxruntime(optimized, threads
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-5)
     assert set(KERNELS.values()) <= set(s.kernel_usage())
+
+
+@pytest.mark.parametrize("batch,sequence", [(1, 128), (3, 17)])
+def test_the_attention_split_matches_the_unsplit_kernel(optimized, batch, sequence):
+    # fusion=False: com.microsoft Attention on its own kernel, projection
+    # included (and ConstantOfShape on the reference fallback: not strict).
+    feeds = encoder_feeds(MINILM, batch, sequence, seed=11)
+    split = olc_core.Session(optimized, threads=2, strict=True).run(None, feeds)
+    whole = olc_core.Session(optimized, threads=2, fusion=False, record_usage=True)
+    assert "olc_attention::MicrosoftAttention" in [e.kernel for e in whole.kernel_plan()]
+    for g, w in zip(split, whole.run(None, feeds)):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=2e-5)
 
 
 def test_optimized_bert_naive_kernels_agree(optimized):

@@ -315,16 +315,226 @@ int32_t MhaKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in, int32_
 
 // ---------------------------------------------------------------- Attention (BERT)
 
+// com.microsoft Attention: the projection QKV = input . weights + bias, then
+// attention over Q, K, V (the past in front, present written once). Its
+// projected form olc.fused::PackedQkvAttention (made by the graph pass
+// that runs the projection as a MatMul on olc-matmul, passes.py) takes the
+// product input . weights without its bias and adds the bias as Q, K and V
+// are used. Both share everything after the projection: MsAttentionBase.
+
 enum AttIn : int { kInput = 0, kWeights, kAttBias, kMaskIndex, kPast, kAttnBias2, kPastSeqLen, kAttInputs };
 const char* const kAttNames[] = {"input", "weights", "bias", "mask_index", "past", "attention_bias",
                                  "past_sequence_length"};
+enum PackedIn : int { kQkv = 0, kQkvBias, kQkvMask, kQkvPast, kQkvAttnBias, kPackedInputs };
+const char* const kPackedNames[] = {"qkv", "bias", "mask_index", "past", "attention_bias"};
 
-struct MsAttentionKernel : Kernel {
+// The sizes of one run: Q, K, V hidden sizes (dq, dk, dv: the projection's
+// columns, Wn in all), head sizes, past and total key counts.
+struct MsDims {
+  int64_t B = 0, S = 0, Wn = 0, dq = 0, dk = 0, dv = 0, H = 0, Hv = 0, P = 0, T = 0;
+};
+
+// The inputs after the projection (null when absent).
+struct MsRest {
+  const olc_tensor* bias = nullptr;
+  const olc_tensor* mask = nullptr;
+  const olc_tensor* past = nullptr;
+  const olc_tensor* attn_bias = nullptr;
+};
+
+struct MsAttentionBase : Kernel {
   int dt = kF32;
   int64_t N = 0;
   std::vector<int64_t> sizes;  // qkv_hidden_sizes, or empty
   float scale = 0.0f, filter = -10000.0f;
   int causal = 0;
+
+  // Reads and checks the attributes both forms take.
+  bool read_attributes(const olc_node_info* node, char* error, size_t es);
+  // The hidden sizes of a projection of Wn columns (`cols` names them in
+  // errors), then every input after the projection checked against them.
+  // OLC_OK or the error set.
+  int32_t check(RunCtx& c, int64_t B, int64_t S, int64_t Wn, const char* cols, const MsRest& r, MsDims* d) const;
+  // Allocates the outputs (Y and present).
+  int32_t outputs(RunCtx& c, int32_t dtype, const MsDims& d, void** y, void** present) const;
+  // The naive reference on x (with weights w) or on the projection x (w null).
+  void run_naive(const MsDims& d, int64_t Din, const void* x, const void* w, const MsRest& r, void* y,
+                 void* present) const;
+  // The attention over the projection qkv ((B * S) x Wn of the storage
+  // type); bias (Wn float32 values) is added as Q, K and V are used, or null
+  // when qkv holds it already.
+  int32_t attend(RunCtx& c, const MsDims& d, const void* qkv, const float* bias, const MsRest& r, void* y,
+                 void* present) const;
+};
+
+bool MsAttentionBase::read_attributes(const olc_node_info* node, char* error, size_t es) {
+  Attrs a(node, error, es);
+  int64_t uni = 0, rotary = 0, share = 0, rot_dim = 0;
+  bool has_n = false;
+  if (!a.only({"num_heads", "unidirectional", "qkv_hidden_sizes", "mask_filter_value", "scale", "do_rotary",
+               "past_present_share_buffer", "rotary_embedding_dim"}) ||
+      !a.get_int("num_heads", &N, &has_n) || !a.get_int("unidirectional", &uni) ||
+      !a.get_float("mask_filter_value", &filter) || !a.get_float("scale", &scale) ||
+      !a.get_int("do_rotary", &rotary) || !a.get_int("past_present_share_buffer", &share) ||
+      !a.get_int("rotary_embedding_dim", &rot_dim))
+    return false;
+  for (int32_t i = 0; i < node->n_attributes; ++i) {
+    const olc_attribute& at = node->attributes[i];
+    if (std::strcmp(at.name, "qkv_hidden_sizes") != 0) continue;
+    if (at.type != OLC_ATTR_INTS || at.count != 3) return fail(error, es, "qkv_hidden_sizes must be 3 ints");
+    sizes.assign(at.ints, at.ints + 3);
+  }
+  if (!has_n || N <= 0) return fail(error, es, "num_heads is required and must be positive");
+  if (uni != 0 && uni != 1) return fail(error, es, "unidirectional must be 0 or 1");
+  if (rotary != 0) return fail(error, es, "do_rotary is not supported");
+  if (share != 0) return fail(error, es, "past_present_share_buffer is not supported");
+  if (!std::isfinite(scale) || scale < 0) return fail(error, es, "scale must be finite and >= 0");
+  for (int64_t s : sizes)
+    if (s <= 0 || s % N)
+      return fail(error, es, "qkv_hidden_sizes must be positive multiples of num_heads (%lld)", (long long)N);
+  if (!sizes.empty() && sizes[0] != sizes[1])
+    return fail(error, es, "the Q and K hidden sizes of qkv_hidden_sizes must be equal");
+  causal = static_cast<int>(uni);
+  return true;
+}
+
+int32_t MsAttentionBase::check(RunCtx& c, int64_t B, int64_t S, int64_t Wn, const char* cols, const MsRest& r,
+                               MsDims* d) const {
+  d->B = B, d->S = S, d->Wn = Wn;
+  if (sizes.empty()) {
+    if (Wn % 3 || (Wn / 3) % N)
+      return c.err("%s' columns %lld must be 3 x a multiple of num_heads %lld (or give qkv_hidden_sizes)", cols,
+                   (long long)Wn, (long long)N);
+    d->dq = d->dk = d->dv = Wn / 3;
+  } else {
+    d->dq = sizes[0], d->dk = sizes[1], d->dv = sizes[2];
+    if (d->dq + d->dk + d->dv != Wn)
+      return c.err("qkv_hidden_sizes add up to %lld but %s have %lld columns", (long long)(d->dq + d->dk + d->dv),
+                   cols, (long long)Wn);
+  }
+  d->H = d->dq / N, d->Hv = d->dv / N;
+  if (r.bias && (r.bias->ndim != 1 || r.bias->shape[0] != Wn))
+    return c.err("bias has shape %s, expected [%lld]", shape_str(*r.bias).c_str(), (long long)Wn);
+  d->P = 0;
+  if (r.past) {
+    if (d->dq != d->dv)
+      return c.err("with a past, the Q, K and V hidden sizes must be equal (got %lld, %lld, %lld)", (long long)d->dq,
+                   (long long)d->dk, (long long)d->dv);
+    const olc_tensor& p = *r.past;
+    if (p.ndim != 5 || p.shape[0] != 2 || p.shape[1] != B || p.shape[2] != N || p.shape[4] != d->H)
+      return c.err("past has shape %s, expected [2, %lld, %lld, past_len, %lld]", shape_str(p).c_str(), (long long)B,
+                   (long long)N, (long long)d->H);
+    d->P = p.shape[3];
+  }
+  d->T = d->P + S;
+  if (wants_out(1) && d->dq != d->dv)
+    return c.err("the present output holds K and V with one head size: the Q, K and V hidden sizes must be equal "
+                 "(got %lld, %lld, %lld)",
+                 (long long)d->dq, (long long)d->dk, (long long)d->dv);
+  if (r.mask) {
+    if (r.mask->ndim == 4)
+      return c.err("mask_index of 4 dimensions %s (Megatron) is not supported", shape_str(*r.mask).c_str());
+    const std::string why = check_key_mask(*r.mask, B, S, d->T, true);
+    if (!why.empty()) return c.err("mask_index %s", why.c_str());
+  }
+  if (r.attn_bias && !check_attn_bias(*r.attn_bias, B, N, S, d->T))
+    return c.err("attention_bias has shape %s, expected [%lld or 1, %lld or 1, %lld, %lld]",
+                 shape_str(*r.attn_bias).c_str(), (long long)B, (long long)N, (long long)S, (long long)d->T);
+  return OLC_OK;
+}
+
+int32_t MsAttentionBase::outputs(RunCtx& c, int32_t dtype, const MsDims& d, void** y, void** present) const {
+  bool ok;
+  *y = alloc_out(c, *this, 0, dtype, {d.B, d.S, d.dv}, &ok);
+  if (!ok) return OLC_ERROR;
+  *present = alloc_out(c, *this, 1, dtype, {2, d.B, N, d.T, d.H}, &ok);
+  return ok ? OLC_OK : OLC_ERROR;
+}
+
+void MsAttentionBase::run_naive(const MsDims& d, int64_t Din, const void* x, const void* w, const MsRest& r, void* y,
+                                void* present) const {
+  naive::MsAttention a;
+  a.dt = dt;
+  a.B = d.B, a.S = d.S, a.Din = Din, a.N = N, a.dq = d.dq, a.dk = d.dk, a.dv = d.dv, a.P = d.P;
+  a.x = x, a.w = w, a.bias = r.bias ? r.bias->data : nullptr, a.past = r.past ? r.past->data : nullptr;
+  if (r.mask) a.mask = {static_cast<const int32_t*>(r.mask->data), r.mask->ndim, r.mask->shape, filter};
+  if (r.attn_bias) a.attn_bias = r.attn_bias->data, a.ab_b = r.attn_bias->shape[0], a.ab_h = r.attn_bias->shape[1];
+  a.scale = scale;
+  a.causal = causal;
+  a.y = y, a.present = present;
+  naive::ms_attention(a);
+}
+
+int32_t MsAttentionBase::attend(RunCtx& c, const MsDims& d, const void* qkv, const float* bias, const MsRest& r,
+                                void* y, void* present) const {
+  const size_t es = storage_size(dt);
+  const int64_t B = d.B, S = d.S, Wn = d.Wn, H = d.H, Hv = d.Hv, P = d.P, T = d.T;
+  AttnProblem p;
+  p.dt = dt;
+  p.B = B, p.Hq = N, p.Hkv = N, p.Sq = S, p.T = T, p.D = H, p.Dv = Hv;
+  const char* qd = static_cast<const char*>(qkv);
+  p.q = {qd, S * Wn, H, Wn};
+  const View kn = {qd + static_cast<size_t>(d.dq) * es, S * Wn, d.dk / N, Wn};
+  const View vn = {qd + static_cast<size_t>(d.dq + d.dk) * es, S * Wn, Hv, Wn};
+  p.k = kn, p.v = vn;
+  p.y = {y, S * d.dv, Hv, d.dv};
+  if (bias) p.q_bias = bias;
+  CacheWrite cw[2];
+  std::vector<char> tmp;
+  if (r.past || present) {
+    // K and V through the cache: its new rows get their bias as they are written.
+    char* dst = static_cast<char*>(present);
+    if (!dst) {
+      tmp.resize(static_cast<size_t>(2 * B * N * T * H) * es);
+      dst = tmp.data();
+    }
+    for (int w = 0; w < 2; ++w) {
+      cw[w].k = isa;
+      cw[w].dt = dt;
+      cw[w].B = B, cw[w].H = N, cw[w].T = T, cw[w].D = H;
+      if (r.past)
+        cw[w].past = {static_cast<const char*>(r.past->data) + static_cast<size_t>(w * B * N * P * H) * es, N * P * H,
+                      P * H, H};
+      cw[w].P = P;
+      cw[w].cur = w == 0 ? kn : vn;
+      cw[w].S = S;
+      if (bias) cw[w].bias = bias + (w == 0 ? d.dq : d.dq + d.dk);
+      cw[w].out = dst + static_cast<size_t>(w * B * N * T * H) * es;
+    }
+    p.fill_k = &cw[0], p.fill_v = &cw[1];
+    p.k = {cw[0].out, N * T * H, T * H, H};
+    p.v = {cw[1].out, N * T * H, T * H, H};
+  } else if (bias) {
+    p.k_bias = bias + d.dq;
+    p.v_bias = bias + d.dq + d.dk;
+  }
+  p.scale = scale > 0.0f ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(H)));
+  std::vector<float> kmb;
+  int nm = 0;
+  if (r.attn_bias) p.mask[nm++] = attn_bias_mask(*r.attn_bias, dt, N, S, T);
+  if (r.mask) key_mask_bias(*r.mask, B, S, T, filter, &kmb, &p.mask[nm++]);
+  std::vector<int64_t> q_off(static_cast<size_t>(B), P);
+  p.q_off = q_off.data();
+  p.causal = causal;
+  return run_attention(g_api, c.ctx, isa, p, tuning());
+}
+
+// Input types: T for every input but mask_index (int32); absent ones skipped.
+bool check_types(const olc_node_info* node, int first, int mask, const char* const* names, int refused, int dt0,
+                 char* error, size_t es) {
+  for (int i = first; i < node->n_inputs; ++i) {
+    const int32_t t = node->input_dtypes[i];
+    if (t == OLC_DTYPE_UNDEFINED) continue;
+    if (i == refused) return fail(error, es, "past_sequence_length (shared-buffer caches) is not supported");
+    const int32_t want = i == mask ? OLC_DTYPE_INT32 : dt0;
+    if (t != want)
+      return fail(error, es, "input %d (%s) has type %s, expected %s", i, names[i], olc_dtype_name(t),
+                  olc_dtype_name(want));
+  }
+  return true;
+}
+
+struct MsAttentionKernel : MsAttentionBase {
   // Constant weights converted / padded once for the projection.
   std::vector<float> packed;
   int64_t packed_ld = 0;
@@ -334,55 +544,15 @@ struct MsAttentionKernel : Kernel {
 Kernel* make_ms_attention(const olc_node_info* node, bool naive, char* error, size_t es) {
   auto k = std::make_unique<MsAttentionKernel>();
   init_common(k.get(), node, naive, "MicrosoftAttention");
-  Attrs a(node, error, es);
-  int64_t uni = 0, rotary = 0, share = 0, rot_dim = 0;
-  bool has_n = false;
-  if (!a.only({"num_heads", "unidirectional", "qkv_hidden_sizes", "mask_filter_value", "scale", "do_rotary",
-               "past_present_share_buffer", "rotary_embedding_dim"}) ||
-      !a.get_int("num_heads", &k->N, &has_n) || !a.get_int("unidirectional", &uni) ||
-      !a.get_float("mask_filter_value", &k->filter) || !a.get_float("scale", &k->scale) ||
-      !a.get_int("do_rotary", &rotary) || !a.get_int("past_present_share_buffer", &share) ||
-      !a.get_int("rotary_embedding_dim", &rot_dim))
-    return nullptr;
-  for (int32_t i = 0; i < node->n_attributes; ++i) {
-    const olc_attribute& at = node->attributes[i];
-    if (std::strcmp(at.name, "qkv_hidden_sizes") != 0) continue;
-    if (at.type != OLC_ATTR_INTS || at.count != 3)
-      return fail(error, es, "qkv_hidden_sizes must be 3 ints"), nullptr;
-    k->sizes.assign(at.ints, at.ints + 3);
-  }
-  if (!has_n || k->N <= 0) return fail(error, es, "num_heads is required and must be positive"), nullptr;
-  if (uni != 0 && uni != 1) return fail(error, es, "unidirectional must be 0 or 1"), nullptr;
-  if (rotary != 0) return fail(error, es, "do_rotary is not supported"), nullptr;
-  if (share != 0) return fail(error, es, "past_present_share_buffer is not supported"), nullptr;
-  if (!std::isfinite(k->scale) || k->scale < 0) return fail(error, es, "scale must be finite and >= 0"), nullptr;
-  for (int64_t s : k->sizes)
-    if (s <= 0 || s % k->N)
-      return fail(error, es, "qkv_hidden_sizes must be positive multiples of num_heads (%lld)", (long long)k->N),
-             nullptr;
-  if (!k->sizes.empty() && k->sizes[0] != k->sizes[1])
-    return fail(error, es, "the Q and K hidden sizes of qkv_hidden_sizes must be equal"), nullptr;
-  k->causal = static_cast<int>(uni);
+  if (!k->read_attributes(node, error, es)) return nullptr;
   if (node->n_inputs < 2 || node->n_inputs > kAttInputs)
     return fail(error, es, "expects 2 to %d inputs, got %d", int(kAttInputs), node->n_inputs), nullptr;
   if (node->n_outputs < 1 || node->n_outputs > 2)
     return fail(error, es, "expects 1 or 2 outputs, got %d", node->n_outputs), nullptr;
   k->dt = storage_of(node->input_dtypes[kInput]);
   if (k->dt < 0) return fail(error, es, "input has type %s", olc_dtype_name(node->input_dtypes[kInput])), nullptr;
-  for (int i = 0; i < node->n_inputs; ++i) {
-    const int32_t t = node->input_dtypes[i];
-    if (t == OLC_DTYPE_UNDEFINED) {
-      if (i == kWeights) return fail(error, es, "weights are required"), nullptr;
-      continue;
-    }
-    if (i == kPastSeqLen)
-      return fail(error, es, "past_sequence_length (shared-buffer caches) is not supported"), nullptr;
-    const int32_t want = i == kMaskIndex ? OLC_DTYPE_INT32 : node->input_dtypes[kInput];
-    if (t != want)
-      return fail(error, es, "input %d (%s) has type %s, expected %s", i, kAttNames[i], olc_dtype_name(t),
-                  olc_dtype_name(want)),
-             nullptr;
-  }
+  if (node->input_dtypes[kWeights] == OLC_DTYPE_UNDEFINED) return fail(error, es, "weights are required"), nullptr;
+  if (!check_types(node, 0, kMaskIndex, kAttNames, kPastSeqLen, node->input_dtypes[kInput], error, es)) return nullptr;
   // Constant weights (an initializer): converted and padded for the GEMM once.
   const olc_tensor& w = node->input_constants[kWeights];
   if (!naive && w.data && w.ndim == 2) {
@@ -403,74 +573,23 @@ int32_t MsAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in
   if (Wt.ndim != 2 || Wt.shape[0] != Din)
     return c.err("weights has shape %s, expected [%lld (input_hidden), q + k + v hidden]", shape_str(Wt).c_str(),
                  (long long)Din);
-  const int64_t Wn = Wt.shape[1];
-  int64_t dq, dk, dv;
-  if (sizes.empty()) {
-    if (Wn % 3 || (Wn / 3) % N)
-      return c.err("weights' second dimension %lld must be 3 x a multiple of num_heads %lld (or give qkv_hidden_sizes)",
-                   (long long)Wn, (long long)N);
-    dq = dk = dv = Wn / 3;
-  } else {
-    dq = sizes[0], dk = sizes[1], dv = sizes[2];
-    if (dq + dk + dv != Wn)
-      return c.err("qkv_hidden_sizes add up to %lld but weights have %lld columns", (long long)(dq + dk + dv),
-                   (long long)Wn);
-  }
-  const int64_t H = dq / N, Hv = dv / N;
-  const olc_tensor* bias = has_in(kAttBias) ? &in[kAttBias] : nullptr;
-  if (bias && (bias->ndim != 1 || bias->shape[0] != Wn))
-    return c.err("bias has shape %s, expected [%lld]", shape_str(*bias).c_str(), (long long)Wn);
-  const olc_tensor* past = has_in(kPast) ? &in[kPast] : nullptr;
-  int64_t P = 0;
-  if (past) {
-    if (dq != dv)
-      return c.err("with a past, the Q, K and V hidden sizes must be equal (got %lld, %lld, %lld)", (long long)dq,
-                   (long long)dk, (long long)dv);
-    if (past->ndim != 5 || past->shape[0] != 2 || past->shape[1] != B || past->shape[2] != N || past->shape[4] != H)
-      return c.err("past has shape %s, expected [2, %lld, %lld, past_len, %lld]", shape_str(*past).c_str(),
-                   (long long)B, (long long)N, (long long)H);
-    P = past->shape[3];
-  }
-  const int64_t T = P + S;
-  if (wants_out(1) && dq != dv)
-    return c.err("the present output holds K and V with one head size: the Q, K and V hidden sizes must be equal "
-                 "(got %lld, %lld, %lld)",
-                 (long long)dq, (long long)dk, (long long)dv);
-  const olc_tensor* km = has_in(kMaskIndex) ? &in[kMaskIndex] : nullptr;
-  if (km) {
-    if (km->ndim == 4)
-      return c.err("mask_index of 4 dimensions %s (Megatron) is not supported", shape_str(*km).c_str());
-    const std::string why = check_key_mask(*km, B, S, T, true);
-    if (!why.empty()) return c.err("mask_index %s", why.c_str());
-  }
-  const olc_tensor* ab = has_in(kAttnBias2) ? &in[kAttnBias2] : nullptr;
-  if (ab && !check_attn_bias(*ab, B, N, S, T))
-    return c.err("attention_bias has shape %s, expected [%lld or 1, %lld or 1, %lld, %lld]", shape_str(*ab).c_str(),
-                 (long long)B, (long long)N, (long long)S, (long long)T);
-
-  bool ok;
-  void* y = alloc_out(c, *this, 0, X.dtype, {B, S, dv}, &ok);
-  if (!ok) return OLC_ERROR;
-  void* present = alloc_out(c, *this, 1, X.dtype, {2, B, N, T, H}, &ok);
-  if (!ok) return OLC_ERROR;
-
+  MsRest r;
+  r.bias = has_in(kAttBias) ? &in[kAttBias] : nullptr;
+  r.mask = has_in(kMaskIndex) ? &in[kMaskIndex] : nullptr;
+  r.past = has_in(kPast) ? &in[kPast] : nullptr;
+  r.attn_bias = has_in(kAttnBias2) ? &in[kAttnBias2] : nullptr;
+  MsDims d;
+  void *y, *present;
+  if (check(c, B, S, Wt.shape[1], "weights", r, &d) != OLC_OK || outputs(c, X.dtype, d, &y, &present) != OLC_OK)
+    return OLC_ERROR;
   if (naive) {
-    naive::MsAttention a;
-    a.dt = dt;
-    a.B = B, a.S = S, a.Din = Din, a.N = N, a.dq = dq, a.dk = dk, a.dv = dv, a.P = P;
-    a.x = X.data, a.w = Wt.data, a.bias = bias ? bias->data : nullptr, a.past = past ? past->data : nullptr;
-    if (km) a.mask = {static_cast<const int32_t*>(km->data), km->ndim, km->shape, filter};
-    if (ab) a.attn_bias = ab->data, a.ab_b = ab->shape[0], a.ab_h = ab->shape[1];
-    a.scale = scale;
-    a.causal = causal;
-    a.y = y, a.present = present;
-    naive::ms_attention(a);
+    run_naive(d, Din, X.data, Wt.data, r, y, present);
     return OLC_OK;
   }
 
   // QKV = X . W + bias, one (B * S) x Wn matrix of the input's type.
-  const size_t es = storage_size(dt);
-  std::vector<char> qkv(static_cast<size_t>(B * S * Wn) * es);
+  const int64_t Wn = d.Wn;
+  std::vector<char> qkv(static_cast<size_t>(B * S * Wn) * storage_size(dt));
   std::vector<float> wtmp;
   const float* wp;
   int64_t ldw;
@@ -483,51 +602,58 @@ int32_t MsAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in
     wp = wtmp.data();
   }
   const int32_t rc = run_projection(g_api, c.ctx, isa, dt, B * S, Din, Wn, X.data, wp, ldw,
-                                    bias ? bias->data : nullptr, qkv.data());
+                                    r.bias ? r.bias->data : nullptr, qkv.data());
   if (rc != OLC_OK) return rc;
+  return attend(c, d, qkv.data(), nullptr, r, y, present);
+}
 
-  AttnProblem p;
-  p.dt = dt;
-  p.B = B, p.Hq = N, p.Hkv = N, p.Sq = S, p.T = T, p.D = H, p.Dv = Hv;
-  const char* qd = qkv.data();
-  p.q = {qd, S * Wn, H, Wn};
-  const View kn = {qd + static_cast<size_t>(dq) * es, S * Wn, dk / N, Wn};
-  const View vn = {qd + static_cast<size_t>(dq + dk) * es, S * Wn, Hv, Wn};
-  p.k = kn, p.v = vn;
-  p.y = {y, S * dv, Hv, dv};
-  CacheWrite cw[2];
-  std::vector<char> tmp;
-  if (past || present) {
-    char* dst = static_cast<char*>(present);
-    if (!dst) {
-      tmp.resize(static_cast<size_t>(2 * B * N * T * H) * es);
-      dst = tmp.data();
-    }
-    for (int w = 0; w < 2; ++w) {
-      cw[w].k = isa;
-      cw[w].dt = dt;
-      cw[w].B = B, cw[w].H = N, cw[w].T = T, cw[w].D = H;
-      if (past)
-        cw[w].past = {static_cast<const char*>(past->data) + static_cast<size_t>(w * B * N * P * H) * es, N * P * H,
-                      P * H, H};
-      cw[w].P = P;
-      cw[w].cur = w == 0 ? kn : vn;
-      cw[w].S = S;
-      cw[w].out = dst + static_cast<size_t>(w * B * N * T * H) * es;
-    }
-    p.fill_k = &cw[0], p.fill_v = &cw[1];
-    p.k = {cw[0].out, N * T * H, T * H, H};
-    p.v = {cw[1].out, N * T * H, T * H, H};
+// olc.fused::PackedQkvAttention: qkv (B, S, Wn) = input . weights, the bias
+// added on use. Attributes and everything after the projection as above.
+struct PackedQkvKernel : MsAttentionBase {
+  int32_t run(RunCtx& c, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) const override;
+};
+
+Kernel* make_packed_qkv(const olc_node_info* node, bool naive, char* error, size_t es) {
+  auto k = std::make_unique<PackedQkvKernel>();
+  init_common(k.get(), node, naive, "PackedQkvAttention");
+  if (!k->read_attributes(node, error, es)) return nullptr;
+  if (node->n_inputs < 1 || node->n_inputs > kPackedInputs)
+    return fail(error, es, "expects 1 to %d inputs, got %d", int(kPackedInputs), node->n_inputs), nullptr;
+  if (node->n_outputs < 1 || node->n_outputs > 2)
+    return fail(error, es, "expects 1 or 2 outputs, got %d", node->n_outputs), nullptr;
+  k->dt = storage_of(node->input_dtypes[kQkv]);
+  if (k->dt < 0) return fail(error, es, "qkv has type %s", olc_dtype_name(node->input_dtypes[kQkv])), nullptr;
+  if (!check_types(node, 0, kQkvMask, kPackedNames, -1, node->input_dtypes[kQkv], error, es)) return nullptr;
+  return k.release();
+}
+
+int32_t PackedQkvKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) const {
+  const olc_tensor& X = in[kQkv];
+  if (X.ndim != 3) return c.err("qkv must be [batch, seq, q + k + v hidden], got %s", shape_str(X).c_str());
+  MsRest r;
+  r.bias = has_in(kQkvBias) ? &in[kQkvBias] : nullptr;
+  r.mask = has_in(kQkvMask) ? &in[kQkvMask] : nullptr;
+  r.past = has_in(kQkvPast) ? &in[kQkvPast] : nullptr;
+  r.attn_bias = has_in(kQkvAttnBias) ? &in[kQkvAttnBias] : nullptr;
+  MsDims d;
+  void *y, *present;
+  if (check(c, X.shape[0], X.shape[1], X.shape[2], "qkv", r, &d) != OLC_OK || outputs(c, X.dtype, d, &y, &present) != OLC_OK)
+    return OLC_ERROR;
+  if (naive) {
+    run_naive(d, 0, X.data, nullptr, r, y, present);
+    return OLC_OK;
   }
-  p.scale = scale > 0.0f ? scale : static_cast<float>(1.0 / std::sqrt(static_cast<double>(H)));
-  std::vector<float> kmb;
-  int nm = 0;
-  if (ab) p.mask[nm++] = attn_bias_mask(*ab, dt, N, S, T);
-  if (km) key_mask_bias(*km, B, S, T, filter, &kmb, &p.mask[nm++]);
-  std::vector<int64_t> q_off(static_cast<size_t>(B), P);
-  p.q_off = q_off.data();
-  p.causal = causal;
-  return run_attention(g_api, c.ctx, isa, p, tuning());
+  std::vector<float> bias;  // float32 values of a 16-bit bias
+  const float* bp = nullptr;
+  if (r.bias) {
+    if (dt == kF32) {
+      bp = static_cast<const float*>(r.bias->data);
+    } else {
+      bias = read_floats(*this, dt, *r.bias);
+      bp = bias.data();
+    }
+  }
+  return attend(c, d, X.data, bp, r, y, present);
 }
 
 }  // namespace
@@ -535,6 +661,7 @@ int32_t MsAttentionKernel::run(RunCtx& c, int32_t n_inputs, const olc_tensor* in
 void ms_encoder_ops(std::vector<OpEntry>* out) {
   out->push_back({"com.microsoft", "MultiHeadAttention", "MultiHeadAttention", &make_mha, 0});
   out->push_back({"com.microsoft", "Attention", "MicrosoftAttention", &make_ms_attention, 0});
+  out->push_back({"olc.fused", "PackedQkvAttention", "PackedQkvAttention", &make_packed_qkv, 0});
 }
 
 }  // namespace olc_attn

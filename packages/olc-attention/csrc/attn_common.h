@@ -59,8 +59,9 @@ struct IsaKernels;
 
 // A KV cache written once: out (B, H, T, D) contiguous, row t of (b, h) is
 //   past row t            for t < past_len[b]   (past_len null: P),
-//   new row t - past_len  for the next S rows, rotated by `rope` at
-//                         position rope->pos[b * pos_sb + s] when rope is given,
+//   new row t - past_len  for the next S rows, plus `bias` when given,
+//                         rotated by `rope` at position rope->pos[b * pos_sb + s]
+//                         when rope is given,
 //   past row t            after that while t < P, else zero.
 struct CacheWrite {
   const IsaKernels* k = nullptr;  // for the rotation
@@ -72,6 +73,8 @@ struct CacheWrite {
   View cur;
   int64_t S = 0;
   const Rope* rope = nullptr;
+  // float32 bias added to every new row (head h adds bias[h * D ..]), or null.
+  const float* bias = nullptr;
   void* out = nullptr;
 };
 
@@ -112,6 +115,17 @@ struct AttnProblem {
   // rows just before it reads them, so they are read back from cache.
   const CacheWrite* fill_k = nullptr;
   const CacheWrite* fill_v = nullptr;
+  // float32 biases of the projections the views hold unbiased (com.microsoft
+  // Attention after its projection), added as the rows are used: Q row of
+  // head h + q_bias[h * D ..] (before rope and scale); K and V of kv head g +
+  // k_bias[g * D ..], v_bias[g * Dv ..]. The engine never forms biased K / V:
+  // the K bias adds q . k_bias to every score of a query row, the V bias
+  // adds l * v_bias to its unnormalized output (l: the row's softmax sum),
+  // which is what the biased rows give. Null: none. K and V read through a
+  // cache the engine fills hold their bias already (CacheWrite::bias).
+  const float* q_bias = nullptr;
+  const float* k_bias = nullptr;
+  const float* v_bias = nullptr;
 };
 
 // One unit of work: query rows [i0, i1) of the Hq / Hkv query heads of kv

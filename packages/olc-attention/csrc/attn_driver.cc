@@ -191,8 +191,19 @@ void fill_cache_rows(const CacheWrite& c, int64_t b, int64_t h, int64_t t0, int6
   for (int64_t t = n0; t < n1; ++t) {
     const int64_t s = t - pl;
     const char* src = cur + static_cast<size_t>(s * c.cur.ss) * es;
+    if (c.bias) {  // the new row plus its head's bias (in float32, a chunk at a time), then rotated in place
+      float buf[256];
+      const float* bh = c.bias + h * c.D;
+      for (int64_t d0 = 0; d0 < c.D; d0 += 256) {
+        const int64_t n = std::min<int64_t>(256, c.D - d0);
+        c.k->to_f32(c.dt, src + static_cast<size_t>(d0) * es, buf, n);
+        for (int64_t d = 0; d < n; ++d) buf[d] += bh[d0 + d];
+        c.k->from_f32(c.dt, buf, out + t * row + static_cast<size_t>(d0) * es, n);
+      }
+      src = out + t * row;
+    }
     if (c.rope) c.k->rope_row(c.dt, c.rope, c.rope->pos[b * c.rope->pos_sb + s], src, out + t * row, c.D);
-    else std::memcpy(out + t * row, src, row);
+    else if (!c.bias) std::memcpy(out + t * row, src, row);
   }
   const int64_t r0 = std::max(t0, pl + c.S);
   copy_past(r0, std::min(t1, c.P));

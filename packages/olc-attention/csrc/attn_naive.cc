@@ -431,12 +431,15 @@ void mha(const Mha& a) {
 
 void ms_attention(const MsAttention& a) {
   const int64_t W = a.dq + a.dk + a.dv, M = a.B * a.S;
-  // The projection x . W + bias in float64, each result rounded to the type.
+  // The projection x . W + bias in float64 (without weights: x is the
+  // product, x + bias), each result rounded to the type.
   std::vector<double> qkv(static_cast<size_t>(M * W));
   for (int64_t r = 0; r < M; ++r)
     for (int64_t c = 0; c < W; ++c) {
       double acc = a.bias ? load(a.dt, a.bias, c) : 0.0;
-      for (int64_t i = 0; i < a.Din; ++i) acc += load(a.dt, a.x, r * a.Din + i) * load(a.dt, a.w, i * W + c);
+      if (!a.w) acc += load(a.dt, a.x, r * W + c);
+      else
+        for (int64_t i = 0; i < a.Din; ++i) acc += load(a.dt, a.x, r * a.Din + i) * load(a.dt, a.w, i * W + c);
       uint32_t buf = 0;
       store(a.dt, &buf, 0, acc);
       qkv[static_cast<size_t>(r * W + c)] = load(a.dt, &buf, 0);

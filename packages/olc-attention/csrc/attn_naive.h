@@ -117,6 +117,8 @@ void mha(const Mha& a);
 
 // com.microsoft Attention: Q, K, V = x . W + bias (hidden sizes dq, dk, dv),
 // then multi-head attention with the past (2, B, N, P, H) in front of K, V.
+// w null: x is the product already (B * S rows of dq + dk + dv), Q, K, V =
+// x + bias (the projected form olc.fused::PackedQkvAttention).
 struct MsAttention {
   int dt = 0;
   int64_t B = 0, S = 0, Din = 0, N = 0, dq = 0, dk = 0, dv = 0, P = 0;

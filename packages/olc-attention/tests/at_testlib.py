@@ -43,23 +43,24 @@ def make_model(op, inputs, outputs, attrs=None, domain="", opset=23):
 _sessions: dict = {}
 
 
-def session(model, level="avx512", naive=False, threads=1):
+def session(model, level="avx512", naive=False, threads=1, fusion=True):
     level = level if level in LEVELS else LEVELS[-1]
-    key = (model.SerializeToString(), level, naive, threads)
+    key = (model.SerializeToString(), level, naive, threads, fusion)
     if key not in _sessions:
         if len(_sessions) > 256:
             _sessions.clear()
         with olc_core.simd_cap(level):
             _sessions[key] = olc_core.Session(model, threads=threads, strict=True, record_usage=True,
-                                              naive="olc-attention" if naive else False)
+                                              naive="olc-attention" if naive else False, fusion=fusion)
     return _sessions[key]
 
 
-def run_checked(model, name, feeds, level="avx512", naive=False, threads=1):
-    """Runs the model and checks that the intended kernel (and only it) ran."""
-    s = session(model, level, naive, threads)
+def run_checked(model, name, feeds, level="avx512", naive=False, threads=1, fusion=True, before=()):
+    """Runs the model and checks that the intended kernel (and only it, after
+    the kernels named in `before`) ran."""
+    s = session(model, level, naive, threads, fusion)
     out = s.run(None, feeds)
-    assert s.kernel_usage() == [kernel_name(name, naive)], s.kernel_usage()
+    assert s.kernel_usage() == [*before, kernel_name(name, naive)], s.kernel_usage()
     return out
 
 

@@ -82,6 +82,13 @@ OPS: tuple[AttnOp, ...] = (
            {"T1": FLOATS, "U": ("bool", *FLOATS)}, ("T1", "T1", "T1", "U"), ("T1",),
            "an encoder export's MatMul / scale / mask Add / Softmax / MatMul attention with its head split "
            "and merge, fused by the graph pass: the Attention engine on 3-D Q, K, V"),
+    # com.microsoft Attention after its projection, which the graph pass runs as
+    # a MatMul on olc-matmul: qkv = input . weights, then bias (added as Q, K, V
+    # are used), mask_index, past, attention_bias; the attributes of Attention.
+    AttnOp("olc.fused", "PackedQkvAttention", "PackedQkvAttention", 1,
+           {"T": FLOATS, "M": ("int32",)}, ("T", "T", "M", "T", "T"), ("T", "T"),
+           "com.microsoft Attention on its projection input . weights (a MatMul before it, made by the graph "
+           "pass): the bias added as Q, K, V are loaded, then the engine"),
 )
 
 BY_NAME: dict[str, AttnOp] = {o.name: o for o in OPS}

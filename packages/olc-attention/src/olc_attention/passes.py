@@ -309,3 +309,112 @@ GRAPH_PASS = GraphPass(
     name=PASS_NAME, family=FAMILY, run=run,
     description="MatMul(Q, K^T) -> scale -> [mask Add] -> Softmax -> MatMul(., V) with the head split and "
                 "merge around it -> one olc.fused::Attention (ai.onnx Attention on 3-D Q, K, V)")
+
+
+# ---------------------------------------------------------------- com.microsoft Attention's projection
+#
+# com.microsoft Attention (BERT) projects its input by constant weights
+# [D_in, q + k + v hidden] before the attention. The split pass runs that
+# product as an ai.onnx MatMul (olc-matmul packs the constant weights once,
+# at session creation, for its GEMM) and the rest as one
+# olc.fused::PackedQkvAttention node: the same attributes, the product as
+# its first input, the bias added as Q, K and V are loaded (no biased copy),
+# and mask_index, past and attention_bias as Attention takes them:
+#
+#     Attention(input, weights, bias, mask_index, past, attention_bias)
+#  -> PackedQkvAttention(MatMul(input, weights), bias, mask_index, past, attention_bias)
+#
+# The session takes the split only when a native kernel accepts the MatMul
+# (olc-matmul installed) and the attention node; otherwise Attention runs on
+# its own kernel, projection included. Proposed only when the weights are a
+# 2-D constant of the input's float type, the bias is absent or a constant
+# of the weights' column count, the columns split as num_heads and
+# qkv_hidden_sizes say, no past_sequence_length is given and the
+# attributes are ones the attention node takes (num_heads, unidirectional,
+# qkv_hidden_sizes, mask_filter_value, scale; do_rotary,
+# rotary_embedding_dim and past_present_share_buffer only as 0); and,
+# where inference knows the input's shape, it has rank 3 and (when static)
+# the weights' row count as its last dimension. Where it does not (inference
+# stops at the com.microsoft ops of an optimized graph), the MatMul and the
+# attention node check the shapes when they run.
+
+SPLIT_PASS_NAME = "attention-projection"
+PACKED_OP = "PackedQkvAttention"
+_MS = "com.microsoft"
+_PACKED_ATTRIBUTES = {"num_heads", "unidirectional", "qkv_hidden_sizes", "mask_filter_value", "scale"}
+_ZERO_ONLY = {"do_rotary", "rotary_embedding_dim", "past_present_share_buffer"}
+
+
+def _fresh(ctx: GraphPassContext, taken: set[str], base: str) -> str:
+    """A value name no value of the graph has (nor one this pass made)."""
+    if not taken:
+        g = ctx.graph
+        taken.update(vi.name for vi in g.input)
+        taken.update(t.name for t in g.initializer)
+        taken.update(n for node in g.node for n in node.output if n)
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def _split(ctx: GraphPassContext, index: int, taken: set[str]) -> Rewrite | None:
+    node = ctx.graph.node[index]
+    ins = list(node.input) + [""] * (7 - len(node.input))
+    if len(node.input) > 7 or ins[6] or not ins[0] or not ins[1]:
+        return None
+    x, weights, bias = ins[0], ins[1], ins[2]
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    if any(k not in _PACKED_ATTRIBUTES | _ZERO_ONLY for k in attrs) or any(attrs.get(k, 0) != 0 for k in _ZERO_ONLY):
+        return None
+    heads = attrs.get("num_heads")
+    if not isinstance(heads, int) or heads <= 0:
+        return None
+    elem = ctx.elem_type(x)
+    w = ctx.constants.get(weights)
+    if elem not in _FLOATS or ctx.elem_type(weights) != elem or w is None or w.ndim != 2:
+        return None
+    shape = ctx.shape(x)
+    if shape is not None and (len(shape) != 3 or (isinstance(shape[2], int) and shape[2] != w.shape[0])):
+        return None
+    cols = int(w.shape[1])
+    if bias:
+        b = ctx.constants.get(bias)
+        if b is None or b.shape != (cols,) or ctx.elem_type(bias) != elem:
+            return None
+    sizes = attrs.get("qkv_hidden_sizes")
+    if sizes is not None:
+        if len(sizes) != 3 or sum(sizes) != cols:
+            return None
+    elif cols % 3 or (cols // 3) % heads:
+        return None
+    name = ctx.node_names[index]
+    qkv = _fresh(ctx, taken, f"{name}/qkv")
+    projection = helper.make_node("MatMul", [x, weights], [qkv], name=f"{name}/projection")
+    rest = ins[2:6]
+    while rest and not rest[-1]:
+        rest.pop()
+    packed = helper.make_node(PACKED_OP, [qkv, *rest], list(node.output), domain=FUSED_DOMAIN,
+                              name=f"{name}/attention",
+                              **{k: v for k, v in attrs.items() if k in _PACKED_ATTRIBUTES})
+    return Rewrite(packed, (name,), before=(projection,))
+
+
+def run_split(ctx: GraphPassContext) -> list[Rewrite]:
+    taken: set[str] = set()
+    rewrites = []
+    for i, n in enumerate(ctx.graph.node):
+        if n.op_type == "Attention" and n.domain == _MS:
+            rw = _split(ctx, i, taken)
+            if rw is not None:
+                rewrites.append(rw)
+    return rewrites
+
+
+SPLIT_PASS = GraphPass(
+    name=SPLIT_PASS_NAME, family=FAMILY, run=run_split,
+    description="com.microsoft Attention with constant weights -> MatMul(input, weights) on the matmul family's "
+                "packed GEMM, then olc.fused::PackedQkvAttention (bias added on load); taken only where a "
+                "native MatMul kernel is installed")

@@ -1,6 +1,7 @@
 """olc-core plugin: registers the kernels listed in manifest.py, each as an
-optimized kernel and a naive reference, and the graph pass that fuses the
-unfused attention of encoder exports (passes.py)."""
+optimized kernel and a naive reference, and the graph passes (passes.py):
+one fuses the unfused attention of encoder exports, the other runs
+com.microsoft Attention's projection as a MatMul on the matmul family."""
 
 from __future__ import annotations
 
@@ -44,4 +45,4 @@ def olc_register_kernels() -> list[olc_core.KernelRegistration]:
 def olc_register_graph_passes() -> list[olc_core.GraphPass]:
     from . import passes
 
-    return [passes.GRAPH_PASS]
+    return [passes.GRAPH_PASS, passes.SPLIT_PASS]
