@@ -1057,7 +1057,10 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     if (transposed) {
       tj.ipt = nimg;
       tj.ppt = npg;
-      if (threads > 1 && nimg >= threads) {
+      // Images shared out duplicate the reading of W^T (Mg rows per task),
+      // panels shared out the building of the strips (a row per position
+      // per task): the smaller duplication wins.
+      if (threads > 1 && nimg >= threads && nimg * g.out_sp >= g.Mg) {
         tj.ipt = (nimg + threads - 1) / threads;
       } else if (threads > 1) {
         tj.ppt = std::min(npg, std::max<int64_t>(1, (npg * g.G + 2 * threads - 1) / (2 * threads)));

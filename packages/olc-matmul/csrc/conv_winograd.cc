@@ -353,7 +353,11 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
         }
       continue;
     }
-    while (r.threads > 1 && g.G * ((job.nt + job.nb - 1) / job.nb) < 2 * r.threads && job.nb > NR) job.nb -= NR;
+    // Balanced blocks, their count a multiple of the threads when few.
+    int64_t nblk = (job.nt + job.nb - 1) / job.nb;
+    if (r.threads > 1 && g.G * nblk < 4 * r.threads)
+      while ((g.G * nblk) % r.threads && nblk < (job.nt + NR - 1) / NR) ++nblk;
+    job.nb = ((job.nt + nblk - 1) / nblk + NR - 1) / NR * NR;
     job.nblk = (job.nt + job.nb - 1) / job.nb;
     const int64_t tasks = g.G * job.nblk;
     if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, &range, &job);
