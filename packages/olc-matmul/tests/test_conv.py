@@ -352,7 +352,7 @@ def test_winograd_took_both_products():
     if len(WINO_SEEN) < 2:
         for case in WINO_CASES:
             test_winograd(case)
-    assert WINO_SEEN == {False, True}
+    assert {False, True} == WINO_SEEN
 
 
 def test_large_input_uses_tiles():
