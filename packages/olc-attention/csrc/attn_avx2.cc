@@ -23,6 +23,7 @@ struct V8 {
   static constexpr int64_t W = 8;
   static constexpr int kMR = 6;
   static constexpr int kNV = 2;
+  static constexpr bool kScalef = false;  // scalef(p, n) = p * 2^n (vscalefps)
   static R ld(const float* p) { return _mm256_loadu_ps(p); }
   static void st(float* p, R v) { _mm256_storeu_ps(p, v); }
   static R ld_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }

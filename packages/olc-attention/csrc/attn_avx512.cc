@@ -24,6 +24,8 @@ struct V16 {
   static constexpr int64_t W = 16;
   static constexpr int kMR = 6;
   static constexpr int kNV = 4;
+  static constexpr bool kScalef = true;  // scalef(p, n) = p * 2^n (vscalefps)
+  static __m512 scalef(__m512 p, __m512 n) { return _mm512_scalef_ps(p, n); }
   static R ld(const float* p) { return _mm512_loadu_ps(p); }
   static void st(float* p, R v) { _mm512_storeu_ps(p, v); }
   static R ld_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }

@@ -62,6 +62,7 @@ struct V1 {
   static constexpr int64_t W = 1;
   static constexpr int kMR = 4;
   static constexpr int kNV = 4;
+  static constexpr bool kScalef = false;  // scalef(p, n) = p * 2^n (vscalefps)
   static R ld(const float* p) { return *p; }
   static void st(float* p, R v) { *p = v; }
   static R ld_f16(const uint16_t* p) { return f16_to_f32(*p); }
