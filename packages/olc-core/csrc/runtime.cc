@@ -550,6 +550,10 @@ py::object value_to_python(const Value& v) {
   return wrap_buffer(v);
 }
 
+// Kernels read elements as their type: an array they get must be C-contiguous
+// and aligned (an unpickled or frombuffer array at an odd offset is copied).
+constexpr int kCAligned = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
+
 // Fills `v` from a Python object; arrays of native dtypes become tensors.
 // Returns false (with `why`) when the object cannot be held.
 void value_from_python(RunState& rs, Value& v, py::handle obj, bool external) {
@@ -558,8 +562,8 @@ void value_from_python(RunState& rs, Value& v, py::handle obj, bool external) {
     auto arr = py::reinterpret_borrow<py::array>(obj);
     const int32_t code = onnx_code_of(arr.dtype());
     if (code != OLC_DTYPE_UNDEFINED) {
-      if (!(arr.flags() & py::array::c_style)) {
-        arr = py::array::ensure(arr, py::array::c_style);
+      if ((arr.flags() & kCAligned) != kCAligned) {
+        arr = py::array::ensure(arr, kCAligned);
         if (!arr) throw py::error_already_set();
       }
       v.kind = Value::kTensor;
@@ -1161,7 +1165,7 @@ std::shared_ptr<NativeKernel> create_native_kernel(py::capsule capsule, py::dict
     if (obj.is_none() || !py::isinstance<py::array>(obj)) continue;
     auto arr = py::reinterpret_borrow<py::array>(obj);
     const int32_t code = onnx_code_of(arr.dtype());
-    if (code == OLC_DTYPE_UNDEFINED || !(arr.flags() & py::array::c_style)) continue;
+    if (code == OLC_DTYPE_UNDEFINED || (arr.flags() & kCAligned) != kCAligned) continue;
     constant_shapes[i].assign(arr.shape(), arr.shape() + arr.ndim());
     constants[i] = olc_tensor{code, static_cast<int32_t>(arr.ndim()), constant_shapes[i].data(),
                               const_cast<void*>(arr.data())};

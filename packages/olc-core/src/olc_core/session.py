@@ -1142,7 +1142,7 @@ class Session:
         for i, arrays in folded.items():
             for s, v in zip(facts[i].outputs, arrays):
                 if s in read:
-                    constants.append((s, v if v.flags.c_contiguous else v.copy(order="C")))
+                    constants.append((s, v if v.flags.c_contiguous and v.flags.aligned else v.copy(order="C")))
         for i in range(len(steps)):
             mark = shape_plan.FOLDED if i in folded else shape_plan.CACHED if i in split.cached else ""
             if mark:
