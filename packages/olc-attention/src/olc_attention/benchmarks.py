@@ -13,6 +13,13 @@ in (14, 2, 64), (32, 8, 128), (16, 16, 64):
   2048, and decode of one token with past_key / past_value of 128, 1024,
   4096 tokens and the present outputs.
 
+Gated group "ms_attention": com.microsoft Attention (BERT) as onnxruntime's
+transformer optimizer writes it (constant weights and bias, a 1-D
+mask_index of full lengths), batch 1, S = 128 and 512, at all-MiniLM-L6's
+heads (12 x 32) and BERT-base's (12 x 64). Both runtimes run the same node:
+olc splits it into olc-matmul's MatMul and PackedQkvAttention (the graph
+pass attention-projection), so the case needs olc-matmul installed.
+
 The shapes are fixed (the tool's --sizes does not apply).
 
 The suite also holds the cases of the recurrent-state operators (group
@@ -121,8 +128,34 @@ def _attention_case(hq: int, hkv: int, d: int, s: int, past: int) -> dict[str, A
             "size": s * (past + s), "rtol": 1e-3, "atol": 1e-4, "group": GROUP}
 
 
+MS_GROUP = "ms_attention"
+MS_SHAPES = (("MiniLM-L6", 12, 32), ("BERT-base", 12, 64))
+
+
+def _scaled(factor: float) -> Callable[..., np.ndarray]:
+    def gen(rng: np.random.Generator, shape: Any, dt: Any) -> np.ndarray:
+        return (rng.standard_normal(shape) * factor).astype(dt)
+
+    gen.__name__ = f"normal*{factor:.3g}"
+    return gen
+
+
+def _ms_attention_case(label: str, n: int, h: int, s: int) -> dict[str, Any]:
+    hid = n * h
+    return {
+        "op": "Attention", "domain": "com.microsoft", "opset": 1, "attributes": {"num_heads": n},
+        "inputs": [{"shape": [1, s, hid], "dtype": "float32", "generator": "normal"},
+                   {"shape": [hid, 3 * hid], "dtype": "float32", "generator": _scaled(hid ** -0.5), "constant": True},
+                   {"shape": [3 * hid], "dtype": "float32", "generator": _scaled(0.1), "constant": True},
+                   {"shape": [1], "dtype": "int32", "generator": _const([s], "int32")}],
+        "expected_kernel": kernel_name("PackedQkvAttention"),
+        "name": f"ms Attention {label} ({n},{h}) S{s}", "size": s, "group": MS_GROUP,
+        "flops": 2 * s * hid * 3 * hid + 4 * n * s * s * h, "rtol": 1e-3, "atol": 1e-4,
+    }
+
+
 def benchmark_cases() -> list[dict[str, Any]]:
-    cases = []
+    cases = [_ms_attention_case(label, n, h, s) for label, n, h in MS_SHAPES for s in (128, 512)]
     for hq, hkv, d in HEADS:
         for s in PREFILL:
             cases.append(_gqa_case(hq, hkv, d, s, 0))
@@ -135,4 +168,6 @@ def benchmark_cases() -> list[dict[str, Any]]:
 
 def benchmark_gates() -> list[dict[str, Any]]:
     return [{"name": "attention: GroupQueryAttention and Attention prefill and decode, float32, ort/olc",
-             "group": GROUP, "median_at_least": 1.3, "min_at_least": 1.0}] + linear_benchmarks.benchmark_gates()
+             "group": GROUP, "median_at_least": 1.3, "min_at_least": 1.0},
+            {"name": "com.microsoft Attention (BERT), MiniLM-L6 and BERT-base heads, S 128 and 512: olc >= ort",
+             "group": MS_GROUP, "median_at_least": 1.0, "min_at_least": 0.95}] + linear_benchmarks.benchmark_gates()
