@@ -17,6 +17,25 @@
 #include "cpu_features.h"
 #include "tuning.h"
 
+// Under AddressSanitizer the slack a size class adds past a buffer's bytes
+// is poisoned, so a kernel reading or writing past its tensor faults there
+// as it would past a numpy array (otherwise the rounding hides it).
+#if defined(__SANITIZE_ADDRESS__)
+#define OLC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define OLC_ASAN 1
+#endif
+#endif
+#ifdef OLC_ASAN
+#include <sanitizer/asan_interface.h>
+#define OLC_POISON(p, n) __asan_poison_memory_region((p), (n))
+#define OLC_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define OLC_POISON(p, n) ((void)(p), (void)(n))
+#define OLC_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace olc {
 
 namespace {
@@ -167,7 +186,11 @@ std::shared_ptr<void> allocate_buffer(size_t nbytes) {
   void* p = buffer_cache().take(cls);
   if (!p) p = BufferCache::allocate(cls);
   if (!p) return nullptr;
-  return std::shared_ptr<void>(p, [cls](void* q) { buffer_cache().give(q, cls); });
+  OLC_POISON(static_cast<char*>(p) + nbytes, cls - nbytes);
+  return std::shared_ptr<void>(p, [cls](void* q) {
+    OLC_UNPOISON(q, cls);
+    buffer_cache().give(q, cls);
+  });
 }
 
 struct Value {
