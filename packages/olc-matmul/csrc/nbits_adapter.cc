@@ -135,6 +135,12 @@ void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error,
     return fail_create(error, esize, "bias must have A's type");
   st->kb = (st->K + st->bs - 1) / st->bs;
   st->blob = st->bs * st->bits / 8;
+  // Every count derived from K and N (B's bytes N * k_blocks * blob, the
+  // scales, the zero points) must fit in int64: a model may declare any K, N.
+  int64_t scale_count = 0, b_bytes = 0;
+  if (__builtin_mul_overflow(st->N, st->kb, &scale_count) || __builtin_mul_overflow(scale_count, st->blob, &b_bytes))
+    return fail_create(error, esize, "K=%lld and N=%lld are too large: B would hold more than 2^63 bytes",
+                       (long long)st->K, (long long)st->N);
   st->zp_bytes_per_row = (st->kb * st->bits + 7) / 8;
   st->ks = select_kernels(api);
   st->gemv_max_m = 4;
