@@ -194,6 +194,21 @@ def test_a_node_is_replaced_once(register):
     assert len(s.kernel_plan()) == 1
 
 
+def test_passes_run_in_order_then_family_and_name(register):
+    """A pass with a lower ``order`` runs first and takes the nodes, whatever
+    its name; at equal order the name decides."""
+    import dataclasses
+
+    early = PassPlugin(name="z-early")
+    early.gp = dataclasses.replace(early.gp, order=-1)
+    register(PassPlugin(name="a-default", with_kernels=False))
+    register(early)
+    assert [p.name for p in olc_core.graph_passes() if p.family == "olc-core-tests"] == ["z-early", "a-default"]
+    (entry,) = olc_core.Session(scale_chain([2.0, 3.0])).kernel_plan()
+    assert entry.graph_pass == "z-early"
+    np.testing.assert_array_equal(olc_core.Session(scale_chain([2.0, 3.0])).run(None, {"x": X})[0], 6 * X)
+
+
 def test_failing_pass_names_itself(register):
     def broken(ctx):
         raise RuntimeError("boom")

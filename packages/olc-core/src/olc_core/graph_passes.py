@@ -108,6 +108,12 @@ class GraphPass:
 
     ``run(context) -> Sequence[Rewrite]``. ``kind`` says what turns the pass
     on: ``"fusion"`` passes run only when the session's ``fusion`` is on.
+
+    Passes run in ``(order, family, name)`` order, and a node a rewrite
+    took is not offered to a later pass: a pass that takes in the
+    elementwise nodes after its own anchor op (a Conv's residual Add and
+    activation) runs with a negative ``order``, ahead of the generic
+    elementwise fusion that would otherwise take those nodes first.
     """
 
     name: str
@@ -115,6 +121,7 @@ class GraphPass:
     run: Callable[[GraphPassContext], Sequence[Rewrite]] = field(compare=False)
     kind: str = "fusion"
     description: str = ""
+    order: int = 0
 
     def __post_init__(self) -> None:
         if not self.name:

@@ -44,6 +44,6 @@ def olc_register_graph_passes() -> Sequence[GraphPass]:
     :class:`olc_core.Rewrite` records; the session applies one only when it
     is well formed and a registered native kernel accepts the replacement
     node, and otherwise runs the original nodes. Passes run in the order
-    (family, name), never in import order.
+    (order, family, name), never in import order.
     """
     raise NotImplementedError

@@ -255,7 +255,7 @@ def registered_kernels() -> tuple[KernelRegistration, ...]:
 
 
 def graph_passes() -> tuple[GraphPass, ...]:
-    """The graph passes of every installed plugin, ordered by (family, name).
+    """The graph passes of every installed plugin, ordered by (order, family, name).
 
     Two passes with the same name are an error naming both plugins.
     """
@@ -283,5 +283,5 @@ def graph_passes() -> tuple[GraphPass, ...]:
                     )
                 by_name[p.name] = plugin_name
                 unique.append(p)
-            _passes = tuple(sorted(unique, key=lambda p: (p.family, p.name)))
+            _passes = tuple(sorted(unique, key=lambda p: (p.order, p.family, p.name)))
         return _passes
