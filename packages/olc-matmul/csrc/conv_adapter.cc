@@ -54,7 +54,7 @@ struct Scratch {
     return static_cast<float*>(p);
   }
 };
-thread_local Scratch t_tile, t_ctile, t_xplane, t_yplane, t_pad;
+thread_local Scratch t_tile, t_ctile, t_xplane, t_yplane, t_pad, t_res;
 
 inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
 
@@ -82,6 +82,25 @@ void convert_run(int32_t dt, const void* src, int64_t stride, int64_t n, float* 
     for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i * stride]);
   else
     for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i * stride]);
+}
+
+// The output epilogue of rows x cols float32 values at y (row stride ld):
+// FusedConv's residual added (elements ro + i * ldr + j of R, in the run's
+// type dt; NULL: none), then the activation (NULL: none). A 16-bit
+// residual is converted a row at a time. false: out of memory.
+bool finish(const ConvKernels* ck, const Activation* act, int32_t dt, const void* R, int64_t ro, int64_t ldr, float* y,
+            int64_t rows, int64_t cols, int64_t ld) {
+  if (!R || dt == OLC_DTYPE_FLOAT) {
+    ck->activate(act, y, rows, cols, ld, R ? static_cast<const float*>(R) + ro : nullptr, ldr);
+    return true;
+  }
+  float* buf = t_res.get(static_cast<size_t>(cols));
+  if (!buf) return false;
+  for (int64_t i = 0; i < rows; ++i) {
+    convert_run(dt, static_cast<const uint16_t*>(R) + ro + i * ldr, 1, cols, buf);
+    ck->activate(act, y + i * ld, 1, cols, ld, buf, cols);
+  }
+  return true;
 }
 
 // ------------------------------------------------------------ geometry
@@ -148,6 +167,7 @@ struct GemmJob {
   void* y;
   const float* bias;  // float32, Cout values, or NULL
   const Activation* act;  // applied to each finished tile; NULL: none
+  const void* res;        // FusedConv's residual (Y's shape and type); NULL: none
   int64_t KC, NC;
   int64_t tn, tm, mstep;
   bool direct_b;  // pointwise float32: X read in place
@@ -254,7 +274,12 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           float* ct = C + (m - m0) * ldc + j * NR;
           isa->uk_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep);
           // The tile is final and still in L1.
-          if (job.act && (flags & kLast)) job.ck->activate(job.act, ct, mr, nr, ldc);
+          if ((job.act || job.res) && (flags & kLast) &&
+              !finish(job.ck, job.act, job.dt, job.res, (n * g.Cout + co0 + m) * g.out_sp + s0 + j * NR, g.out_sp, ct,
+                      mr, nr, ldc)) {
+            job.failed->store(true);
+            return;
+          }
         }
       }
     }
@@ -374,6 +399,7 @@ struct GemmTJob {
   void* y;
   const float* bias;
   const Activation* act;
+  const void* res;   // FusedConv's residual; NULL: none
   const float* src;  // the input in PadLayout l, images n0 .. n0 + nimg
   PadLayout l;
   int64_t n0, nimg, img_stride;
@@ -459,22 +485,26 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
         }
       }
     }
-    // [position][channel] into each image's planes, the activation applied.
+    // [position][channel] into each image's planes, the activation applied
+    // (with a residual: added to the planes just stored, then activated).
+    const Activation* sact = job.res ? nullptr : job.act;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t n = job.n0 + i;
       const float* ci = C + (i - i0) * g.out_sp * ldc;
       const int64_t o = (n * g.Cout + gi * g.Mg + c0) * g.out_sp;
-      if (job.dt == OLC_DTYPE_FLOAT) {
-        job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, static_cast<float*>(job.y) + o, g.out_sp, job.act);
-      } else {
-        float* yt = t_yplane.get(static_cast<size_t>((c1 - c0) * g.out_sp));
-        if (!yt) {
-          job.failed->store(true);
-          return;
-        }
-        job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, yt, g.out_sp, job.act);
-        for (int64_t e = 0; e < (c1 - c0) * g.out_sp; ++e) put(job.dt, job.y, o + e, yt[e]);
+      const bool f32 = job.dt == OLC_DTYPE_FLOAT;
+      float* yt = f32 ? static_cast<float*>(job.y) + o : t_yplane.get(static_cast<size_t>((c1 - c0) * g.out_sp));
+      if (!yt) {
+        job.failed->store(true);
+        return;
       }
+      job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, yt, g.out_sp, sact);
+      if (job.res && !finish(job.ck, job.act, job.dt, job.res, o, g.out_sp, yt, c1 - c0, g.out_sp, g.out_sp)) {
+        job.failed->store(true);
+        return;
+      }
+      if (!f32)
+        for (int64_t e = 0; e < (c1 - c0) * g.out_sp; ++e) put(job.dt, job.y, o + e, yt[e]);
     }
   }
 }
@@ -492,6 +522,7 @@ struct DwJob {
   const Activation* act;
   int64_t rchunks, rstep;
   std::atomic<bool>* failed;
+  const void* res;  // FusedConv's residual; NULL: none
 };
 
 void dw_range(void* user, int64_t begin, int64_t end) {
@@ -538,8 +569,14 @@ void dw_range(void* user, int64_t begin, int64_t end) {
     }
     p.r0 = r0;
     p.r1 = r1;
-    p.act = job.act;
+    p.act = job.res ? nullptr : job.act;
     job.ck->depthwise(&p);
+    const int64_t nrow = (r1 - r0) * g.out[2];
+    if (job.res && !finish(job.ck, job.act, job.dt, job.res, plane * g.out_sp + r0 * g.out[2], nrow,
+                           yplane + r0 * g.out[2], 1, nrow, nrow)) {
+      job.failed->store(true);
+      return;
+    }
     if (!f32) {
       const int64_t o = plane * g.out_sp + r0 * g.out[2];
       const float* src = yplane + r0 * g.out[2];
@@ -561,6 +598,7 @@ struct DwBlockJob {
   const float* bias;
   const Activation* act;
   std::atomic<bool>* failed;
+  const void* res;  // FusedConv's residual; NULL: none
 };
 
 void dw_block_range(void* user, int64_t begin, int64_t end) {
@@ -608,8 +646,13 @@ void dw_block_range(void* user, int64_t begin, int64_t end) {
       b.pb[i] = g.pb[i];
       b.pe[i] = g.pe[i];
     }
-    b.act = job.act;
+    b.act = job.res ? nullptr : job.act;
     job.ck->depthwise_block(&b);
+    if (job.res && !finish(job.ck, job.act, job.dt, job.res, (n * g.Cout + co0) * g.out_sp, g.out_sp, b.y, nch,
+                           g.out_sp, g.out_sp)) {
+      job.failed->store(true);
+      return;
+    }
     if (!f32) {
       const int64_t o = (n * g.Cout + co0) * g.out_sp;
       for (int64_t i = 0; i < nch * g.out_sp; ++i) put(job.dt, job.y, o + i, yb[i]);
@@ -632,15 +675,19 @@ void block_taps(const float* taps, int64_t cout, int64_t ksz, int L, float* dst)
 
 // The inputs of Conv / FusedConv / ConvTranspose: counts and float types
 // (FusedConv: X, W, B (or absent), then the four BatchNormalization inputs
-// when one is folded in). Sets st->dtype (and st->bn).
+// when one is folded in, then the residual when one is added: 4, 7 or 8
+// inputs). Sets st->dtype (and st->bn, st->res_idx).
 bool check_float_inputs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* error, size_t esize) {
   const bool fused = kind == ConvOp::kFusedConv;
   const char* op = op_name(kind);
-  if (fused && node->n_inputs == 7) {
+  if (fused && (node->n_inputs == 7 || node->n_inputs == 8)) {
     st->bn = true;
+    if (node->n_inputs == 8) st->res_idx = 7;
+  } else if (fused && node->n_inputs == 4) {
+    st->res_idx = 3;
   } else if (node->n_inputs < 2 || node->n_inputs > 3) {
-    return fail_create(error, esize, "%s takes 2 or 3 inputs%s, got %d", op, fused ? " (7 with BatchNormalization)" : "",
-                       node->n_inputs),
+    return fail_create(error, esize, "%s takes 2 or 3 inputs%s, got %d", op,
+                       fused ? " (4 with a residual, 7 with BatchNormalization, 8 with both)" : "", node->n_inputs),
            false;
   }
   if (node->n_outputs != 1) return fail_create(error, esize, "expects 1 output, got %d", node->n_outputs), false;
@@ -650,6 +697,13 @@ bool check_float_inputs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, c
            false;
   for (int32_t i = 1; i < node->n_inputs; ++i) {
     const int32_t t = node->input_dtypes[i];
+    if (i == st->res_idx) {  // the residual: the input's type
+      if (t != dt)
+        return fail_create(error, esize, "the residual (input %d) has type %s, input 0 has %s", i, olc_dtype_name(t),
+                           olc_dtype_name(dt)),
+               false;
+      continue;
+    }
     if (i >= 3) {  // BatchNormalization's inputs: any float type
       if (!is_float_type(t))
         return fail_create(error, esize, "BatchNormalization input %d has type %s, a float type expected", i - 2,
@@ -822,6 +876,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   if (st->bn && !st->wpack) return fail_create(error, esize, "out of memory packing the folded weights");
   static const char* const kActNames[] = {"", "Relu", "Clip", "LeakyRelu", "HardSigmoid", "Sigmoid", "HardSwish"};
   if (st->bn) pack_note += " +BatchNormalization";
+  if (st->res_idx) pack_note += " +Add";
   if (st->act.kind != ActKind::kNone) pack_note += std::string(" +") + kActNames[static_cast<int>(st->act.kind)];
   const std::string isa = st->ks.isa_name;
   st->detail_gemm = isa + " implicit-gemm" + pack_note;
@@ -874,11 +929,14 @@ const float* bias_as_float(int32_t dtype, const olc_tensor* b, int64_t n, std::v
 int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
                  int32_t n_outputs) {
   const ConvState* st = static_cast<const ConvState*>(state);
-  if (n_inputs < 2 || n_outputs != 1) return fail_run(ctx, "expects 2 or 3 inputs and 1 output");
+  if (n_inputs < 2 || n_outputs != 1 || n_inputs <= st->res_idx)
+    return fail_run(ctx, "expects %d inputs and 1 output", st->res_idx ? st->res_idx + 1 : 2);
   const olc_tensor& x = inputs[0];
   const olc_tensor& w = inputs[1];
   const olc_tensor* b = (n_inputs >= 3 && inputs[2].dtype != OLC_DTYPE_UNDEFINED) ? &inputs[2] : nullptr;
-  if (!check_input(ctx, st, x, 0) || !check_input(ctx, st, w, 1) || (b && !check_input(ctx, st, *b, 2)))
+  const olc_tensor* rt = st->res_idx ? &inputs[st->res_idx] : nullptr;
+  if (!check_input(ctx, st, x, 0) || !check_input(ctx, st, w, 1) || (b && !check_input(ctx, st, *b, 2)) ||
+      (rt && !check_input(ctx, st, *rt, st->res_idx)))
     return OLC_ERROR;
   if (st->bn && w.data != st->wdata)
     return fail_run(ctx, "W is not the constant BatchNormalization was folded into at creation");
@@ -889,6 +947,10 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   oshape[0] = g.N;
   oshape[1] = g.Cout;
   for (int i = 0; i < g.nsp; ++i) oshape[2 + i] = g.out[3 - g.nsp + i];
+  if (rt && !(rt->ndim == x.ndim && std::equal(oshape.begin(), oshape.end(), rt->shape)))
+    return fail_run(ctx, "the residual has shape %s, the output %s (no broadcasting)",
+                    fmt_ints(std::vector<int64_t>(rt->shape, rt->shape + rt->ndim)).c_str(), fmt_ints(oshape).c_str());
+  const void* res = rt ? rt->data : nullptr;
   void* y = g_api->allocate_output(ctx, 0, st->dtype, x.ndim, oshape.data());
   const int64_t total = g.N * g.Cout * g.out_sp;
   if (!y && total > 0) return OLC_ERROR;
@@ -905,9 +967,13 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (g.Kg == 0) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t co = 0; co < g.Cout; ++co) {
-        float v = bias ? bias[co] : 0.0f;
-        st->ck->activate(act, &v, 1, 1, 1);
-        for (int64_t i = 0; i < g.out_sp; ++i) put(st->dtype, y, (n * g.Cout + co) * g.out_sp + i, v);
+        const float v0 = bias ? bias[co] : 0.0f;
+        for (int64_t i = 0; i < g.out_sp; ++i) {
+          const int64_t o = (n * g.Cout + co) * g.out_sp + i;
+          float v = v0 + (res ? elem(st->dtype, res, o) : 0.0f);
+          st->ck->activate(act, &v, 1, 1, 1, nullptr, 0);
+          put(st->dtype, y, o, v);
+        }
       }
     g_api->record_usage_detail(ctx, st->detail_gemm.c_str());
     return OLC_OK;
@@ -934,7 +1000,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         block_taps(taps, g.Cout, g.ksz, L, wblkv.data());
         wblk = wblkv.data();
       }
-      DwBlockJob bj{&g, st->dtype, st->ck, wblk, x.data, y, bias, act, &failed};
+      DwBlockJob bj{&g, st->dtype, st->ck, wblk, x.data, y, bias, act, &failed, res};
       const int64_t tasks = g.N * ((g.Cout + L - 1) / L);
       if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &dw_block_range, &bj);
       else dw_block_range(&bj, 0, tasks);
@@ -942,7 +1008,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       g_api->record_usage_detail(ctx, st->detail_dwb.c_str());
       return OLC_OK;
     }
-    DwJob job{&g, st->dtype, st->ck, taps, x.data, y, bias, act, 1, 0, &failed};
+    DwJob job{&g, st->dtype, st->ck, taps, x.data, y, bias, act, 1, 0, &failed, res};
     const int64_t rows = g.out[0] * g.out[1];
     const int64_t planes = g.N * g.Cout;
     if (threads > 1 && planes < 4 * threads) job.rchunks = std::min<int64_t>(rows, (4 * threads + planes - 1) / planes);
@@ -973,6 +1039,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
                static_cast<float*>(y),
                bias,
                act,
+               static_cast<const float*>(res),
                KC,
                threads};
     if (!wino_run(g_api, ctx, wr)) return fail_run(ctx, "out of memory for the Conv work buffers");
@@ -1012,6 +1079,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.y = y;
   job.bias = bias;
   job.act = act;
+  job.res = res;
   job.KC = KC;
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   job.failed = &failed;
@@ -1122,6 +1190,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     tj.y = y;
     tj.bias = bias;
     tj.act = act;
+    tj.res = res;
     tj.l = l;
     tj.img_stride = job.img_stride;
     tj.koff = koff.data();

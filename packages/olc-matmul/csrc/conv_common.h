@@ -40,6 +40,9 @@ struct ConvAttrs {
   Activation act;
   bool bn = false;
   double bn_eps = 1e-5;
+  // FusedConv's residual: the input added to the output before the
+  // activation (index 3, or 7 after the BatchNormalization inputs); 0: none.
+  int32_t res_idx = 0;
 };
 
 enum class ConvOp { kConv, kFusedConv, kTranspose, kQLinearConv, kConvInteger };
@@ -103,6 +106,7 @@ struct WinoRun {
   float* y;
   const float* bias;  // Cout values or NULL
   const Activation* act;
+  const float* res;  // FusedConv's residual in y's layout; NULL: none
   int64_t KC;
   int64_t threads;
 };

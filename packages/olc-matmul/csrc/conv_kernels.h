@@ -132,6 +132,9 @@ struct WinoOut {
   const float* bias;  // nch values or NULL
   const Activation* act;
   float* y;
+  // FusedConv's residual, float32 in y's layout, added before the
+  // activation; NULL: none.
+  const float* r;
 };
 
 struct ConvKernels {
@@ -141,8 +144,11 @@ struct ConvKernels {
   void (*pad_copy)(const PadCopy* p);
   void (*panel)(const PanelB* p);
   void (*depthwise_block)(const DwBlock* b);
-  // rows x cols values at y (row stride ld) through the activation, in place.
-  void (*activate)(const Activation* act, float* y, int64_t rows, int64_t cols, int64_t ld);
+  // rows x cols values at y (row stride ld) through the activation, in
+  // place: y = act(y + r) with r (row stride ldr) FusedConv's residual, or
+  // y = act(y) when r is NULL (act NULL: none).
+  void (*activate)(const Activation* act, float* y, int64_t rows, int64_t cols, int64_t ld, const float* r,
+                   int64_t ldr);
   // y[j * ldy + i] = act(c[i * ldc + j]) for i < rows, j < cols (act NULL:
   // none): the transposed GEMM's [position][channel] tile into NCHW planes.
   void (*transpose_store)(const float* c, int64_t rows, int64_t cols, int64_t ldc, float* y, int64_t ldy,

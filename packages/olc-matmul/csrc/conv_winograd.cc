@@ -122,6 +122,7 @@ void range(void* user, int64_t begin, int64_t end) {
     out.act = r.act;
     out.y_img_stride = g.Cout * g.out_sp;
     out.y = r.y + (job.n0 * g.Cout + gi * g.Mg) * g.out_sp;
+    out.r = r.res ? r.res + (job.n0 * g.Cout + gi * g.Mg) * g.out_sp : nullptr;
     r.ck->wino_output(&out);
   }
 }
@@ -215,6 +216,7 @@ void range_t(void* user, int64_t begin, int64_t end) {
     out.bias = r.bias ? r.bias + gi * g.Mg + c0 : nullptr;
     out.act = r.act;
     out.y = r.y + (job.n0 * g.Cout + gi * g.Mg + c0) * g.out_sp;
+    out.r = r.res ? r.res + (job.n0 * g.Cout + gi * g.Mg + c0) * g.out_sp : nullptr;
     r.ck->wino_output_t(&out);
   }
 }

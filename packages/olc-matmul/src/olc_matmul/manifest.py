@@ -93,9 +93,12 @@ OPS: tuple[OpSpec, ...] = (
     # olc.fused FusedConv (the Conv graph pass, passes.py): Conv with a
     # following BatchNormalization folded into its constant weights and an
     # activation applied as its tiles are stored. Inputs X, W, B, then the
-    # BatchNormalization's scale, bias, mean and var (any float type).
+    # BatchNormalization's scale, bias, mean and var (any float type), then
+    # the residual R (Y's shape and type T, added before the activation):
+    # 4 inputs X, W, B, R; 7 with BatchNormalization; 8 with both. Input 3
+    # is R (T) or scale (any float type): the kernel checks which.
     OpSpec("FusedConv", "olc.fused", (Segment(1, MAX_OPSET, CONV_T + ("bfloat16",)),), "T",
-           ("T", "T", "T", None, None, None, None), ("T",)),
+           ("T", "T", "T", None, None, None, None, "T"), ("T",)),
     # QLinearConv 10: x, x_zero_point T1; w, w_zero_point T2 (w_zero_point
     # and w_scale per tensor or per output channel); y_zero_point and y T3;
     # B int32 T4; the scales float32 (checked in create()).

@@ -9,10 +9,19 @@
   float32 for every input type). W, the Conv's bias (if any) and the four
   normalization inputs must be initializers no feed can replace, each of
   the normalization's inputs of shape ``[output channels]``.
-- ``Conv [-> BatchNormalization] -> activation``: ``Relu``, ``Clip``
-  (bounds as attributes before opset 11, constant scalar inputs after),
-  ``LeakyRelu``, ``HardSigmoid``, ``Sigmoid``, ``HardSwish``, applied by the
-  kernel to each output tile as it is stored.
+- ``Conv [-> BatchNormalization] -> Add(., R)`` (a residual connection,
+  either operand order): R becomes the FusedConv's last input, added to
+  each output tile as it is stored (before the activation, if any). R must
+  have exactly the Add's other operand's shape (every dimension known, no
+  broadcasting) and type, and the Add's output the same.
+- ``Conv [-> BatchNormalization] [-> Add] -> activation``: ``Relu``,
+  ``Clip`` (bounds as attributes before opset 11, constant scalar inputs
+  after), ``LeakyRelu``, ``HardSigmoid``, ``Sigmoid``, ``HardSwish``,
+  applied by the kernel to each output tile as it is stored.
+
+The FusedConv's inputs: X, W, B (``""`` when absent), then the
+normalization's scale, B, mean and var when one is folded in, then R when
+an Add is taken in (2, 3, 4, 7 or 8 inputs).
 
 A value between the fused nodes must be read by nothing else and be no
 graph output; every value has one float type (float32, float16, bfloat16).
@@ -114,6 +123,30 @@ def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | No
     return None
 
 
+def _known_shape(g: _Graph, value: str) -> tuple[int | str, ...] | None:
+    """The inferred shape when every dimension is a number or a name."""
+    s = g.ctx.shape(value)
+    if s is None or any(d is None for d in s):
+        return None
+    return tuple(d for d in s if d is not None)
+
+
+def _residual(g: _Graph, add: onnx.NodeProto, out: str, t: int) -> str | None:
+    """The other operand of an ``Add(out, R)`` / ``Add(R, out)`` the kernel can
+    take in: R of `out`'s type and exact shape, the sum of that shape too."""
+    if add.op_type != "Add" or add.domain not in _DEFAULT or len(add.input) != 2:
+        return None
+    if len(add.output) != 1 or not add.output[0] or list(add.input).count(out) != 1:
+        return None
+    r = add.input[1] if add.input[0] == out else add.input[0]
+    if not r or g.ctx.elem_type(r) != t or g.ctx.elem_type(add.output[0]) != t:
+        return None
+    shape = _known_shape(g, out)
+    if shape is None or _known_shape(g, r) != shape or _known_shape(g, add.output[0]) != shape:
+        return None
+    return r
+
+
 def _batchnorm_ok(g: _Graph, bn: onnx.NodeProto, w: np.ndarray) -> bool:
     """An inference BatchNormalization over the Conv's channels whose inputs are constants of shape [C]."""
     if bn.op_type != "BatchNormalization" or bn.domain not in _DEFAULT or g.opset < 7 or len(bn.input) != 5:
@@ -130,7 +163,7 @@ def _batchnorm_ok(g: _Graph, bn: onnx.NodeProto, w: np.ndarray) -> bool:
     return True
 
 
-def _fuse(g: _Graph, ci: int) -> Rewrite | None:
+def _fuse(g: _Graph, ci: int, claimed: set[int]) -> Rewrite | None:
     conv = g.nodes[ci]
     if conv.op_type != "Conv" or conv.domain not in _DEFAULT or len(conv.input) < 2 or len(conv.output) != 1:
         return None
@@ -155,6 +188,16 @@ def _fuse(g: _Graph, ci: int) -> Rewrite | None:
             attrs["bn_epsilon"] = float(_attr(bn, "epsilon", 1e-5))
             out = bn.output[0]
             nxt = g.sole_reader(out)
+    residual = ""
+    # An Add of two Conv branches (a projection shortcut) goes to the first
+    # Conv that reaches it: the other keeps its own rewrite without it.
+    if nxt is not None and nxt not in claimed:
+        r = _residual(g, g.nodes[nxt], out, t)
+        if r is not None:
+            group.append(nxt)
+            residual = r
+            out = g.nodes[nxt].output[0]
+            nxt = g.sole_reader(out)
     if nxt is not None:
         act_node = g.nodes[nxt]
         act = _activation(g, act_node)
@@ -166,26 +209,34 @@ def _fuse(g: _Graph, ci: int) -> Rewrite | None:
             out = act_node.output[0]
     if len(group) == 1:
         return None
-    if len(inputs) == 3 and not bname:
+    if len(inputs) == 3 and not bname and not residual:
         inputs = inputs[:2]
+    if residual:
+        inputs.append(residual)
     names = [g.ctx.node_names[i] for i in group]
     node = helper.make_node(FUSED_OP, inputs, [out], name=f"fused/{names[0]}", domain=FUSED_DOMAIN, **attrs)
     return Rewrite(node, tuple(names))
 
 
 def fuse_conv(ctx: GraphPassContext) -> list[Rewrite]:
-    """The pass: one rewrite per Conv with a BatchNormalization or an activation to take in."""
+    """The pass: one rewrite per Conv with a BatchNormalization, a residual Add or an activation to take in."""
     g = _Graph(ctx)
     out = []
+    claimed: set[int] = set()
+    index = {name: i for i, name in enumerate(ctx.node_names)}
     for i in range(len(g.nodes)):
-        rw = _fuse(g, i)
+        rw = _fuse(g, i, claimed)
         if rw is not None:
             out.append(rw)
+            claimed.update(index[n] for n in rw.replaces)
     return out
 
 
 GRAPH_PASS = GraphPass(
     PASS_NAME, "olc-matmul", fuse_conv,
-    description="Conv [+ BatchNormalization folded into its weights] [+ Relu/Clip/LeakyRelu/HardSigmoid/Sigmoid/"
-                "HardSwish] -> one olc.fused::FusedConv",
+    # Ahead of elementwise-fusion, which would take the Add and the
+    # activation after a Conv into a plan of their own first.
+    order=-1,
+    description="Conv [+ BatchNormalization folded into its weights] [+ residual Add] [+ Relu/Clip/LeakyRelu/"
+                "HardSigmoid/Sigmoid/HardSwish] -> one olc.fused::FusedConv",
 )
