@@ -133,7 +133,7 @@ void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error,
   st->has_bias = node->n_inputs > 5 && node->input_dtypes[5] != OLC_DTYPE_UNDEFINED;
   if (st->has_bias && node->input_dtypes[5] != st->a_type)
     return fail_create(error, esize, "bias must have A's type");
-  st->kb = (st->K + st->bs - 1) / st->bs;
+  st->kb = st->K / st->bs + (st->K % st->bs != 0);  // ceil without K + bs - 1 (K may be INT64_MAX)
   st->blob = st->bs * st->bits / 8;
   // Every count derived from K and N (B's bytes N * k_blocks * blob, the
   // scales, the zero points) must fit in int64: a model may declare any K, N.

@@ -154,7 +154,8 @@ def test_nbits_errors():
     for attrs, msg in [({"bits": 3}, "unsupported bits=3"), ({"block_size": 24}, "block_size must be a power of two"),
                        ({"block_size": 8}, "block_size must be a power of two"),
                        ({"K": 2**40, "N": 2**40}, "too large: B would hold more than 2"),
-                       ({"K": 64, "N": 2**62}, "too large: B would hold more than 2")]:
+                       ({"K": 64, "N": 2**62}, "too large: B would hold more than 2"),
+                       ({"K": 2**63 - 1}, "too large: B would hold more than 2")]:
         m = nbits_model("float32", 8, 64, 4, 32, B, scales, zp, None, name="badnb")
         for at in m.graph.node[0].attribute:
             if at.name in attrs:
