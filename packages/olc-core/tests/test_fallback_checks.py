@@ -612,3 +612,40 @@ def test_softmax_family_fallback_follows_each_opsets_rule(op, opset, axis):
                    opset=opset)
     ours = ReferenceEvaluator(m, new_ops=list(_reference_fixes())).run(None, {"x": x})
     assert_same(ours, onnxruntime_outputs(m, {"x": x}))
+
+
+# ------------------------------------------------- BatchNormalization, inference
+
+
+@pytest.mark.parametrize("opset", [7, 9, 13, 14, 15])
+def test_batch_normalization_fallback_uses_the_given_statistics(opset):
+    """onnx.reference (1.23) normalizes a one-output BatchNormalization of
+    opsets 9-13 with the batch's own mean and variance (it reads the schema's
+    default momentum as training); the fallback's own op uses the given mean
+    and var at every opset, as onnxruntime does, and opset 14's training mode
+    is still onnx.reference's."""
+    from olc_core.session import _reference_fixes
+
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    scale, bias, mean = (rng.standard_normal(3).astype(np.float32) for _ in range(3))
+    var = rng.uniform(0.5, 2.0, 3).astype(np.float32)
+    inits = [numpy_helper.from_array(a, k) for k, a in zip("sbmv", (scale, bias, mean, var))]
+    m = make_model([n("BatchNormalization", ["x", "s", "b", "m", "v"], ["y"], epsilon=1e-3)],
+                   [tensor("x", shape=[2, 3, 4, 5])], [tensor("y", shape=[2, 3, 4, 5])], inits, opset=opset)
+    ours = ReferenceEvaluator(m, new_ops=list(_reference_fixes())).run(None, {"x": x})
+    c = (slice(None), None, None)
+    want = (x - mean[c]) / np.sqrt(var[c] + np.float32(1e-3)) * scale[c] + bias[c]
+    np.testing.assert_allclose(ours[0], want, rtol=1e-5, atol=1e-5)
+    assert_same(ours, onnxruntime_outputs(m, {"x": x}))
+    if opset == 9:  # what onnx.reference alone gives: the batch's statistics
+        theirs = ReferenceEvaluator(m).run(None, {"x": x})[0]
+        assert not np.allclose(theirs, want, atol=1e-3)
+    if opset >= 14:  # training mode: Y and the running statistics, as onnx.reference computes them
+        t = make_model([n("BatchNormalization", ["x", "s", "b", "m", "v"], ["y", "rm", "rv"], training_mode=1)],
+                       [tensor("x", shape=[2, 3, 4, 5])], [tensor("y"), tensor("rm"), tensor("rv")], inits,
+                       opset=opset)
+        got = ReferenceEvaluator(t, new_ops=list(_reference_fixes())).run(None, {"x": x})
+        assert_same(got, ReferenceEvaluator(t).run(None, {"x": x}))
+        batch_mean = x.mean(axis=(0, 2, 3))
+        np.testing.assert_allclose(got[1], mean * 0.9 + batch_mean * 0.1, rtol=1e-5, atol=1e-6)

@@ -587,7 +587,41 @@ def _reference_fixes() -> tuple[type, ...]:
                 )
             return np.empty([0, *fixed], dtype=helper.tensor_dtype_to_np_dtype(elem))
 
-    return (Loop, *_reference_softmax_family())
+    return (Loop, *_reference_softmax_family(), _reference_batch_normalization())
+
+
+def _reference_batch_normalization() -> type:
+    """BatchNormalization in inference mode at every opset. onnx.reference's
+    (1.23) opset 9-13 form normalizes with the batch's own statistics
+    whenever ``momentum`` has a value, and the evaluator always passes the
+    schema's default: a model's one-output (inference) node would ignore
+    its mean and variance. Training mode (opset 14's ``training_mode``)
+    stays onnx.reference's."""
+    from onnx.reference.op_run import OpRun
+    from onnx.reference.ops.op_batch_normalization import BatchNormalization_14
+
+    class BatchNormalization(OpRun):
+        op_domain = ""
+
+        def _run(self, x: np.ndarray, scale: np.ndarray, bias: np.ndarray, mean: np.ndarray, var: np.ndarray,
+                 epsilon: float | None = None, momentum: float | None = None, training_mode: int | None = None,
+                 **_: Any) -> tuple[np.ndarray, ...]:
+            opset = int(self.run_params["opsets"].get("", self.run_params["opsets"].get("ai.onnx", 14)))
+            eps = 1e-5 if epsilon is None else float(epsilon)
+            if opset >= 14 and training_mode:
+                return cast(tuple[np.ndarray, ...], BatchNormalization_14._run(
+                    self, x, scale, bias, mean, var, epsilon=eps, momentum=momentum, training_mode=training_mode))
+            if opset < 14 and sum(1 for o in self.onnx_node.output if o) > 1:
+                raise NotImplementedError("training-mode BatchNormalization (more than one output) before opset 14")
+
+            def per_channel(a: np.ndarray) -> np.ndarray:
+                # [C] (or [C, D1, ...] with spatial=0 at opsets 7-8) against [N, C, D1, ...]
+                return a.reshape(a.shape + (1,) * (x.ndim - 1 - a.ndim))
+
+            y = (x - per_channel(mean)) / np.sqrt(per_channel(var) + eps) * per_channel(scale) + per_channel(bias)
+            return (y.astype(x.dtype, copy=False),)
+
+    return BatchNormalization
 
 
 def _reference_softmax_family() -> tuple[type, ...]:
