@@ -22,6 +22,16 @@ EPS = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-24, "bfloat16"
 OUT_EPS = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 
+# The Conv pass tests' graphs also hold BatchNormalization and elementwise
+# nodes (the unfused form, and what the pass must leave alone), whose
+# kernels come from olc-normalization and olc-elementwise. With those
+# installed such sessions run strict (every node on olc's kernels); with
+# olc-matmul alone (its own nox session, the sanitize build) those nodes
+# run on the onnx.reference fallback, still an independent comparison.
+OTHERS_STRICT = {"BatchNormalization", "Add", "Relu", "Neg", "Sigmoid"} <= {
+    r.op_type for r in olc_core.registered_kernels()}
+
+
 def model(op, inputs, outputs, attrs=None, initializers=(), opset=21, domain="", extra_opsets=(), name="mm0"):
     """inputs: [(name, type)] with type None for an absent optional input
     (name ''); initializers: {name: array} become constants."""

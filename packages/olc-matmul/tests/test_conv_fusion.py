@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
-from helpers import LEVELS, NP, ONNX, OUT_EPS
+from helpers import LEVELS, NP, ONNX, OTHERS_STRICT, OUT_EPS
 from onnx import TensorProto, helper, numpy_helper
 from test_conv import conv_ref
 
@@ -184,14 +184,14 @@ def test_fused_matches_reference_unfused_and_onnxruntime(geom, bn, act):
         m = build("float32", attrs, act, bn=p, w=w, b=b if with_bias else None, eps=eps)
         feeds = {"X": x}
         want, bound = reference(x, w, b if with_bias else None, attrs, p, eps, act)
-        (unfused,) = olc_core.Session(m, strict=True, fusion=False).run(None, feeds)
+        (unfused,) = olc_core.Session(m, strict=OTHERS_STRICT, fusion=False).run(None, feeds)
         ort_y = ort_run(m, feeds)
         assert_within(unfused, want, bound, "unfused olc")
         assert_within(ort_y, want, bound, "onnxruntime")
         for level in LEVELS:
             for threads in (1, 2):
                 with olc_core.simd_cap(level):
-                    s = olc_core.Session(m, threads=threads, strict=True, record_usage=True)
+                    s = olc_core.Session(m, threads=threads, strict=OTHERS_STRICT, record_usage=True)
                 (y,) = s.run(None, feeds)
                 what = f"{level} t{threads} bias={with_bias}"
                 assert y.shape == want.shape and y.dtype == np.float32, what
@@ -281,8 +281,8 @@ def test_nan_in_input_reaches_the_same_outputs():
     x[0, 2, 4, 5] = np.nan
     w = rng.standard_normal(ws).astype(np.float32)
     m = build("float32", attrs, "Relu", bn=bn_params(rng, ws[0]), w=w)
-    (y,) = olc_core.Session(m, strict=True).run(None, {"X": x})
-    (u,) = olc_core.Session(m, strict=True, fusion=False).run(None, {"X": x})
+    (y,) = olc_core.Session(m, strict=OTHERS_STRICT).run(None, {"X": x})
+    (u,) = olc_core.Session(m, strict=OTHERS_STRICT, fusion=False).run(None, {"X": x})
     assert np.array_equal(np.isnan(y), np.isnan(u)) and np.isnan(y).sum() == 9 * ws[0]
 
 
@@ -306,7 +306,7 @@ def test_not_fused_conv_output_read_twice():
     w = rng.standard_normal(ws).astype(np.float32)
     extra = [helper.make_node("Neg", ["conv_out"], ["out_neg"], name="neg0")]
     m = build("float32", attrs, "Relu", w=w, extra=extra)
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     assert not fused_entries(s), _plan_ops(s)
     _check_unfused_equal(m, {"X": x})
 
@@ -317,7 +317,7 @@ def test_not_fused_conv_output_is_graph_output():
     w = rng.standard_normal(ws).astype(np.float32)
     m = build("float32", attrs, "Relu", w=w)
     m.graph.output.append(helper.make_tensor_value_info("conv_out", TensorProto.FLOAT, None))
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     assert not fused_entries(s)
 
 
@@ -330,11 +330,11 @@ def test_bn_output_read_twice_folds_bn_only():
     w = rng.standard_normal(ws).astype(np.float32)
     extra = [helper.make_node("Neg", ["bn_out"], ["out_neg"], name="neg0")]
     m = build("float32", attrs, "Relu", bn=bn_params(rng, ws[0]), w=w, extra=extra)
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     (entry,) = fused_entries(s)
     assert [n for n, _ in entry.fused_nodes] == ["conv0", "bn0"]
     ys = s.run(None, {"X": x})
-    us = olc_core.Session(m, strict=True, fusion=False).run(None, {"X": x})
+    us = olc_core.Session(m, strict=OTHERS_STRICT, fusion=False).run(None, {"X": x})
     for a, b in zip(ys, us):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
 
@@ -355,7 +355,7 @@ def test_bn_not_folded_without_constants(what):
         s = olc_core.Session(m)
         assert not fused_entries(s)
         return
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     assert not fused_entries(s), _plan_ops(s)
     feeds = {"X": x} | ({"W": w} if what == "fed-W" else {}) | (
         dict(zip(["bn_scale", "bn_b", "bn_mean", "bn_var"], p.values())) if what == "fed-scale" else {})
@@ -372,7 +372,7 @@ def test_clip_with_fed_bound_not_fused():
     node = m.graph.node[-1]
     m.graph.initializer.remove(next(i for i in m.graph.initializer if i.name == "lo"))
     m.graph.input.append(helper.make_tensor_value_info("lo", TensorProto.FLOAT, []))
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     assert not fused_entries(s) and node.op_type == "Clip"
     x = rng.standard_normal(xs).astype(np.float32)
     (y,) = s.run(None, {"X": x, "lo": np.array(-0.25, np.float32)})

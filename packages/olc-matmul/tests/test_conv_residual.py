@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import LEVELS, NP, ONNX, OUT_EPS
+from helpers import LEVELS, NP, ONNX, OTHERS_STRICT, OUT_EPS
 from onnx import TensorProto, helper, numpy_helper
 from test_conv import conv_ref
 from test_conv_fusion import ACTS, act_ref, assert_within, bn_params, fused_entries, ort_run, reference
@@ -132,7 +132,7 @@ def test_residual_matches_reference_unfused_and_onnxruntime(geom, bn, act):
         want, bound = residual_reference(x, w, bias, attrs, p, 1e-3, r, act)
         m = build("float32", xs, ws, attrs, act, w=w, b=bias, bn=p, swap=swap)
         feeds = {"X": x, "R": r}
-        (unfused,) = olc_core.Session(m, strict=True, fusion=False).run(None, feeds)
+        (unfused,) = olc_core.Session(m, strict=OTHERS_STRICT, fusion=False).run(None, feeds)
         ort_y = ort_run(m, feeds)
         assert_within(unfused, want, bound, "unfused olc")
         assert_within(ort_y, want, bound, "onnxruntime")
@@ -141,7 +141,7 @@ def test_residual_matches_reference_unfused_and_onnxruntime(geom, bn, act):
             for threads in (1, 2):
                 what = f"{gid} {level} t{threads} swap={swap}"
                 with olc_core.simd_cap(level):
-                    s = olc_core.Session(m, threads=threads, strict=True, record_usage=True)
+                    s = olc_core.Session(m, threads=threads, strict=OTHERS_STRICT, record_usage=True)
                 at = "start" if threads == 2 else "end"
                 (y,) = s.run(None, {"X": testing.guarded(x, at=at), "R": testing.guarded(r, at=at)})
                 assert y.shape == want.shape and y.dtype == np.float32, what
@@ -193,7 +193,7 @@ def test_residual_read_elsewhere_still_fused():
     r = rng.standard_normal(out_shape(xs, ws, attrs)).astype(np.float32)
     m = build("float32", xs, ws, attrs, "Relu", w=w, b=b, bn=p,
               extra=[helper.make_node("Neg", ["R"], ["out_neg"], name="neg0")])
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     (entry,) = fused_entries(s)
     assert [n for n, _ in entry.fused_nodes] == ["conv0", "bn0", "add0", "act0"]
     y, neg = s.run(None, {"X": x, "R": r})
@@ -210,8 +210,8 @@ def _fused_names(s):
 
 
 def _same_as_unfused(m, feeds):
-    ys = olc_core.Session(m, strict=True).run(None, feeds)
-    us = olc_core.Session(m, strict=True, fusion=False).run(None, feeds)
+    ys = olc_core.Session(m, strict=OTHERS_STRICT).run(None, feeds)
+    us = olc_core.Session(m, strict=OTHERS_STRICT, fusion=False).run(None, feeds)
     for a, u in zip(ys, us):
         np.testing.assert_allclose(a, u, rtol=1e-5, atol=1e-5)
 
@@ -239,7 +239,7 @@ def test_residual_left_alone(case):
         m.graph.output.append(helper.make_tensor_value_info("sum", TensorProto.FLOAT, None))
     if case == "self-add":
         m.graph.node[2].input[1] = "bn_out"
-    s = olc_core.Session(m, strict=True)
+    s = olc_core.Session(m, strict=OTHERS_STRICT)
     want = {"conv-read-twice": [], "conv-is-output": [],
             "sum-read-twice": [["conv0", "bn0", "add0"]], "sum-is-output": [["conv0", "bn0", "add0"]]}
     assert _fused_names(s) == want.get(case, [["conv0", "bn0"]]), (case, _fused_names(s))
@@ -248,7 +248,7 @@ def test_residual_left_alone(case):
         m.graph.input.pop()
     _same_as_unfused(m, feeds)
     if case != "self-add":
-        y = olc_core.Session(m, strict=True).run(None, feeds)[0]
+        y = olc_core.Session(m, strict=OTHERS_STRICT).run(None, feeds)[0]
         want_y, bound = residual_reference(x, w, b, attrs, p, 1e-3, np.broadcast_to(r, ys), "Relu")
         assert_within(y, want_y, bound, case)
 
