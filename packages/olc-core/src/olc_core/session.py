@@ -610,7 +610,8 @@ def _reference_batch_normalization() -> type:
             eps = 1e-5 if epsilon is None else float(epsilon)
             if opset >= 14 and training_mode:
                 return cast(tuple[np.ndarray, ...], BatchNormalization_14._run(
-                    self, x, scale, bias, mean, var, epsilon=eps, momentum=momentum, training_mode=training_mode))
+                    cast(Any, self), x, scale, bias, mean, var, epsilon=eps, momentum=momentum,
+                    training_mode=training_mode))
             if opset < 14 and sum(1 for o in self.onnx_node.output if o) > 1:
                 raise NotImplementedError("training-mode BatchNormalization (more than one output) before opset 14")
 
