@@ -25,6 +25,7 @@
 #include "conv_common.h"
 #include "conv_kernels.h"
 #include "gemm_driver.h"
+#include "scratch.h"
 
 namespace olc_mm {
 
@@ -38,23 +39,7 @@ const olc_core_api* g_api = nullptr;
 // transposed product's W^T panels (16 MiB of float32).
 constexpr int64_t kMaxWtFloats = int64_t(1) << 22;
 
-// Per-thread scratch, 64-byte aligned, grown on demand and kept.
-struct Scratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~Scratch() { std::free(p); }
-  float* get(size_t n) {
-    const size_t bytes = n * sizeof(float);
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return static_cast<float*>(p);
-  }
-};
-thread_local Scratch t_tile, t_ctile, t_xplane, t_yplane, t_pad, t_res;
+thread_local FloatScratch t_tile, t_ctile, t_xplane, t_yplane, t_pad, t_res;
 
 inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
 
@@ -1391,7 +1376,7 @@ struct TJob {
   std::atomic<bool>* failed;
 };
 
-thread_local Scratch t_tcol, t_tb, t_tacc;
+thread_local FloatScratch t_tcol, t_tb, t_tacc;
 
 // Adds the product tile C[r, j] (rows: (m, kd, kh, kw) of the block; columns:
 // input positions s0 + j) into the block's output planes Y[m].

@@ -16,28 +16,14 @@
 
 #include "adapter_util.h"
 #include "conv_common.h"
+#include "scratch.h"
 
 namespace olc_mm {
 namespace conv {
 
 namespace {
 
-struct WScratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~WScratch() { std::free(p); }
-  float* get(size_t n) {
-    const size_t bytes = n * sizeof(float);
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return static_cast<float*>(p);
-  }
-};
-thread_local WScratch t_v, t_m, t_pad;
+thread_local FloatScratch t_v, t_m, t_pad;
 
 struct Job {
   const WinoRun* r;

@@ -2,6 +2,7 @@
 // partition of the output over the session executor. Compiled without ISA
 // flags; the per-level work happens in the microkernels it calls.
 #include "gemm_driver.h"
+#include "scratch.h"
 
 #include <algorithm>
 #include <atomic>
@@ -37,21 +38,6 @@ inline void from_c(float x, BF16* o) { o->v = f32_to_bf16(x); }
 template <typename S> struct ComputeOf { using type = float; };
 template <> struct ComputeOf<double> { using type = double; };
 
-// Per-thread scratch, 64-byte aligned, grown on demand and kept.
-struct Scratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~Scratch() { std::free(p); }
-  void* get(size_t bytes) {
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return p;
-  }
-};
 thread_local Scratch t_bpack, t_apack, t_cwork;
 
 template <typename T> const UKernel<T>& uk_of(const IsaKernels* k);

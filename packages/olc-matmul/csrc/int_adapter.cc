@@ -27,6 +27,7 @@
 #include "batch_util.h"
 #include "gemm_driver.h"
 #include "int_adapter.h"
+#include "scratch.h"
 
 namespace olc_mm {
 namespace {
@@ -268,21 +269,7 @@ struct IntJob {
   int64_t tm, tn, mstep, nstep;
 };
 
-struct IntScratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~IntScratch() { std::free(p); }
-  void* get(size_t bytes) {
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return p;
-  }
-};
-thread_local IntScratch t_ia, t_ib, t_ic;
+thread_local Scratch t_ia, t_ib, t_ic;
 
 inline int32_t wrap_add(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));

@@ -24,6 +24,7 @@
 #include "gemm_driver.h"
 #include "nbits_adapter.h"
 #include "nbits_i8_driver.h"
+#include "scratch.h"
 
 namespace olc_mm {
 namespace {
@@ -200,20 +201,6 @@ void* nb_create(const olc_core_api* api, const olc_node_info* node, char* error,
 
 void nb_destroy(void* s) { delete static_cast<NbState*>(s); }
 
-struct Scratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~Scratch() { std::free(p); }
-  void* get(size_t bytes) {
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return p;
-  }
-};
 thread_local Scratch t_nb_b, t_nb_a;
 
 struct GemvJob {

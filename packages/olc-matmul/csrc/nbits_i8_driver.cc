@@ -1,6 +1,7 @@
 // MatMulNBits with int8 activations: kernel choice, weight packing, the
 // quantization of A and the split of the columns over the executor.
 #include "nbits_i8_driver.h"
+#include "scratch.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -26,21 +27,6 @@ constexpr int64_t kParallelQuantMin = 1 << 16;
 constexpr int64_t kPassK = 512;
 constexpr int64_t kStripGroups = 8;
 
-// Per-thread scratch, 64-byte aligned, grown on demand and kept.
-struct Scratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~Scratch() { std::free(p); }
-  void* get(size_t bytes) {
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return p;
-  }
-};
 thread_local Scratch t_quant_a;
 
 struct QuantJob {

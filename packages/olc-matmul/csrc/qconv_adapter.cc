@@ -34,6 +34,7 @@
 #include "conv_kernels.h"
 #include "gemm_driver.h"
 #include "qconv_adapter.h"
+#include "scratch.h"
 
 namespace olc_mm {
 namespace {
@@ -44,21 +45,7 @@ const olc_core_api* g_api = nullptr;
 
 constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups of the kernel
 
-struct QScratch {
-  void* p = nullptr;
-  size_t cap = 0;
-  ~QScratch() { std::free(p); }
-  void* get(size_t bytes) {
-    if (bytes > cap) {
-      std::free(p);
-      cap = (bytes + 4095) & ~size_t(4095);
-      p = std::aligned_alloc(64, cap);
-      if (!p) cap = 0;
-    }
-    return p;
-  }
-};
-thread_local QScratch t_panel, t_acc, t_pad, t_csum;
+thread_local Scratch t_panel, t_acc, t_pad, t_csum;
 
 IntKernel select_kernel(const olc_core_api* api, bool use_vnni) {
   const int32_t level = api->simd_level();
