@@ -25,6 +25,7 @@ const olc_core_api* g_api = nullptr;
 
 struct Tuning {
   olc_tuning_param* serial_steps = nullptr;   // below this many node visits: one thread
+  olc_tuning_param* split_steps = nullptr;    // few rows: from this many node visits, trees split over threads
   olc_tuning_param* branch_free = nullptr;    // top levels walked without leaf tests
   olc_tuning_param* row_group = nullptr;      // rows scored together, tree by tree
 };
@@ -186,7 +187,7 @@ struct Job {
   int64_t* label;
   int64_t group;
   // tree-parallel
-  int64_t tree_chunks;
+  int64_t tree_chunks, trees_per_chunk, part_stride;  // part_stride: elements between shares' scores
   std::vector<T>* part_acc;
   std::vector<uint8_t>* part_has;
 };
@@ -239,16 +240,16 @@ void rows_range(void* user, int64_t b, int64_t e) {
   score_rows(*static_cast<const Job<T, O>*>(user), b, e);
 }
 
+// Few rows, many trees: thread c walks its own contiguous share of the trees
+// (whole blocks of the engine's 16-tree walk) into its own partial scores.
 template <typename T, typename O>
 void trees_range(void* user, int64_t b, int64_t e) {
   const Job<T, O>& j = *static_cast<const Job<T, O>*>(user);
-  const int64_t per = (j.f->n_trees + j.tree_chunks - 1) / j.tree_chunks;
-  const size_t width = static_cast<size_t>(j.rows * j.f->n_targets);
   for (int64_t c = b; c < e; ++c) {
-    const int64_t t0 = c * per, t1 = std::min(j.f->n_trees, t0 + per);
+    const int64_t t0 = c * j.trees_per_chunk, t1 = std::min(j.f->n_trees, t0 + j.trees_per_chunk);
     if (t0 >= t1) continue;
-    accumulate(*j.f, j.x, j.nf, 0, j.rows, t0, t1, j.part_acc->data() + c * width,
-               j.part_has->data() + c * width);
+    accumulate(*j.f, j.x, j.nf, 0, j.rows, t0, t1, j.part_acc->data() + c * j.part_stride,
+               j.part_has->data() + c * j.part_stride);
   }
 }
 
@@ -258,7 +259,7 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
     if constexpr (std::is_same<T, double>::value) return &st.fd;
     else return &st.ff;
   }();
-  Job<T, O> j{&f, x, nf, rows, z, label, 64, 0, nullptr, nullptr};
+  Job<T, O> j{&f, x, nf, rows, z, label, 64, 0, 0, 0, nullptr, nullptr};
   if (g_tuning.row_group) j.group = std::max<int64_t>(8, g_api->tuning_read_int(g_tuning.row_group));
   // Wide rows: a group's rows stay within about 16 KB (L1), in whole blocks.
   const int64_t fit = (16384 / std::max<int64_t>(1, nf * static_cast<int64_t>(sizeof(T)))) / 8 * 8;
@@ -266,29 +267,37 @@ int32_t run_typed(const State& st, olc_context* ctx, const T* x, int64_t rows, i
   const int64_t threads = ctx ? g_api->concurrency(ctx) : 1;
   const int64_t steps = rows * std::max<int64_t>(1, st.sum_depth);
   const int64_t serial = g_tuning.serial_steps ? g_api->tuning_read_int(g_tuning.serial_steps) : 20000;
-  if (threads <= 1 || steps < serial) {
+  const int64_t split = g_tuning.split_steps ? g_api->tuning_read_int(g_tuning.split_steps) : 3000;
+  const bool few_rows = rows < threads * 16;
+  if (threads <= 1 || steps < (few_rows ? split : serial) || (few_rows && f.n_trees < 2 * kTreeBlock)) {
     score_rows(j, 0, rows);  // the single-row path: no hand-off
     return OLC_OK;
   }
-  if (rows >= threads * 16) {
+  if (!few_rows) {
     // Large ranges (two per thread): each range reads the forest chunk by
     // chunk once, so small ranges would multiply the reads of a big forest.
     const int64_t grain = std::max<int64_t>(8, (rows + threads * 2 - 1) / (threads * 2));
     g_api->parallel_for(ctx, rows, grain, 0, &rows_range<T, O>, &j);
     return OLC_OK;
   }
-  // Few rows, many trees: each chunk of trees scores every row; partial
-  // scores merged in chunk order.
-  j.tree_chunks = std::min<int64_t>(f.n_trees, threads * 4);
-  const size_t width = static_cast<size_t>(rows * f.n_targets);
-  std::vector<T> acc(width * static_cast<size_t>(j.tree_chunks), T(0));
+  // One share of the trees per thread, merged in share order. More, smaller
+  // shares cost more than they balance: each adds a hand-off, a merge and a
+  // partial 16-tree block walked one tree at a time.
+  const int64_t shares = std::min(threads, f.n_trees / kTreeBlock);
+  j.trees_per_chunk = (f.n_trees / shares + kTreeBlock - 1) / kTreeBlock * kTreeBlock;
+  j.tree_chunks = (f.n_trees + j.trees_per_chunk - 1) / j.trees_per_chunk;
+  // Shares' partial scores at least 64 bytes apart: every leaf taken writes
+  // them, and two threads writing one cache line (a single row's scores side
+  // by side) made the split walk 2-4 times slower than one thread.
+  const int64_t width = rows * f.n_targets;
+  j.part_stride = (width + 63) / 64 * 64 + 64;
+  std::vector<T> acc(static_cast<size_t>(j.part_stride * j.tree_chunks), T(0));
   std::vector<uint8_t> has(acc.size(), 0);
   j.part_acc = &acc;
   j.part_has = &has;
   g_api->parallel_for(ctx, j.tree_chunks, 1, 0, &trees_range<T, O>, &j);
   for (int64_t c = 1; c < j.tree_chunks; ++c)
-    merge_scores(f, acc.data(), has.data(), acc.data() + c * width, has.data() + c * width,
-                 static_cast<int64_t>(width));
+    merge_scores(f, acc.data(), has.data(), acc.data() + c * j.part_stride, has.data() + c * j.part_stride, width);
   for (int64_t r = 0; r < rows; ++r)
     finalize_row(f, acc.data() + r * f.n_targets, has.data() + r * f.n_targets, z + r * f.n_targets,
                  label ? label + r : nullptr);
@@ -396,6 +405,8 @@ void register_tree_kernels(const olc_core_api* api, VtableTable* table) {
   g_api = api;
   g_tuning.serial_steps = api->tuning_declare_int("olc_ml", "TreeEnsemble", "optimized", OLC_DTYPE_FLOAT,
                                                   "serial_node_visits", 20000);
+  g_tuning.split_steps = api->tuning_declare_int("olc_ml", "TreeEnsemble", "optimized", OLC_DTYPE_FLOAT,
+                                                 "split_node_visits", 3000);
   g_tuning.branch_free = api->tuning_declare_int("olc_ml", "TreeEnsemble", "optimized", OLC_DTYPE_FLOAT,
                                                  "branch_free_levels", 10);
   g_tuning.row_group = api->tuning_declare_int("olc_ml", "TreeEnsemble", "optimized", OLC_DTYPE_FLOAT,

@@ -483,7 +483,6 @@ inline void take_leaf(const Forest<T>& f, int32_t leaf, T* acc, uint8_t* has) {
 }
 
 constexpr int kBlock = 8;       // rows walking one tree together
-constexpr int kTreeBlock = 16;  // trees one row walks together (the rows left over)
 
 template <typename T, uint32_t MODE, bool MISS>
 void accumulate_impl(const Forest<T>& f, const T* x, int64_t nf, int64_t r0, int64_t r1, int64_t t0, int64_t t1,

@@ -115,6 +115,10 @@ std::string compile_v3(const SpecV3& spec, const OutputSpec& out, int branch_fre
 template <typename T>
 std::string compile_v5(const SpecV5& spec, const OutputSpec& out, int branch_free_levels, Forest<T>* forest);
 
+// Trees a row outside a full block of rows walks together (their loads
+// overlap); tree ranges in multiples of it are walked without a remainder.
+constexpr int kTreeBlock = 16;
+
 // Per-row scores of rows [r0, r1) over trees [t0, t1): acc holds
 // (r1 - r0) * n_targets scores, has the matching "has a score" flags; both
 // start cleared by the caller. x: the rows, n_features values each.

@@ -358,3 +358,33 @@ def test_membership_values_for_too_many_sets():
     s = olc_core.Session(make_model(attrs, TensorProto.FLOAT, 1, 1), strict=True)
     np.testing.assert_array_equal(s.run(None, {"X": np.array([[1.0], [2.0], [np.nan]], np.float32)})[0],
                                   [[1.0], [2.0], [2.0]])
+
+
+@pytest.fixture
+def split_every_forest():
+    """Few rows over many trees split the trees over the threads from this
+    many node visits; 1 sends every forest of 32 trees or more down that path."""
+    olc_core.tuning.set("olc_ml", "TreeEnsemble", "split_node_visits", 1, implementation="optimized", dtype="float32")
+    yield
+    olc_core.tuning.reset("olc_ml", "TreeEnsemble", "split_node_visits", implementation="optimized", dtype="float32")
+
+
+@pytest.mark.parametrize("aggregate", [AVERAGE, SUM, MIN, MAX])
+@pytest.mark.parametrize("n_trees,n_targets", [(32, 1), (37, 3), (70, 1), (50, 70)])
+@pytest.mark.parametrize("rows", [1, 5, 31])
+@pytest.mark.parametrize("elem", [TensorProto.FLOAT, TensorProto.DOUBLE])
+def test_trees_split_over_threads_for_few_rows(split_every_forest, aggregate, n_trees, n_targets, rows, elem):
+    # Each thread's partial scores merged in tree order: the same answer as
+    # the plain reference whatever the split, for every aggregate, for share
+    # boundaries inside and at the end of the engine's 16-tree walk, and for
+    # more scores per share (70 targets x rows) than fit in a cache line.
+    rng = np.random.default_rng(n_trees * 100 + rows)
+    attrs = random_forest(rng, n_trees=n_trees, depth=5, n_features=6, n_targets=n_targets, modes=[LEQ, MEMBER],
+                          missing=1)
+    dtype = NP[elem]
+    model = make_model(attrs, elem, 6, n_targets, aggregate_function=aggregate)
+    x = inputs(rng, attrs, rows, 6, dtype)
+    want = reference(attrs, x, aggregate, NONE, dtype)
+    tol = 1e-5 if elem == TensorProto.FLOAT else 1e-12
+    for threads in (1, 2):
+        np.testing.assert_allclose(olc_run(model, x, threads), want, rtol=tol, atol=tol)
