@@ -205,7 +205,8 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
       }
     }
   }
-  const char* isa = (dt == OLC_DTYPE_BFLOAT16 && st->ks.uk_bf16) ? "avx512bf16" : st->ks.isa_name;
+  const char* isa = st->ks.isa_name;
+  if (dt == OLC_DTYPE_BFLOAT16 && st->ks.uk_bf16) isa = st->ks.amx_bf16 ? "amx-bf16+avx512bf16" : "avx512bf16";
   for (int i = 0; i < kNumPaths; ++i) st->details[i] = std::string(isa) + " " + kPaths[i] + pack_note;
   return st.release();
 }

@@ -248,8 +248,23 @@ void general_task_bf16(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, in
   }
   Epi<float> ep{};
   const float* bias = static_cast<const float*>(d.bias);
+  const bool amx = ks.amx_bf16 && !d.transA && NR == 32;
+  amx::TileScope tiles(amx);
   for (int64_t nc0 = n0; nc0 < n1; nc0 += NC) {
     const int64_t nc = std::min(NC, n1 - nc0);
+    // The epilogue of the tile at row m, panel j (none into a split-K partial).
+    auto epilogue = [&](int64_t m, int64_t j) {
+      if (part) {
+        ep.alpha = 1.0f;
+        ep.bias = nullptr;
+      } else {
+        ep.alpha = static_cast<float>(d.alpha);
+        ep.beta = static_cast<float>(d.beta);
+        ep.bias = bias ? bias + m * d.bias_rs + (nc0 + j * NR) * d.bias_cs : nullptr;
+        ep.bias_rs = d.bias_rs;
+        ep.bias_cs = d.bias_cs;
+      }
+    };
     float* Ct;
     int64_t ldct;
     if (part) {
@@ -277,22 +292,40 @@ void general_task_bf16(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, in
         pack_b_pairs(B, d.transB, d.ldb, k0, kc, nc0, nc, NR, pstride, bpack);
         bblock = bpack;
       }
-      for (int64_t m = m0; m < m1; m += MR) {
+      int64_t m = m0;
+      if (amx) {
+        // Full 32 x 32 blocks on AMX tiles over the block's whole 32-k steps;
+        // the vdpbf16ps kernel then adds the K tail (fewer than 32 k) and
+        // applies the epilogue at the last k (a call with no k when there is
+        // no tail). Partial panels and rows go the vdpbf16ps way below.
+        const int64_t k_amx = kc / 32 * 32;
+        for (; k_amx > 0 && m + 32 <= m1; m += 32) {
+          float* crow = Ct + (m - m0) * ldct;
+          for (int64_t j = 0; j * NR < nc; ++j) {
+            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
+            const uint16_t* bp = bblock + j * pstride;
+            const bool full = nr == 32;
+            if (full)
+              amx::bf16_block_32x32(k_amx / 32, A + m * d.lda + k0, d.lda, bp, crow + j * NR, ldct, flags & kFirst);
+            const int64_t kt = full ? k_amx : 0;  // k done on tiles
+            if (full && kt == kc && !(flags & kLast)) continue;
+            for (int64_t mm = m; mm < m + 32; mm += MR) {
+              const int mr = static_cast<int>(std::min<int64_t>(MR, m + 32 - mm));
+              pack_a_pairs(A, false, d.lda, mm, mr, k0 + kt, kc - kt, MR, apack);
+              epilogue(mm, j);
+              ks.uk_bf16((kc - kt + 1) / 2, apack, bp + (kt / 2) * 2 * NR, crow + (mm - m) * ldct + j * NR, ldct, mr,
+                         nr, kt > 0 ? (flags & kLast) : flags, &ep);
+            }
+          }
+        }
+      }
+      for (; m < m1; m += MR) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
         pack_a_pairs(A, d.transA, d.lda, m, mr, k0, kc, MR, apack);
         float* crow = Ct + (m - m0) * ldct;
         for (int64_t j = 0; j * NR < nc; ++j) {
           const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
-          if (part) {
-            ep.alpha = 1.0f;
-            ep.bias = nullptr;
-          } else {
-            ep.alpha = static_cast<float>(d.alpha);
-            ep.beta = static_cast<float>(d.beta);
-            ep.bias = bias ? bias + m * d.bias_rs + (nc0 + j * NR) * d.bias_cs : nullptr;
-            ep.bias_rs = d.bias_rs;
-            ep.bias_cs = d.bias_cs;
-          }
+          epilogue(m, j);
           ks.uk_bf16(kc2, apack, bblock + j * pstride, crow + j * NR, ldct, mr, nr, flags, &ep);
         }
       }
@@ -830,6 +863,12 @@ KernelSet select_kernels(const olc_core_api* api) {
   ks.isa_name = ks.isa->name;
   if (level >= OLC_SIMD_AVX512 && (feats & OLC_CPU_AVX512_BF16))
     ks.uk_bf16 = avx512bf16::uk_bf16(&ks.mr_bf16, &ks.nr_bf16);
+  // AMX-BF16 reads the vdpbf16ps kernel's packed panels; use_amx = 0 keeps
+  // bfloat16 GEMMs on vdpbf16ps.
+  const olc_tuning_param* use_amx =
+      api->tuning_declare_int("olc_matmul", "MatMul", "default", OLC_DTYPE_BFLOAT16, "use_amx", 1);
+  const uint64_t amx_bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_BF16;
+  ks.amx_bf16 = ks.uk_bf16 && (feats & amx_bits) == amx_bits && api->tuning_read_int(use_amx) != 0;
   return ks;
 }
 

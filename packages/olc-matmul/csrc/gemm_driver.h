@@ -20,6 +20,7 @@ struct KernelSet {
   const char* isa_name;
   UKernelBf16 uk_bf16;    // NULL: bfloat16 runs through float32 panels
   int mr_bf16, nr_bf16;
+  bool amx_bf16;          // AMX tiles for the full 32 x 32 blocks of a bfloat16 GEMM
 };
 KernelSet select_kernels(const olc_core_api* api);
 

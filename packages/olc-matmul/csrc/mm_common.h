@@ -168,13 +168,31 @@ IntKernel int_kernel();
 void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx2
 namespace scalar { IntKernel int_kernel(); }
-// AMX-INT8 (int_amx.cc): begin() configures this thread's tiles, end()
-// releases them; block_32x32 adds A[32 x 4 ng] (uint8, row stride lda) times
-// 32 columns of an avx512vnni packed B panel to C (ng a multiple of 16).
+// AMX (int_amx.cc, mm_amx_bf16.cc): begin() configures this thread's tiles,
+// end() releases them; block_32x32 adds A[32 x 4 ng] (uint8, row stride lda)
+// times 32 columns of an avx512vnni packed B panel to C (ng a multiple of
+// 16); bf16_block_32x32 adds A[32 x 32 steps] (bfloat16) times 32 columns of
+// a vdpbf16ps k-pair panel (at its k-pair of the first k) to float32 C.
 namespace amx {
 void begin();
 void end();
 void block_32x32(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int first);
+void bf16_block_32x32(int64_t steps, const uint16_t* A, int64_t lda, const uint16_t* Bp, float* C, int64_t ldc,
+                      int first);
+
+// Tiles configured for one task and released after it (a thread holding
+// tile state makes every context switch save 8 KiB more).
+struct TileScope {
+  bool on;
+  explicit TileScope(bool o) : on(o) {
+    if (on) begin();
+  }
+  ~TileScope() {
+    if (on) end();
+  }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
 }  // namespace amx
 
 static inline float bf16_to_f32(uint16_t h) {

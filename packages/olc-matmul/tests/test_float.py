@@ -309,3 +309,48 @@ def test_fma_peak_probes():
         assert (peak > 0) == bool(has), (isa, peak)
     with pytest.raises(ValueError, match="isa must be"):
         olc_matmul.fma_peak_gflops(1000, isa="sse")
+
+
+AMX_BF16 = bool(olc_core.cpu_features().get("amx_bf16"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("use_amx", [1, 0])
+def test_bfloat16_blocks_of_32(use_amx, threads):
+    """bfloat16 GEMMs large enough for the 32 x 32 blocks that AMX tiles take
+    where the CPU has AMX-BF16 (32-k steps, then the vdpbf16ps kernel for the
+    K tail, the partial panels and rows, and the epilogue), and the same
+    with AMX turned off: constant and dynamic B, transB, bias, alpha/beta,
+    K over several k blocks (kc 48 and the default) and split K."""
+    from olc_core import tuning
+
+    rng = np.random.default_rng(11)
+    t = "bfloat16"
+    shapes = [(32, 32, 32), (33, 65, 64), (64, 96, 95), (100, 33, 300), (40, 64, 1000), (32, 32, 4096)]
+    try:
+        tuning.set("olc_matmul", "MatMul", "use_amx", use_amx, implementation="default", dtype=t)
+        for kc in (None, 48):
+            if kc:
+                for op in ("MatMul", "Gemm"):
+                    tuning.set("olc_matmul", op, "kc", kc, implementation="avx512", dtype=t)
+            for (M, N, K), const_b, tb in itertools.product(shapes, [False, True], [0, 1]):
+                a = rand(rng, (M, K), t)
+                b = rand(rng, (N, K) if tb else (K, N), t)
+                c = rand(rng, (N,), t)
+                inits = [("b", b), ("c", c)] if const_b else [("c", c)]
+                m = model("Gemm", [("a", t), ("b", t), ("c", t)], [("y", t)],
+                          {"transB": tb, "alpha": 0.75, "beta": 1.5}, initializers=inits)
+                s = session(m, "avx512", threads)
+                y = s.run(None, {"a": a} if const_b else {"a": a, "b": b})[0]
+                ref, prod = ref_gemm(a, b, c, 0.75, 1.5, 0, tb)
+                check_close(y, ref, prod, K, t, f"amx={use_amx} kc={kc} {M}x{N}x{K} const={const_b} tb={tb}")
+                detail = s.kernel_usage_details()[0]
+                if "avx512bf16" in detail:  # the CPU has AVX512_BF16
+                    assert ("amx-bf16" in detail) == bool(use_amx and AMX_BF16), detail
+                mm = model("MatMul", [("a", t), ("b", t)], [("y", t)])
+                bb = b.T.copy() if tb else b
+                y = session(mm, "avx512", threads).run(None, {"a": a, "b": bb})[0]
+                ref, prod = ref_gemm(a, bb, None, 1.0, 0.0, 0, 0)
+                check_close(y, ref, prod, K, t, f"MatMul amx={use_amx} kc={kc} {M}x{N}x{K}")
+    finally:
+        tuning.reset()
