@@ -347,3 +347,105 @@ def test_a_refused_replacement_drops_its_before_nodes(register):
     s = olc_core.Session(scale_chain([2.0, 3.0]), strict=True)
     assert [e.node_name for e in s.kernel_plan()] == ["s0", "s1"]
     np.testing.assert_array_equal(s.run(None, {"x": X})[0], X * 6)
+
+
+# ------------------------------------------------- the context's shared state
+
+def reshape_model():
+    """x [batch, seq, 8] -> MatMul by a 8x256 weight (over the inference
+    initializer limit) -> Reshape to [Shape(x)[0], Shape(x)[1], 16, 16],
+    the target computed by a Shape -> Gather -> Unsqueeze -> Concat chain
+    only data propagation follows."""
+    rng = np.random.default_rng(0)
+    w = onnx.numpy_helper.from_array(rng.standard_normal((8, 256)).astype(np.float32), "w")
+    inits = [w, onnx.numpy_helper.from_array(np.array([16, 16], np.int64), "heads"),
+             onnx.numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             onnx.numpy_helper.from_array(np.array([1], np.int64), "one")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["p"], name="proj"),
+        helper.make_node("Shape", ["x"], ["sx"], name="shape"),
+        helper.make_node("Gather", ["sx", "zero"], ["b"], name="batch", axis=0),
+        helper.make_node("Gather", ["sx", "one"], ["s"], name="seq", axis=0),
+        helper.make_node("Concat", ["b", "s", "heads"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["p", "target"], ["split"], name="split"),
+        helper.make_node("Relu", ["split"], ["y"], name="relu"),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq", 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class RecordingPass(PassPlugin):
+    """Asks for the propagated shapes and proposes nothing."""
+
+    def __init__(self, name):
+        def run(ctx):
+            self.shapes = ctx.propagated_shapes()
+            return []
+
+        super().__init__(run=run, name=name, with_kernels=False)
+
+
+def test_propagated_shapes_are_computed_once_for_every_pass(register, monkeypatch):
+    calls = []
+    infer = onnx.shape_inference.infer_shapes
+
+    def counting(model, *args, **kwargs):
+        if kwargs.get("data_prop"):
+            calls.append(1)
+        return infer(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counting)
+    first, second = register(RecordingPass("first")), register(RecordingPass("second"))
+    s = olc_core.Session(reshape_model())
+    assert first.calls == second.calls == 1
+    assert len(calls) == 1  # installed families' passes share it too
+    assert first.shapes is second.shapes
+    assert first.shapes["split"] == ("batch", "seq", 16, 16)
+    with pytest.raises(TypeError):
+        first.shapes["split"] = ()  # read-only: one pass cannot change what the next sees
+    # Another session has a context of its own, computed anew.
+    held = first.shapes
+    olc_core.Session(reshape_model())
+    assert len(calls) == 2 and first.shapes is not held and first.shapes == held
+    x = np.ones((2, 3, 8), np.float32)
+    assert s.run(None, {"x": x})[0].shape == (2, 3, 16, 16)
+
+
+def test_propagated_shapes_match_onnx_inference_with_data_propagation(register):
+    model = reshape_model()
+    plugin = register(RecordingPass("record"))
+    olc_core.Session(model)
+    expected = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    want = {}
+    for vi in list(expected.graph.value_info) + list(expected.graph.output):
+        want[vi.name] = tuple(d.dim_value if d.HasField("dim_value") else d.dim_param
+                              for d in vi.type.tensor_type.shape.dim)
+    got = plugin.shapes
+    assert set(want) == {"p", "sx", "b", "s", "target", "split", "y"}
+    for name, shape in want.items():
+        assert got[name] == shape, name
+    assert got["x"] == ("batch", "seq", 8) and got["w"] == (8, 256)
+    # What whole-model inference without propagation leaves unknown.
+    assert plugin.ctx.shape("split") != got["split"]
+
+
+def test_context_indexes_producers_and_consumers(register):
+    plugin = register(RecordingPass("record"))
+    olc_core.Session(reshape_model())
+    ctx = plugin.ctx
+    assert ctx.producers["split"] == 5 and ctx.producers["p"] == 0 and "x" not in ctx.producers
+    assert ctx.consumers["sx"] == (2, 3)
+
+
+def test_a_pass_that_changes_the_graph_is_refused_before_the_next_runs(register):
+    def edits(ctx):
+        ctx.propagated_shapes()
+        ctx.graph.node[5].input[1] = "heads"  # a Reshape to [16, 16]: cached shapes would be stale
+        return []
+
+    register(PassPlugin(run=edits, name="a-edits", with_kernels=False))
+    later = register(RecordingPass("b-later"))
+    with pytest.raises(olc_core.OlcError, match=r"graph pass 'a-edits' \(olc-core-tests\) changed the graph"):
+        olc_core.Session(reshape_model())
+    assert later.calls == 0

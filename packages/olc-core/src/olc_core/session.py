@@ -17,7 +17,7 @@ from onnx import helper, numpy_helper
 
 from . import _native, control_flow, shape_plan
 from .errors import InvalidModelError, NoKernelError, OlcError
-from .graph_passes import GraphPassContext, build_context, describe_replaced, validate_rewrite
+from .graph_passes import GraphPassContext, build_context, describe_replaced, graph_digest, validate_rewrite
 from .registration import KernelRegistration, normalize_domain
 from .registration import elem_name as _elem_name
 from .registry import dispatch_table, graph_passes
@@ -1282,11 +1282,18 @@ class Session:
             copy.name = name
             return copy
 
+        # Every pass sees the graph as loaded, and what the context derived
+        # from it (indexes, propagated shapes) is shared: a pass that edited
+        # the graph would leave both stale for the passes after it.
+        digest = graph_digest(graph)
         for gp in passes:
             try:
                 rewrites = list(gp.run(ctx) or ())
             except Exception as exc:  # noqa: BLE001 - a broken pass must not break the model
                 raise OlcError(f"graph pass {gp.name!r} ({gp.family}) failed: {type(exc).__name__}: {exc}") from exc
+            if graph_digest(graph) != digest:
+                raise OlcError(f"graph pass {gp.name!r} ({gp.family}) changed the graph it was given; "
+                               "a pass must return Rewrite records and leave the graph as it is")
             for rw in rewrites:
                 indices, _why = validate_rewrite(ctx, rw, taken)
                 if indices is None:
