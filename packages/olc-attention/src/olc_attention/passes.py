@@ -55,9 +55,6 @@ FUSED_OP = "Attention"
 
 _FLOATS = {int(onnx.TensorProto.FLOAT), int(onnx.TensorProto.FLOAT16), int(onnx.TensorProto.BFLOAT16)}
 _DEFAULT = ("", "ai.onnx")
-# Initializers up to this many elements keep their values for the pass's
-# shape inference (Reshape targets); larger ones are given as typed inputs.
-_INFERENCE_MAX_CONSTANT = 1024
 
 Dim = int | str | None
 Shape = tuple[Dim, ...]
@@ -65,13 +62,14 @@ Shape = tuple[Dim, ...]
 
 class _Graph:
     """Producers, constants (initializers and Constant nodes) and shapes with
-    data propagation, over the pass context."""
+    data propagation (the context's, shared with other passes), over the
+    pass context."""
 
     def __init__(self, ctx: GraphPassContext):
         self.ctx = ctx
         self.nodes = list(ctx.graph.node)
-        self.producer = {o: i for i, n in enumerate(self.nodes) for o in n.output if o}
-        self.shapes = _propagated_shapes(ctx)
+        self.producer = ctx.producers
+        self.shapes = ctx.propagated_shapes()
 
     def made_by(self, value: str, op: str) -> int | None:
         """The index of the ai.onnx `op` node producing `value`, or None."""
@@ -99,43 +97,6 @@ class _Graph:
     def private(self, value: str, group: set[int]) -> bool:
         """Read only by nodes of `group`, and not a graph output."""
         return value not in self.ctx.graph_outputs and all(c in group for c in self.ctx.consumers.get(value, ()))
-
-
-def _propagated_shapes(ctx: GraphPassContext) -> dict[str, Shape]:
-    """Shapes from onnx's inference with data propagation (the dimensions
-    that Shape -> Gather -> Concat -> Reshape chains carry become the
-    symbolic names of the graph's inputs); the context's where it has none."""
-    g = ctx.graph
-    inputs = list(g.input)
-    names = {vi.name for vi in inputs}
-    small = []
-    for init in g.initializer:
-        if init.name in names:
-            continue
-        if int(np.prod(init.dims, dtype=np.int64)) <= _INFERENCE_MAX_CONSTANT:
-            small.append(init)
-        else:
-            inputs.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
-    out: dict[str, Shape] = {}
-    for name in ctx.value_types:
-        s = ctx.shape(name)
-        if s is not None:
-            out[name] = s
-    graph = helper.make_graph(g.node, g.name or "g", inputs, [onnx.ValueInfoProto(name=o.name) for o in g.output],
-                              initializer=small)
-    opsets = [helper.make_opsetid("" if d == "ai.onnx" else d, v) for d, v in ctx.opsets.items()]
-    try:
-        inferred = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=opsets),
-                                                     strict_mode=False, data_prop=True)
-    except Exception:  # noqa: BLE001 - inference is best effort: the context's shapes stay
-        return out
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        t = vi.type
-        if t.WhichOneof("value") != "tensor_type" or not t.tensor_type.HasField("shape"):
-            continue
-        out[vi.name] = tuple(int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or None)
-                             for d in t.tensor_type.shape.dim)
-    return out
 
 
 def _same(a: Dim, b: Dim) -> bool:

@@ -47,9 +47,6 @@ PASS_NAME = "contrib-microsoft-transformer"
 
 _FLOAT_TYPES = {int(onnx.TensorProto.FLOAT), int(onnx.TensorProto.FLOAT16), int(onnx.TensorProto.BFLOAT16)}
 _DEFAULT = ("", "ai.onnx")
-# Initializers up to this many elements keep their values for the shape
-# inference of the pass (shape targets, axes); larger ones are only typed.
-_INFERENCE_MAX_CONSTANT = 1024
 _REL = 1e-4  # how close a pattern's float32 scalar must be to its constant (relative)
 
 Dim = int | str | None
@@ -57,17 +54,14 @@ Dim = int | str | None
 
 class _Graph:
     """The context with what the matchers need: producers, constants
-    (initializers and Constant nodes) and shapes with data propagation."""
+    (initializers and Constant nodes) and shapes with data propagation (the
+    context's, shared with other passes)."""
 
     def __init__(self, ctx: GraphPassContext):
         self.ctx = ctx
         self.nodes = list(ctx.graph.node)
-        self.producer: dict[str, int] = {}
-        for i, n in enumerate(self.nodes):
-            for o in n.output:
-                if o:
-                    self.producer[o] = i
-        self.shapes = _propagated_shapes(ctx)
+        self.producer = ctx.producers
+        self.shapes = ctx.propagated_shapes()
         self.claimed: set[int] = set()
 
     def node_of(self, value: str, op: str | Sequence[str]) -> int | None:
@@ -133,45 +127,6 @@ def _constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
     if a.name == "value_floats":
         return np.asarray(list(a.floats), np.float32)
     return None
-
-
-def _propagated_shapes(ctx: GraphPassContext) -> dict[str, tuple[Dim, ...]]:
-    """Shapes from onnx's inference with data propagation over the graph
-    (large initializers given as typed inputs); the context's where it has
-    none."""
-    g = ctx.graph
-    inputs = list(g.input)
-    names = {vi.name for vi in inputs}
-    small = []
-    for init in g.initializer:
-        if init.name in names:
-            continue
-        if int(np.prod(init.dims, dtype=np.int64)) <= _INFERENCE_MAX_CONSTANT:
-            small.append(init)
-        else:
-            inputs.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
-    graph = helper.make_graph(g.node, g.name or "g", inputs, [onnx.ValueInfoProto(name=o.name) for o in g.output],
-                              initializer=small)
-    opsets = [helper.make_opsetid("" if d == "ai.onnx" else d, v) for d, v in ctx.opsets.items()]
-    out: dict[str, tuple[Dim, ...]] = {}
-    for name in ctx.value_types:
-        s = ctx.shape(name)
-        if s is not None:
-            out[name] = s
-    try:
-        inferred = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=opsets),
-                                                     strict_mode=False, data_prop=True)
-    except Exception:  # noqa: BLE001 - inference is best effort: the context's shapes stay
-        return out
-    for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
-        t = vi.type
-        if t.WhichOneof("value") != "tensor_type" or not t.tensor_type.HasField("shape"):
-            continue
-        dims: list[Dim] = []
-        for d in t.tensor_type.shape.dim:
-            dims.append(int(d.dim_value) if d.HasField("dim_value") else (d.dim_param or None))
-        out[vi.name] = tuple(dims)
-    return out
 
 
 def _same_dim(a: Dim, b: Dim) -> bool:
