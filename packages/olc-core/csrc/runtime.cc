@@ -88,7 +88,14 @@ int32_t onnx_code_of(const py::dtype& dt) {
 }
 
 [[noreturn]] void raise_olc_error(const std::string& message) {
-  PyErr_SetString(g_error_type ? g_error_type : PyExc_RuntimeError, message.c_str());
+  // Messages quote the model's names and string attributes, and a kernel's
+  // fixed-size error buffer may cut a multi-byte character: bytes that are
+  // not UTF-8 are shown as \xNN escapes (PyErr_SetString would raise a
+  // UnicodeDecodeError instead of the error meant).
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()), "backslashreplace");
+  if (!text) throw py::error_already_set();
+  PyErr_SetObject(g_error_type ? g_error_type : PyExc_RuntimeError, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 
@@ -315,18 +322,7 @@ class Plan {
       // A name that is not UTF-8 (a damaged model) has no str key to look
       // feeds up by; a null key would be dereferenced at run time.
       PyErr_Clear();
-      const char* digits = "0123456789abcdef";
-      std::string shown;
-      for (unsigned char ch : name) {
-        if (ch < 0x80) {
-          shown += static_cast<char>(ch);
-        } else {
-          shown += "\\x";
-          shown += digits[ch >> 4];
-          shown += digits[ch & 15];
-        }
-      }
-      raise_olc_error("graph input name '" + shown + "' is not valid UTF-8");
+      raise_olc_error("graph input name '" + name + "' is not valid UTF-8");
     }
     spec.dtype = dtype;
     spec.is_tensor = is_tensor;

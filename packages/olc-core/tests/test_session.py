@@ -309,6 +309,65 @@ def test_graph_input_name_not_utf8_is_refused_not_a_crash():
         olc_core.Session(data).run(None, {"x": np.ones(2, np.float32)})
 
 
+def _if_model():
+    """y = If(c) { then: Neg(x) } { else: Identity(x) }: names inside a subgraph."""
+    then_g = helper.make_graph([helper.make_node("Neg", ["x"], ["t"], name="neg")], "then", [], [tensor("t", shape=[2])])
+    else_g = helper.make_graph([helper.make_node("Identity", ["x"], ["e"], name="ident")], "else", [],
+                               [tensor("e", shape=[2])])
+    node = helper.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)
+    return make_model([node], [tensor("x", shape=[2]), tensor("c", TensorProto.BOOL, shape=[])],
+                      [tensor("y", shape=["Dim"])])
+
+
+# (placeholder in the valid model, bytes replacing it, what the error says):
+# every name the session reads, found by tools/fuzz_models.py as a
+# UnicodeDecodeError escaping from deep inside the session or a graph pass.
+_NOT_UTF8 = {
+    "node name": ("NODEX", b"NO\xff\xfeX", r"node 'NO\\xff\\xfeX' \(Relu\): name 'NO\\xff\\xfeX' is not valid UTF-8"),
+    "node output": ("midXX", b"mi\xc3(X", r"node 'NODEX' \(Relu\): output 0 'mi\\xc3\(X' is not valid UTF-8"),
+    "graph input": ("inpXX", b"in\x80XX", r"graph input name 'in\\x80XX' is not valid UTF-8"),
+    "attribute name": ("alpha", b"alph\xe9", r"node 'leaky' \(LeakyRelu\): attribute name 'alph\\xe9' is not valid"),
+    "graph output": ("outXX", b"ou\xffXX", r"graph output name 'ou\\xffXX' is not valid UTF-8"),
+    "symbolic dim": ("DimXX", b"Di\xffXX", r"graph input 'inpXX': symbolic dimension 'Di\\xffXX' is not valid UTF-8"),
+}
+
+
+@pytest.mark.parametrize("fusion", [True, False], ids=["fusion", "no-fusion"])
+@pytest.mark.parametrize("case", sorted(_NOT_UTF8))
+def test_names_not_utf8_are_refused_at_creation_naming_the_node(case, fusion):
+    nodes = [helper.make_node("Relu", ["inpXX"], ["midXX"], name="NODEX"),
+             helper.make_node("LeakyRelu", ["midXX"], ["outXX"], name="leaky", alpha=0.5)]
+    model = make_model(nodes, [tensor("inpXX", shape=["DimXX", 2])], [tensor("outXX", shape=["DimXX", 2])])
+    olc_core.Session(model.SerializeToString(), fusion=fusion)  # valid as built
+    placeholder, bad, message = _NOT_UTF8[case]
+    data = model.SerializeToString()
+    assert placeholder.encode() in data and len(bad) == len(placeholder)
+    with pytest.raises(olc_core.InvalidModelError, match=message):
+        olc_core.Session(data.replace(placeholder.encode(), bad), fusion=fusion)
+
+
+def test_a_subgraph_name_not_utf8_names_the_node_and_the_subgraph():
+    (y,) = olc_core.Session(_if_model()).run(None, {"x": np.ones(2, np.float32), "c": np.array(True)})
+    np.testing.assert_array_equal(y, -np.ones(2, np.float32))
+    data = _if_model().SerializeToString()
+    assert data.count(b"ident") == 1
+    with pytest.raises(olc_core.InvalidModelError,
+                       match=r"node 'branch' \(If\), subgraph 'else_branch': node 'id\\xffnt' \(Identity\): name"):
+        olc_core.Session(data.replace(b"ident", b"id\xffnt"))
+
+
+def test_native_error_messages_show_bytes_that_are_not_utf8_as_escapes():
+    # A kernel's message quotes the node's strings and may be cut inside a
+    # multi-byte character by its fixed-size buffer: an OlcError with \x
+    # escapes, not a UnicodeDecodeError. The Scale test kernel refuses an
+    # int factor.
+    node = {"name": b"sc\xc3", "domain": "test.olc", "op_type": "Scale", "opset": 1, "input_dtypes": [1],
+            "input_ranks": [1], "output_dtypes": [1], "attributes": [("factor", int(onnx.AttributeProto.INT), 3)],
+            "input_constants": [None]}
+    with pytest.raises(olc_core.OlcError, match=r"^node 'sc\\xc3' \(Scale\): attribute 'factor' must be a float$"):
+        _native.create_kernel(_native._test_vtable("scale"), node)
+
+
 def test_kernel_creation_error_names_node(scale_plugin):
     model = scale_model(1)
     del model.graph.node[0].attribute[:]

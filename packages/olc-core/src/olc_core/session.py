@@ -167,6 +167,78 @@ def _check_no_external_data(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
+def _printable(text: str | bytes) -> str:
+    """A name as it can be printed: bytes that are not UTF-8 as \\x escapes."""
+    return text.decode("utf-8", "backslashreplace") if isinstance(text, bytes) else text
+
+
+def _dim_params(tp: onnx.TypeProto) -> Iterable[str | bytes]:
+    kind = tp.WhichOneof("value")
+    if kind in ("tensor_type", "sparse_tensor_type"):
+        t = getattr(tp, kind)
+        if t.HasField("shape"):
+            yield from (d.dim_param for d in t.shape.dim if d.HasField("dim_param"))
+    elif kind in ("sequence_type", "optional_type"):
+        yield from _dim_params(getattr(tp, kind).elem_type)
+    elif kind == "map_type":
+        yield from _dim_params(tp.map_type.value_type)
+
+
+def _check_graph_names(graph: onnx.GraphProto, where: str = "") -> None:
+    """Refuses a name (of a value, node, op, domain, attribute or symbolic
+    dimension) that is not valid UTF-8, naming where it is. protobuf gives
+    such a string field as bytes; the runtime keys values by str names, and
+    a graph pass building nodes from it would fail with a UnicodeDecodeError."""
+
+    def check(text: str | bytes, what: str) -> None:
+        if isinstance(text, bytes):
+            raise InvalidModelError(f"{where}{what} '{_printable(text)}' is not valid UTF-8")
+
+    check(graph.name, "graph name")
+    for kind, infos in (("graph input", graph.input), ("graph output", graph.output),
+                        ("value_info", graph.value_info)):
+        for vi in infos:
+            check(vi.name, f"{kind} name")
+            for dim in _dim_params(vi.type):
+                check(dim, f"{kind} '{_printable(vi.name)}': symbolic dimension")
+    for init in graph.initializer:
+        check(init.name, "initializer name")
+    _check_node_names(graph.node, where)
+
+
+def _check_node_names(nodes: Iterable[onnx.NodeProto], where: str) -> None:
+    for index, node in enumerate(nodes):
+        op_type = _printable(node.op_type)
+        label = f"{where}{_label(_printable(node.name) or f'{op_type}_{index}', op_type)}"
+        for what, texts in (("name", [node.name]), ("op type", [node.op_type]), ("domain", [node.domain]),
+                            ("input", node.input), ("output", node.output),
+                            ("attribute name", [a.name for a in node.attribute])):
+            for k, text in enumerate(texts):
+                if isinstance(text, bytes):
+                    place = f" {k}" if what in ("input", "output") else ""
+                    raise InvalidModelError(f"{label}: {what}{place} '{_printable(text)}' is not valid UTF-8")
+        for a in node.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _check_graph_names(a.g, f"{label}, subgraph '{a.name}': ")
+            elif a.type == onnx.AttributeProto.GRAPHS:
+                for k, sub in enumerate(a.graphs):
+                    _check_graph_names(sub, f"{label}, subgraph '{a.name}[{k}]': ")
+
+
+def _check_names(model: onnx.ModelProto) -> None:
+    """_check_graph_names over the graph, the opset imports and the local functions."""
+    for o in model.opset_import:
+        if isinstance(o.domain, bytes):
+            raise InvalidModelError(f"opset import domain '{_printable(o.domain)}' is not valid UTF-8")
+    _check_graph_names(model.graph)
+    for f in model.functions:
+        where = f"function '{_printable(f.name)}'"
+        for text in [f.name, f.domain, *f.input, *f.output, *f.attribute]:
+            if isinstance(text, bytes):
+                raise InvalidModelError(f"{where}: name '{_printable(text)}' is not valid UTF-8")
+        _check_node_names(f.node, f"{where}: ")
+
+
 def load_model(model: Any) -> onnx.ModelProto:
     """The ModelProto of a path (external data read beside it), serialized bytes or a proto."""
     if isinstance(model, onnx.ModelProto):
@@ -813,6 +885,7 @@ class Session:
         # (defined inputs, topological order, opset imports) are made below.
         if not proto.HasField("graph"):
             raise InvalidModelError("invalid model: it has no graph")
+        _check_names(proto)
         try:
             inferred = onnx.shape_inference.infer_shapes(_inference_model(proto), strict_mode=False)
         except Exception:  # noqa: BLE001 - inference is best effort; kernels validate at run time
