@@ -45,6 +45,12 @@ FUSED_DOMAIN = "olc.fused"
 # inference of propagated_shapes (Reshape targets, axes); larger ones are
 # given as typed inputs, so inference does not copy the weights.
 _INFERENCE_MAX_CONSTANT = 1024
+# onnx's data propagation holds one symbolic value per element of a 1-D
+# tensor an op such as Cast, Add or Squeeze reads, whatever its length
+# (0.3 s for 3M elements; a declared [2**40] input exhausted memory). Shape
+# tensors are a few elements long and real 1-D weights (vocabulary biases)
+# well under this: a graph with a longer 1-D value is inferred without it.
+_DATA_PROP_MAX_1D = 1 << 20
 
 Dim = int | str | None
 
@@ -143,7 +149,8 @@ class GraphPassContext:
 def _propagated_shapes(ctx: GraphPassContext) -> dict[str, tuple[Dim, ...]]:
     """The context's shapes, overlaid with those of inference with data
     propagation over the graph (initializers over _INFERENCE_MAX_CONSTANT
-    elements given as typed inputs)."""
+    elements given as typed inputs; no propagation where a 1-D value is
+    longer than _DATA_PROP_MAX_1D)."""
     g = ctx.graph
     inputs = list(g.input)
     names = {vi.name for vi in inputs}
@@ -163,9 +170,10 @@ def _propagated_shapes(ctx: GraphPassContext) -> dict[str, tuple[Dim, ...]]:
     graph = helper.make_graph(g.node, g.name or "g", inputs, [onnx.ValueInfoProto(name=o.name) for o in g.output],
                               initializer=small)
     opsets = [helper.make_opsetid("" if d == "ai.onnx" else d, v) for d, v in ctx.opsets.items()]
+    data_prop = not any(len(s) == 1 and isinstance(s[0], int) and s[0] > _DATA_PROP_MAX_1D for s in out.values())
     try:
         inferred = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=opsets),
-                                                     strict_mode=False, data_prop=True)
+                                                     strict_mode=False, data_prop=data_prop)
     except Exception:  # noqa: BLE001 - inference is best effort: the context's shapes stay
         return out
     for vi in list(inferred.graph.value_info) + list(inferred.graph.input) + list(inferred.graph.output):
