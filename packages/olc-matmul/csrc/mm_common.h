@@ -36,10 +36,12 @@ struct Epi {
 template <typename T>
 using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr, int nr,
                          int flags, const Epi<T>* ep);
-// The same with A read in place: row i of the tile at Ap + i * lda.
+// The same with A read in place: row i of the tile at Ap + i * lda. pf, when
+// not NULL, is memory the driver needs soon (the next panel of a prepacked
+// B): the kernel prefetches its pf_lines cache lines, one per k step.
 template <typename T>
 using UKernelDA = void (*)(int64_t kc, const T* A, int64_t lda, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr,
-                           int nr, int flags, const Epi<T>* ep);
+                           int nr, int flags, const Epi<T>* ep, const void* pf, int64_t pf_lines);
 
 // y[i] = sum_k X[i * ldx + k] * v[k], i < m      (dot products)
 template <typename T>

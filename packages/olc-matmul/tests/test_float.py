@@ -274,6 +274,44 @@ def test_tuning_overrides_reach_every_blocking_path(level, threads):
         tuning.reset()
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+def test_prepacked_b_panel_order_and_prefetch(level, threads):
+    """A prepacked B is walked panel by panel, every row block using a panel
+    before the next, each prefetching a slice of the panel that follows (the
+    next one in the block, the first of the next K block, of the next column
+    block). Small blocks put several of each in one product; row, column
+    and K tails everywhere; a bias (Gemm C) and the split over threads."""
+    from olc_core import tuning
+
+    rng = np.random.default_rng(9)
+    shapes = [(37, 200, 150), (1, 33, 5), (25, 64, 64), (13, 97, 33), (0, 40, 20)]
+    try:
+        for t in ("float32", "float64"):
+            for blocking in ({"kc": 16, "nc": 64}, {}):
+                tuning.reset()
+                for k, v in blocking.items():
+                    tuning.set("olc_matmul", "MatMul", k, v, implementation=level, dtype=t)
+                    tuning.set("olc_matmul", "Gemm", k, v, implementation=level, dtype=t)
+                for M, N, K in shapes:
+                    b = rand(rng, (K, N), t)
+                    c = rand(rng, (N,), t)
+                    for op in ("MatMul", "Gemm"):
+                        if op == "MatMul":
+                            m = model(op, [("a", t), ("b", t)], [("y", t)], initializers=[("b", b)])
+                        else:
+                            m = model(op, [("a", t), ("b", t), ("c", t)], [("y", t)], initializers=[("b", b), ("c", c)])
+                        s = session(m, level, threads)
+                        a = rand(rng, (M, K), t)
+                        y = s.run(None, {"a": a})[0]
+                        ref, prod = ref_gemm(a, b, c if op == "Gemm" else None, 1.0, 1.0, 0, 0)
+                        check_close(y, ref, prod, K, t, f"{op} {t} {level} {blocking} {M}x{N}x{K}")
+                        if M:
+                            assert "prepacked-B" in s.kernel_usage_details()[0]
+    finally:
+        tuning.reset()
+
+
 def test_gemm_blocking_follows_the_caches():
     """kc keeps an A strip and a B panel in L1, nc the packed B block in half
     of L2, per thread (a cache SMT siblings share counts as its share); the
