@@ -355,7 +355,6 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   const UKernel<T> uk = uk_of<T>(isa);
   const UKernelDA<T> ukda = ukda_of<T>(isa);
   const int MR = mr_of<T>(isa), NR = nr_of<T>(isa);
-  const int64_t KC = job.tun->kc;
   const int64_t NC = std::max<int64_t>(NR, job.tun->nc / NR * NR);
   const S* A = static_cast<const S*>(b.a[bi]);
   const S* B = b.packed ? nullptr : static_cast<const S*>(b.b[bi]);
@@ -369,6 +368,12 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   const bool direct_b = direct && !pk && !d.transB && (mlen + MR - 1) / MR <= job.tun->direct_b_max_mblocks;
   // A row-major in the compute type: the kernel reads its rows in place.
   const bool direct_a = direct && !d.transA && job.tun->direct_a;
+  // Prepacked B walked panel by panel (below) keeps no A strip in L1, so
+  // K blocks may be longer: equal blocks of at most 1.5 kc, fewer passes
+  // over C (K 384 in one block rather than 256 + 128: MiniLM's projections
+  // 2-3 % faster; K 768 to 3072 even).
+  int64_t KC = job.tun->kc;
+  if (pk && direct_a) KC = ceil_div(kb - ka, ceil_div(kb - ka, KC + KC / 2));
 
   T* apack = static_cast<T*>(t_apack.get(sizeof(T) * MR * KC));
   T* bpack = pk ? nullptr : static_cast<T*>(t_bpack.get(sizeof(T) * KC * ((NC + NR - 1) / NR * NR)));
