@@ -1,4 +1,5 @@
-// Gemm, MatMul and com.microsoft FusedMatMul as seen by olc-core:
+// Gemm, MatMul, com.microsoft FusedMatMul and olc.fused MatMulAdd (MatMul
+// with its bias Add, from the matmul-add graph pass) as seen by olc-core:
 // attribute and type validation, shapes and broadcasting, the constant-B
 // cache, and the call into the GEMM driver. Compiled without ISA flags.
 #include <algorithm>
@@ -78,7 +79,7 @@ std::shared_ptr<PackedB> packed_constant(const KernelSet& ks, const olc_tensor& 
 
 // ------------------------------------------------------------ state
 
-enum class OpKind { kGemm, kMatMul, kFusedMatMul };
+enum class OpKind { kGemm, kMatMul, kFusedMatMul, kMatMulAdd };
 
 struct FloatState {
   OpKind kind;
@@ -140,6 +141,10 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
     st->transBatchA = f[2] != 0;
     st->transBatchB = f[3] != 0;
     if (node->n_inputs != 2) return fail_create(error, esize, "FusedMatMul takes 2 inputs, got %d", node->n_inputs);
+  } else if (kind == OpKind::kMatMulAdd) {
+    if (!ar.check_known({})) return nullptr;
+    if (node->n_inputs != 3)
+      return fail_create(error, esize, "MatMulAdd takes 3 inputs (A, B, bias), got %d", node->n_inputs);
   } else {
     if (!ar.check_known({})) return nullptr;
     if (node->n_inputs != 2) return fail_create(error, esize, "MatMul takes 2 inputs, got %d", node->n_inputs);
@@ -162,7 +167,7 @@ void* float_create(OpKind kind, const olc_core_api* api, const olc_node_info* no
   st->ks = select_kernels(api);
   st->tun = default_gemm_tuning(dt);
   {
-    // FusedMatMul is a MatMul: it reads MatMul's tuning keys.
+    // FusedMatMul and MatMulAdd are MatMuls: they read MatMul's tuning keys.
     const char* kname = kind == OpKind::kGemm ? "Gemm" : "MatMul";
     const char* lib = "olc_matmul";
     const GemmTuning& t = st->tun;
@@ -219,6 +224,9 @@ void* matmul_create(const olc_core_api* api, const olc_node_info* node, char* er
 }
 void* fused_matmul_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
   return float_create(OpKind::kFusedMatMul, api, node, error, esize);
+}
+void* matmul_add_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return float_create(OpKind::kMatMulAdd, api, node, error, esize);
 }
 
 void float_destroy(void* state) { delete static_cast<FloatState*>(state); }
@@ -389,10 +397,13 @@ OperandView view_of(const olc_tensor& t, bool trans, bool trans_batch, bool is_b
 int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
                    int32_t n_outputs) {
   const FloatState* st = static_cast<const FloatState*>(state);
-  if (n_inputs != 2 || n_outputs != 1) return fail_run(ctx, "expects 2 inputs and 1 output");
+  const bool add = st->kind == OpKind::kMatMulAdd;
+  if (n_inputs != (add ? 3 : 2) || n_outputs != 1)
+    return fail_run(ctx, add ? "expects 3 inputs and 1 output" : "expects 2 inputs and 1 output");
   const olc_tensor& a = inputs[0];
   const olc_tensor& b = inputs[1];
-  if (!check_input(ctx, st, a, 0) || !check_input(ctx, st, b, 1)) return OLC_ERROR;
+  if (!check_input(ctx, st, a, 0) || !check_input(ctx, st, b, 1) || (add && !check_input(ctx, st, inputs[2], 2)))
+    return OLC_ERROR;
   if (a.ndim < 1 || b.ndim < 1)
     return fail_run(ctx, "inputs must have rank >= 1, got A %s and B %s", shape_str(a).c_str(), shape_str(b).c_str());
   if ((st->transBatchA || st->transBatchB) && (a.ndim < 3 || a.ndim != b.ndim))
@@ -422,6 +433,11 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   std::vector<int64_t> out_shape(out_batch);
   if (a.ndim != 1) out_shape.push_back(M);
   if (b.ndim != 1) out_shape.push_back(N);
+  // MatMulAdd: a bias along the output's last axis, added as the tiles are
+  // stored (the Add's broadcast of a [N] vector; the pass takes no other).
+  if (add && (b.ndim < 2 || inputs[2].ndim != 1 || inputs[2].shape[0] != N))
+    return fail_run(ctx, "bias of shape %s is not [N] = [%lld] for B %s", shape_str(inputs[2]).c_str(),
+                    (long long)N, shape_str(b).c_str());
   int64_t nbatch = 1;
   for (int64_t v : out_batch) nbatch *= v;
   void* y = g_api->allocate_output(ctx, 0, st->dtype, static_cast<int32_t>(out_shape.size()), out_shape.data());
@@ -441,6 +457,14 @@ int32_t matmul_run(const void* state, olc_context* ctx, int32_t n_inputs, const 
   d.ldc = N;
   d.alpha = st->alpha;
   d.beta = 0.0;
+  BiasView bias;
+  if (add && out_count > 0) {
+    convert_bias(inputs[2], &bias);
+    d.beta = 1.0;
+    d.bias = bias.ptr;
+    d.bias_rs = 0;
+    d.bias_cs = 1;
+  }
   const PackedB* pk = packed_matches(st, b) ? st->packed.get() : nullptr;
   // B shared by every batch entry and A with no broadcast, stored as
   // [batch..., M, K]: one GEMM with the batch folded into M.
@@ -493,6 +517,8 @@ const olc_kernel_vtable kMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::MatMul", gua
                                    float_destroy};
 const olc_kernel_vtable kFusedMatMul = {OLC_ABI_VERSION, 0, "olc_matmul::FusedMatMul",
                                         guarded_create<fused_matmul_create>, guarded_run<matmul_run>, float_destroy};
+const olc_kernel_vtable kMatMulAdd = {OLC_ABI_VERSION, 0, "olc_matmul::MatMulAdd", guarded_create<matmul_add_create>,
+                                      guarded_run<matmul_run>, float_destroy};
 
 }  // namespace
 
@@ -500,5 +526,6 @@ void set_float_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* gemm_vtable() { return &kGemm; }
 const olc_kernel_vtable* matmul_vtable() { return &kMatMul; }
 const olc_kernel_vtable* fused_matmul_vtable() { return &kFusedMatMul; }
+const olc_kernel_vtable* matmul_add_vtable() { return &kMatMulAdd; }
 
 }  // namespace olc_mm

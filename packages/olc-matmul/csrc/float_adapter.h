@@ -1,5 +1,5 @@
-// Gemm, MatMul and com.microsoft FusedMatMul vtables (float32, float64,
-// float16, bfloat16).
+// Gemm, MatMul, com.microsoft FusedMatMul and olc.fused MatMulAdd vtables
+// (float32, float64, float16, bfloat16).
 #ifndef OLC_MATMUL_FLOAT_ADAPTER_H_
 #define OLC_MATMUL_FLOAT_ADAPTER_H_
 
@@ -10,6 +10,7 @@ void set_float_api(const olc_core_api* api);
 const olc_kernel_vtable* gemm_vtable();
 const olc_kernel_vtable* matmul_vtable();
 const olc_kernel_vtable* fused_matmul_vtable();
+const olc_kernel_vtable* matmul_add_vtable();
 }  // namespace olc_mm
 
 #endif  // OLC_MATMUL_FLOAT_ADAPTER_H_

@@ -63,6 +63,7 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "QLinearMatMul") vt = olc_mm::qlinear_matmul_vtable();
         else if (op == "MatMulNBits") vt = olc_mm::matmul_nbits_vtable();
         else if (op == "FusedMatMul") vt = olc_mm::fused_matmul_vtable();
+        else if (op == "MatMulAdd") vt = olc_mm::matmul_add_vtable();
         else if (op == "MatMulIntegerToFloat") vt = olc_mm::matmul_integer_to_float_vtable();
         else if (op == "DynamicQuantizeMatMul") vt = olc_mm::dynamic_quantize_matmul_vtable();
         else if (op == "Einsum") vt = olc_mm::einsum_vtable();

@@ -73,6 +73,10 @@ OPS: tuple[OpSpec, ...] = (
     # of the first axis into the rows (transBatchA/B) and alpha; every type
     # of its schema.
     OpSpec("FusedMatMul", "com.microsoft", (Segment(1, MAX_OPSET, F4),), "T", ("T", "T"), ("T",)),
+    # olc.fused MatMulAdd (the matmul-add graph pass, matmul_passes.py):
+    # MatMul(A, B) + bias, bias of shape [N] added as the output tiles are
+    # stored.
+    OpSpec("MatMulAdd", "olc.fused", (Segment(1, MAX_OPSET, F4),), "T", ("T", "T", "T"), ("T",)),
     # com.microsoft MatMulIntegerToFloat: A T1, B T2 (uint8 or int8), the
     # scales, the bias and Y T3 (float32, float16); zero points of A's and
     # B's types.

@@ -1,5 +1,5 @@
-"""olc-core plugin: registers the kernels listed in manifest.py and the Conv
-graph pass (passes.py)."""
+"""olc-core plugin: registers the kernels listed in manifest.py, the Conv
+graph pass (passes.py) and the MatMul bias pass (matmul_passes.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ DESCRIPTIONS = {
     "ConvInteger": "ConvInteger: the implicit GEMM on the integer kernels (VNNI / vpmaddwd), exact int32 sums",
     "FusedConv": "Conv with BatchNormalization folded into its weights and an activation applied per output tile",
     "FusedMatMul": "FusedMatMul: MatMul with transposes and alpha on the packed GEMM, operands read in place",
+    "MatMulAdd": "MatMul with its bias Add, the bias added as the GEMM's output tiles are stored",
     "MatMulIntegerToFloat": "MatMulIntegerToFloat: the integer GEMM (VNNI / vpmaddwd) with a float output stage",
     "DynamicQuantizeMatMul": "DynamicQuantizeMatMul: A quantized to uint8 per tensor, then the integer GEMM",
     "MatMulNBits": "MatMulNBits: 2/4/8-bit weights; float32 GEMV/GEMM, or int8 activations (accuracy_level 4) on VNNI",
@@ -55,6 +56,6 @@ def olc_register_kernels() -> list[olc_core.KernelRegistration]:
 
 @olc_core.hookimpl
 def olc_register_graph_passes() -> list[olc_core.GraphPass]:
-    from . import passes
+    from . import matmul_passes, passes
 
-    return [passes.GRAPH_PASS]
+    return [passes.GRAPH_PASS, matmul_passes.GRAPH_PASS]
