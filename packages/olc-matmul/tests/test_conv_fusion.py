@@ -429,3 +429,34 @@ def test_fused_node_attribute_errors(attrs, pattern):
     with pytest.raises(olc_core.OlcError, match=pattern) as ei:
         olc_core.Session(m, strict=True)
     assert "fc0" in str(ei.value)
+
+
+def test_shape_of_a_fused_conv_is_cached():
+    """A classifier head as exporters write it (flatten through
+    Shape -> Gather -> Unsqueeze -> Concat -> Reshape of the last Conv's
+    output): FusedConv's output shape follows from its input shapes, so the
+    shape plan caches the Shape chain after it like after a plain Conv."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "W")
+    zero = numpy_helper.from_array(np.array([0], np.int64), "zero")
+    minus1 = numpy_helper.from_array(np.array([-1], np.int64), "minus1")
+    nodes = [
+        helper.make_node("Conv", ["X", "W"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("Shape", ["r"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], name="batch", axis=0),
+        helper.make_node("Concat", ["batch", "minus1"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["r", "target"], ["Y"], name="flatten"),
+    ]
+    g = helper.make_graph(nodes, "head", [helper.make_tensor_value_info("X", TensorProto.FLOAT, ["N", 3, 8, 8])],
+                          [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], [w, zero, minus1])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    s = olc_core.Session(m, strict=OTHERS_STRICT, record_usage=True)
+    plan = s.kernel_plan()
+    assert [e.op_type for e in plan if e.node_name == "conv" or e.op_type == "FusedConv"] == ["FusedConv"]
+    assert {e.node_name for e in plan if e.shape_plan == "cached"} >= {"shape", "batch", "target"}
+    x = rng.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})[0]
+    for _ in range(2):
+        np.testing.assert_allclose(s.run(None, {"X": x})[0], want, rtol=1e-5, atol=1e-5)
+    assert s.shape_plan_stats()["hits"] == 1

@@ -58,6 +58,7 @@ _SHAPE_FOLLOWS_SHAPES = frozenset((
     "Attention",  # ai.onnx, com.microsoft (BERT) and the olc.fused node of encoder exports
     "PackedQkvAttention",  # olc.fused: com.microsoft Attention after its projection (olc-attention's pass)
     "MatMulAdd",  # olc.fused: MatMul with its bias Add (olc-matmul's matmul-add pass)
+    "FusedConv",  # olc.fused (olc-matmul's conv-fusion pass) and com.microsoft
 ))
 
 # Output shapes also depend on the values of these inputs.
