@@ -51,6 +51,9 @@ struct PadLayout {
 // Channels [0, nch) of x (float32, float16 or bfloat16: dtype an ONNX code;
 // each channel in[0] x in[1] x in[2] values) into dst in that layout, with
 // pb pads at the start of each axis (and zeros up to the layout's end).
+// rows: when set (r1 > r0, one padded depth only), only padded rows
+// [r0, r1) of each channel are written (the Winograd tasks copy the rows
+// their tiles read); r0 = r1 = 0: the whole layout.
 struct PadCopy {
   const void* x;
   int32_t dtype;
@@ -58,6 +61,7 @@ struct PadCopy {
   int64_t in[3], pb[3];
   PadLayout l;
   float* dst;
+  int64_t r0 = 0, r1 = 0;
 };
 
 // One kc x NR panel of the im2col matrix, k-major (NR floats per k row),

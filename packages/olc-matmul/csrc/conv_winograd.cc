@@ -23,7 +23,7 @@ namespace conv {
 
 namespace {
 
-thread_local FloatScratch t_v, t_m, t_pad;
+thread_local FloatScratch t_v, t_m, t_pad;  // t_pad: a task's padded rows, or the transposed product's copy
 
 struct Job {
   const WinoRun* r;
@@ -33,13 +33,43 @@ struct Job {
   float* vshared;
   const Geom* g;
   PadLayout l;
-  const float* src;  // padded images n0 ..
+  float* pad;  // transposed: the chunk's padded images (img_stride apart)
   int64_t n0, img_stride;
   int64_t TH, TW, T;  // tiles per image
   int64_t nt, nb, nblk;  // tiles of the chunk's images, tiles per block, blocks per group
   std::atomic<bool>* failed;
 };
 
+// The padded input of tiles [t0, t1), channels [c0, c1): images ia .. ib
+// of the chunk (ia = t0 / T) into dst (images img_stride apart, channel c
+// at (c - c0) cs), only the padded rows the tiles read when they lie in
+// one image. Returns ia.
+int64_t pad_tiles(const Job& job, int64_t t0, int64_t t1, int64_t c0, int64_t c1, float* dst, int64_t img_stride) {
+  const Geom& g = *job.g;
+  const int64_t ia = t0 / job.T, ib = (t1 - 1) / job.T;
+  PadCopy pc;
+  pc.dtype = OLC_DTYPE_FLOAT;
+  pc.nch = c1 - c0;
+  for (int d = 0; d < 3; ++d) {
+    pc.in[d] = g.in[d];
+    pc.pb[d] = g.pb[d];
+  }
+  pc.l = job.l;
+  if (ia == ib) {  // tile rows tha .. thb read padded rows 2 tha .. 2 thb + 3
+    pc.r0 = 2 * ((t0 % job.T) / job.TW);
+    pc.r1 = std::min(job.l.Hp, 2 * (((t1 - 1) % job.T) / job.TW) + 4);
+  }
+  for (int64_t i = ia; i <= ib; ++i) {
+    pc.x = job.r->x + ((job.n0 + i) * g.C + c0) * g.in_sp;
+    pc.dst = dst + (i - ia) * img_stride;
+    job.r->ck->pad_copy(&pc);
+  }
+  return ia;
+}
+
+// The normal product: a task is (group, block of tiles), from its own
+// padded copy of the rows its tiles read (no serial copy before the
+// tasks, no barrier between them).
 void range(void* user, int64_t begin, int64_t end) {
   const Job& job = *static_cast<const Job*>(user);
   const WinoRun& r = *job.r;
@@ -53,22 +83,25 @@ void range(void* user, int64_t begin, int64_t end) {
     const int64_t bi = t % job.nblk, gi = t / job.nblk;
     const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
     const int64_t npan = (t1 - t0 + NR - 1) / NR, ld = npan * NR;
+    const int64_t nimg = (t1 - 1) / job.T - t0 / job.T + 1, pstride = g.Cg * job.l.cs;
     float* V = t_v.get(static_cast<size_t>(16 * g.Cg * ld));
     float* M = t_m.get(static_cast<size_t>(16 * g.Mg * ld));
-    if (!V || !M) {
+    float* P = t_pad.get(static_cast<size_t>(nimg * pstride));
+    if (!V || !M || !P) {
       job.failed->store(true);
       return;
     }
+    const int64_t ia = pad_tiles(job, t0, t1, gi * g.Cg, (gi + 1) * g.Cg, P, pstride);
     WinoIn in;
-    in.src = job.src + gi * g.Cg * job.l.cs;
+    in.src = P;
     in.l = job.l;
-    in.img_stride = job.img_stride;
+    in.img_stride = pstride;
     in.nch = g.Cg;
     in.ld_ch = g.Cg;
     in.T = job.T;
     in.TW = job.TW;
-    in.t0 = t0;
-    in.t1 = t1;
+    in.t0 = t0 - ia * job.T;  // tile numbers from P's first image
+    in.t1 = t1 - ia * job.T;
     in.xi_stride = g.Cg * ld;
     in.NR = NR;
     in.dst = V;
@@ -127,16 +160,20 @@ void range_tin(void* user, int64_t begin, int64_t end) {
   for (int64_t t = begin; t < end; ++t) {
     const int64_t c0 = t * job.cpt, c1 = std::min(g.Cg, c0 + job.cpt);
     if (c0 >= c1) continue;
+    // This task's channels of the padded input (the rows the block reads),
+    // then their transform.
+    const int64_t ch = job.cur_g * g.Cg + c0;
+    const int64_t ia = pad_tiles(job, t0, t1, ch, job.cur_g * g.Cg + c1, job.pad + ch * job.l.cs, job.img_stride);
     WinoIn in;
-    in.src = job.src + (job.cur_g * g.Cg + c0) * job.l.cs;
+    in.src = job.pad + ch * job.l.cs;
     in.l = job.l;
     in.img_stride = job.img_stride;
     in.nch = c1 - c0;
     in.ld_ch = g.Cg;
     in.T = job.T;
     in.TW = job.TW;
-    in.t0 = t0;
-    in.t1 = t1;
+    in.t0 = t0 - ia * job.T;
+    in.t1 = t1 - ia * job.T;
     in.xi_stride = g.Cg * rows;
     in.NR = MR;  // strips of MR tiles
     in.dst = job.vshared + c0 * MR;
@@ -286,25 +323,15 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
   job.img_stride = g.C * l.cs;
   std::atomic<bool> failed{false};
   job.failed = &failed;
+  // Chunks of images whose padded copy is at most 4 MiB (the transposed
+  // product's shared copy; the normal product's tasks copy their own rows).
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(4) << 20) / job.img_stride));
-  float* buf = t_pad.get(static_cast<size_t>(chunk * job.img_stride));
-  if (!buf) return false;
+  if (r.transposed) {
+    job.pad = t_pad.get(static_cast<size_t>(chunk * job.img_stride));
+    if (!job.pad) return false;
+  }
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nimg = std::min(chunk, g.N - n0);
-    for (int64_t i = 0; i < nimg; ++i) {
-      PadCopy pc;
-      pc.x = r.x + (n0 + i) * g.C * g.in_sp;
-      pc.dtype = OLC_DTYPE_FLOAT;
-      pc.nch = g.C;
-      for (int d = 0; d < 3; ++d) {
-        pc.in[d] = g.in[d];
-        pc.pb[d] = g.pb[d];
-      }
-      pc.l = l;
-      pc.dst = buf + i * job.img_stride;
-      r.ck->pad_copy(&pc);
-    }
-    job.src = buf;
     job.n0 = n0;
     // Blocks of the chunk's tiles: V and M about 1 MiB each, whole
     // panels, and enough blocks to share among the threads where the
