@@ -1204,8 +1204,9 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     job.koff = koff.data();
     // On several threads with one task per tile, the tasks pad their own
     // rows (a 3x3 stride-2 layer of 64 channels at 16x16 spent a sixth of
-    // its two-thread time in the serial copy before).
-    job.own_pad = copy && !transposed && threads > 1 && job.tm == 1 && l.Dp == 1;
+    // its two-thread time in the serial copy before); not for one output
+    // row (1-D), where every task would copy the whole input.
+    job.own_pad = copy && !transposed && threads > 1 && job.tm == 1 && l.Dp == 1 && g.out[1] > 1;
     int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(4) << 20) / job.img_stride)) : g.N;
     if (transposed)
       chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, g_api->tuning_read_int(st->t_trows) / g.out_sp));
