@@ -355,6 +355,45 @@ def test_winograd_took_both_products():
     assert {False, True} == WINO_SEEN
 
 
+SPLIT_CASES = [
+    # implicit GEMM, tasks padding their own rows: several tiles per image (NC 256), stride 2, odd sizes
+    ((1, 5, 45, 37), (7, 5, 5, 3), {"strides": [2, 1], "pads": [2, 1, 1, 1]}, "implicit-gemm"),
+    # two single-panel tiles (36 positions), dilation, asymmetric pads
+    ((1, 6, 13, 13), (20, 6, 3, 3), {"strides": [2, 2], "dilations": [2, 1], "pads": [2, 1, 1, 0]}, "implicit-gemm"),
+    ((3, 8, 17, 17), (16, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 2}, "implicit-gemm"),
+    # 1-D: one shared padded copy
+    ((2, 4, 301), (9, 4, 5), {"pads": [2, 2]}, "implicit-gemm"),
+    # Winograd, tiles as columns: blocks cut inside an image, and blocks spanning images
+    ((1, 16, 30, 34), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3 "),
+    ((3, 8, 15, 13), (12, 8, 3, 3), {"pads": [1, 0, 1, 2]}, "winograd-f2x2-3x3 "),
+    # Winograd, tiles as rows: one block of three images' tiles
+    ((3, 16, 6, 6), (128, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3-transposed"),
+]
+
+
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=[str(i) for i in range(len(SPLIT_CASES))])
+def test_thread_splits(case):
+    """Shapes whose two-thread split has tails (tiles cut inside an image,
+    blocks spanning images, single-panel tiles, padded rows copied per task):
+    one and two threads against the float64 reference, and against each
+    other within twice the float32 rounding bound."""
+    xs, ws, attrs, algo = case
+    rng = np.random.default_rng(23)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    bound = 4 * (k_of(ws, attrs) + 2) * 2.0**-24 * absprod + 1e-30
+    for level in LEVELS:
+        ys = []
+        for threads in (1, 2):
+            y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+            detail = s.kernel_usage_details()[0]
+            assert algo in detail + " " and (algo.endswith("transposed") or "transposed" not in detail), detail
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
+            ys.append(y.astype(np.float64))
+        assert (np.abs(ys[0] - ys[1]) <= 2 * bound).all(), level
+
+
 def test_large_input_uses_tiles():
     """A 3x3 convolution whose im2col matrix would be 9 times the input:
     right result on the tiled path, on more than one tile per image."""
