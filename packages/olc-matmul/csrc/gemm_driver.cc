@@ -206,6 +206,23 @@ void pack_a_pairs(const uint16_t* A, bool transA, int64_t lda, int64_t m0, int m
   }
 }
 
+// The epilogue of the tile whose first element is C(m, c): alpha and the
+// bias times beta, or none when the tile goes into a split-K partial.
+template <typename T>
+Epi<T> tile_epilogue(const GemmDesc& d, const T* bias, bool partial, int64_t m, int64_t c) {
+  Epi<T> ep{};
+  if (partial) {
+    ep.alpha = T(1);
+    return ep;
+  }
+  ep.alpha = static_cast<T>(d.alpha);
+  ep.beta = static_cast<T>(d.beta);
+  ep.bias = bias ? bias + m * d.bias_rs + c * d.bias_cs : nullptr;
+  ep.bias_rs = d.bias_rs;
+  ep.bias_cs = d.bias_cs;
+  return ep;
+}
+
 struct Plan {
   int64_t tm, tn, tk;       // task grid per batch entry (tk > 1: split K)
   int64_t mstep, nstep, kstep;
@@ -254,19 +271,7 @@ void general_task_bf16(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, in
   amx::TileScope tiles(amx);
   for (int64_t nc0 = n0; nc0 < n1; nc0 += NC) {
     const int64_t nc = std::min(NC, n1 - nc0);
-    // The epilogue of the tile at row m, panel j (none into a split-K partial).
-    auto epilogue = [&](int64_t m, int64_t j) {
-      if (part) {
-        ep.alpha = 1.0f;
-        ep.bias = nullptr;
-      } else {
-        ep.alpha = static_cast<float>(d.alpha);
-        ep.beta = static_cast<float>(d.beta);
-        ep.bias = bias ? bias + m * d.bias_rs + (nc0 + j * NR) * d.bias_cs : nullptr;
-        ep.bias_rs = d.bias_rs;
-        ep.bias_cs = d.bias_cs;
-      }
-    };
+    auto epilogue = [&](int64_t m, int64_t j) { ep = tile_epilogue(d, bias, part != nullptr, m, nc0 + j * NR); };
     float* Ct;
     int64_t ldct;
     if (part) {
@@ -426,16 +431,7 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
         T* ct = Ct + (m - m0) * ldct + j * NR;
-        if (part) {
-          ep.alpha = T(1);
-          ep.bias = nullptr;
-        } else {
-          ep.alpha = static_cast<T>(d.alpha);
-          ep.beta = static_cast<T>(d.beta);
-          ep.bias = bias ? bias + m * d.bias_rs + (nc0 + j * NR) * d.bias_cs : nullptr;
-          ep.bias_rs = d.bias_rs;
-          ep.bias_cs = d.bias_cs;
-        }
+        ep = tile_epilogue(d, bias, part != nullptr, m, nc0 + j * NR);
         const T* bptr;
         int64_t ldbp = NR;
         if (direct_b) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "amx_tiles.h"
 #include "mm_common.h"
 
 namespace olc_mm {
@@ -36,18 +37,7 @@ void begin() { _tile_loadconfig(&kConfig); }
 void end() { _tile_release(); }
 
 void block_32x32(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int first) {
-  const int64_t cs = ldc * 4;
-  if (first) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  } else {
-    _tile_loadd(0, C, cs);
-    _tile_loadd(1, C + 16, cs);
-    _tile_loadd(2, C + 16 * ldc, cs);
-    _tile_loadd(3, C + 16 * ldc + 16, cs);
-  }
+  c_tiles_begin(C, ldc, first);
   for (int64_t q = 0; q < ng; q += 16) {
     _tile_loadd(4, A + 4 * q, lda);
     _tile_loadd(5, A + 16 * lda + 4 * q, lda);
@@ -58,10 +48,7 @@ void block_32x32(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, 
     _tile_dpbusd(2, 5, 6);
     _tile_dpbusd(3, 5, 7);
   }
-  _tile_stored(0, C, cs);
-  _tile_stored(1, C + 16, cs);
-  _tile_stored(2, C + 16 * ldc, cs);
-  _tile_stored(3, C + 16 * ldc + 16, cs);
+  c_tiles_store(C, ldc);
 }
 
 }  // namespace amx

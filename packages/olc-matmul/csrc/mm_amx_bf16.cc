@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "amx_tiles.h"
 #include "mm_common.h"
 
 namespace olc_mm {
@@ -15,18 +16,8 @@ namespace amx {
 
 void bf16_block_32x32(int64_t steps, const uint16_t* A, int64_t lda, const uint16_t* Bp, float* C, int64_t ldc,
                       int first) {
-  const int64_t cs = ldc * 4, as = lda * 2;
-  if (first) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-  } else {
-    _tile_loadd(0, C, cs);
-    _tile_loadd(1, C + 16, cs);
-    _tile_loadd(2, C + 16 * ldc, cs);
-    _tile_loadd(3, C + 16 * ldc + 16, cs);
-  }
+  const int64_t as = lda * 2;
+  c_tiles_begin(C, ldc, first);
   // One step: 16 k-pairs; a pair row of the panel is 32 columns x 2 values.
   for (int64_t s = 0; s < steps; ++s) {
     _tile_loadd(4, A + 32 * s, as);
@@ -38,10 +29,7 @@ void bf16_block_32x32(int64_t steps, const uint16_t* A, int64_t lda, const uint1
     _tile_dpbf16ps(2, 5, 6);
     _tile_dpbf16ps(3, 5, 7);
   }
-  _tile_stored(0, C, cs);
-  _tile_stored(1, C + 16, cs);
-  _tile_stored(2, C + 16 * ldc, cs);
-  _tile_stored(3, C + 16 * ldc + 16, cs);
+  c_tiles_store(C, ldc);
 }
 
 }  // namespace amx
