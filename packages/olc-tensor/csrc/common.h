@@ -76,6 +76,9 @@ void par_for(olc_context* ctx, int64_t n, int64_t grain, int64_t work_bytes, int
 // Bytes under which copies stay on one thread (tuning: parallel_min_bytes).
 int64_t parallel_min_bytes(const char* kernel);
 
+// Input bytes of one pooling task (whole planes; tuning: Pool task_bytes).
+int64_t pool_task_bytes();
+
 // Copies n bytes; a plain memcpy (the destination never aliases the source).
 inline void copy_bytes(void* dst, const void* src, size_t n) {
   if (n) std::memcpy(dst, src, n);

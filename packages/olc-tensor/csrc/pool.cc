@@ -335,8 +335,18 @@ class Pool final : public Kernel {
       }
     }
     const int64_t es = static_cast<int64_t>(olc_dtype_size(dtype));
-    const int64_t grain = std::max<int64_t>(1, (64 << 10) / std::max<int64_t>(1, g.in_plane * es));
-    par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, parallel_min_bytes("Pool"), [&](int64_t b, int64_t e) {
+    // Tasks of about task_bytes of input. A windowed pool splits from a small
+    // size on (Pool parallel_min_bytes) into at least one task per thread: its
+    // input mostly comes from a threaded Conv and lies in both cores' caches,
+    // which one thread reads slower than two. The global pools, one pass of
+    // light work, keep their own larger threshold.
+    int64_t grain = std::max<int64_t>(1, pool_task_bytes() / std::max<int64_t>(1, g.in_plane * es));
+    if (!global && ctx) {
+      const int64_t threads = std::max(1, g_api->concurrency(ctx));
+      grain = std::max<int64_t>(1, std::min(grain, (g.planes + threads - 1) / threads));
+    }
+    const int64_t min_bytes = parallel_min_bytes(global ? "GlobalPool" : "Pool");
+    par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, min_bytes, [&](int64_t b, int64_t e) {
       std::vector<F> plane, row, win, outrow;
       std::vector<int64_t> ids;  // per-plane scratch, allocated once per range
       std::vector<const F*> rp;

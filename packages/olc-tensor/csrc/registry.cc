@@ -123,6 +123,7 @@ namespace {
 struct ParParam {
   const char* kernel;
   const olc_tuning_param* handle;
+  int64_t fallback = 256 << 10;  // the default threshold
 };
 ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElements", nullptr},
                     {"Concat", nullptr},    {"Split", nullptr},     {"Slice", nullptr},
@@ -131,20 +132,24 @@ ParParam g_par[] = {{"Transpose", nullptr}, {"Gather", nullptr},    {"GatherElem
                     {"Pad", nullptr},       {"CumSum", nullptr},    {"GatherND", nullptr},
                     {"ScatterElements", nullptr}, {"OneHot", nullptr}, {"ConstantOfShape", nullptr},
                     {"EyeLike", nullptr},   {"Trilu", nullptr},     {"DepthToSpace", nullptr},
-                    {"SpaceToDepth", nullptr}, {"Pool", nullptr},     {"Resize", nullptr},
+                    {"SpaceToDepth", nullptr}, {"Pool", nullptr, 24 << 10}, {"Resize", nullptr},
                     {"RoiAlign", nullptr},  {"MaxRoiPool", nullptr}, {"GridSample", nullptr},
-                    {"Col2Im", nullptr},    {"MaxUnpool", nullptr}};
+                    {"Col2Im", nullptr},    {"MaxUnpool", nullptr}, {"GlobalPool", nullptr}};
+const olc_tuning_param* g_pool_task = nullptr;
 void declare_parallel_params() {
   for (ParParam& p : g_par)
-    p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", 256 << 10);
+    p.handle = g_api->tuning_declare_int(kLibrary, p.kernel, "any", OLC_DTYPE_UNDEFINED, "parallel_min_bytes", p.fallback);
+  g_pool_task = g_api->tuning_declare_int(kLibrary, "Pool", "any", OLC_DTYPE_UNDEFINED, "task_bytes", 64 << 10);
 }
 }  // namespace
 
 int64_t parallel_min_bytes(const char* kernel) {
   for (const ParParam& p : g_par)
-    if (p.handle && !std::strcmp(p.kernel, kernel)) return g_api->tuning_read_int(p.handle);
+    if (!std::strcmp(p.kernel, kernel)) return p.handle ? g_api->tuning_read_int(p.handle) : p.fallback;
   return 256 << 10;
 }
+
+int64_t pool_task_bytes() { return g_pool_task ? g_api->tuning_read_int(g_pool_task) : 64 << 10; }
 
 void parallel_copy(olc_context* ctx, void* dst, const void* src, int64_t n, int64_t min_parallel_bytes) {
   constexpr int64_t kChunk = 64 << 10;
