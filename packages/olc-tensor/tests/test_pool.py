@@ -134,17 +134,34 @@ def ort_run(model, feeds):
     return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
 
 
+@pytest.fixture(autouse=True)
+def _pools_split_at_any_size():
+    """The pools go parallel above parallel_min_bytes of input (24 KiB for the
+    windowed pools, 256 KiB for the global ones), which these shapes stay
+    below: at 0 their two-thread runs split the planes across the threads."""
+    import olc_core.tuning as tuning
+
+    for kernel in ("Pool", "GlobalPool"):
+        tuning.set("olc_tensor", kernel, "parallel_min_bytes", 0, implementation="any")
+    yield
+    for kernel in ("Pool", "GlobalPool"):
+        tuning.reset("olc_tensor", kernel, "parallel_min_bytes", implementation="any")
+
+
 def check_levels(model, feeds, op, want, rtol, atol, what=""):
-    res = run_on_every_level(model, feeds, expected_kernel=kname(op))
-    for level, outs in res.items():
-        for k, w in enumerate(want):
-            got = outs[k]
-            assert got.shape == w.shape, f"{what} {level} output {k}: {got.shape} != {w.shape}"
-            if got.dtype == np.int64:
-                np.testing.assert_array_equal(got, w, err_msg=f"{what} {level}")
-            else:
-                np.testing.assert_allclose(got.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
-                                           err_msg=f"{what} {level}")
+    """Every SIMD level on one thread and on two (planes split across them)."""
+    for threads in (2, 1):
+        res = run_on_every_level(model, feeds, threads=threads, expected_kernel=kname(op))
+        for level, outs in res.items():
+            for k, w in enumerate(want):
+                got = outs[k]
+                where = f"{what} {level} {threads} thread(s) output {k}"
+                assert got.shape == w.shape, f"{where}: {got.shape} != {w.shape}"
+                if got.dtype == np.int64:
+                    np.testing.assert_array_equal(got, w, err_msg=where)
+                else:
+                    np.testing.assert_allclose(got.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
+                                               err_msg=where)
     return res
 
 
