@@ -985,7 +985,14 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const Activation* act = st->act.kind == ActKind::kNone ? nullptr : &st->act;
   const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
                       std::equal(st->wshape.begin(), st->wshape.end(), w.shape) && st->wpack_dw == g.depthwise;
-  const int64_t macs = total * g.Kg;
+  // Work for the threading decision in multiply-adds. A depthwise output
+  // costs more than its few multiply-adds (its window's loads, no register
+  // reuse across channels): counted as kDepthwiseOutputCost, MobileNetV2's
+  // 3x3 depthwise layers at 7x7 and 14x14 (423K and 677K multiply-adds)
+  // split again, while MobileNetV3-style layers at 16x16 and below stay on
+  // one thread.
+  constexpr int64_t kDepthwiseOutputCost = 24;
+  const int64_t macs = total * (g.depthwise ? std::max<int64_t>(g.Kg, kDepthwiseOutputCost) : g.Kg);
   const int64_t threads =
       macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
   std::atomic<bool> failed{false};
