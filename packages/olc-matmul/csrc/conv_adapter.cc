@@ -40,6 +40,10 @@ const olc_core_api* g_api = nullptr;
 constexpr int64_t kMaxWtFloats = int64_t(1) << 22;
 
 thread_local FloatScratch t_tile, t_ctile, t_xplane, t_yplane, t_pad, t_res;
+// Per-thread index buffers (kept between runs: a small Conv's run costs
+// about as much as an allocation): the tasks' panel runs, the run's tap
+// offsets.
+thread_local std::vector<int64_t> t_runs, t_koff;
 
 inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
 
@@ -203,7 +207,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
   // Split K evenly into blocks of at most KC.
   const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
   const int64_t kstep = (g.Kg + nkb - 1) / nkb;
-  std::vector<int64_t> runs;
+  std::vector<int64_t>& runs = t_runs;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ti = t % job.tn;
     const int64_t mi = (t / job.tn) % job.tm;
@@ -459,7 +463,7 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
   const int64_t tim = (job.nimg + job.ipt - 1) / job.ipt;  // image shares
   const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
   const int64_t kstep = (g.Kg + nkb - 1) / nkb;
-  std::vector<int64_t> runs;
+  std::vector<int64_t>& runs = t_runs;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ii = t % tim, pt = (t / tim) % tpg, gi = t / (tim * tpg);
     const int64_t p0 = pt * job.ppt, p1 = std::min(npg, p0 + job.ppt);
@@ -968,15 +972,16 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   Geom g;
   char err[400];
   if (!resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
-  std::vector<int64_t> oshape(x.ndim);
+  int64_t oshape[5];  // x.ndim = 2 + g.nsp <= 5 (resolve checked it)
   oshape[0] = g.N;
   oshape[1] = g.Cout;
   for (int i = 0; i < g.nsp; ++i) oshape[2 + i] = g.out[3 - g.nsp + i];
-  if (rt && !(rt->ndim == x.ndim && std::equal(oshape.begin(), oshape.end(), rt->shape)))
+  if (rt && !(rt->ndim == x.ndim && std::equal(oshape, oshape + x.ndim, rt->shape)))
     return fail_run(ctx, "the residual has shape %s, the output %s (no broadcasting)",
-                    fmt_ints(std::vector<int64_t>(rt->shape, rt->shape + rt->ndim)).c_str(), fmt_ints(oshape).c_str());
+                    fmt_ints(std::vector<int64_t>(rt->shape, rt->shape + rt->ndim)).c_str(),
+                    fmt_ints(std::vector<int64_t>(oshape, oshape + x.ndim)).c_str());
   const void* res = rt ? rt->data : nullptr;
-  void* y = g_api->allocate_output(ctx, 0, st->dtype, x.ndim, oshape.data());
+  void* y = g_api->allocate_output(ctx, 0, st->dtype, x.ndim, oshape);
   const int64_t total = g.N * g.Cout * g.out_sp;
   if (!y && total > 0) return OLC_ERROR;
   if (total == 0) return OLC_OK;
@@ -1200,7 +1205,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // The offsets of channel 0's taps, then the other channels' by adding
     // cs (no division per row of K: a 1x1 convolution of small planes
     // spends as long here as in its GEMM otherwise).
-    std::vector<int64_t> koff(static_cast<size_t>(g.Kg));
+    std::vector<int64_t>& koff = t_koff;
+    koff.resize(static_cast<size_t>(g.Kg));
     for (int64_t kd = 0, k = 0; kd < g.k[0]; ++kd)
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {

@@ -278,6 +278,33 @@ def test_constant_bias_and_repeated_runs():
     assert "prepacked-W" in s.kernel_usage_details()[0]
 
 
+def test_depthwise_padding_survives_other_geometries():
+    """The depthwise paths keep their zero-padded buffers per thread and
+    zero only when the geometry changes: geometries whose padded buffers
+    have the same size but different interiors (pads 1, 2 and asymmetric),
+    20 channels (a partial block of channels at every vector width), run in
+    turn with new inputs, match the reference every time (a stale value in
+    a pad position would not)."""
+    cases = [((1, 20, 7, 7), (20, 1, 3, 3), {"group": 20, "pads": [1, 1, 1, 1]}),
+             ((1, 20, 5, 5), (20, 1, 5, 5), {"group": 20, "pads": [2, 2, 2, 2]}),
+             ((1, 20, 6, 7), (20, 1, 3, 3), {"group": 20, "pads": [2, 1, 1, 1]}),
+             ((1, 3, 5, 38), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+             ((1, 3, 3, 36), (3, 1, 5, 5), {"group": 3, "pads": [2, 2, 2, 2]})]
+    rng = np.random.default_rng(17)
+    for level in LEVELS:
+        runs = []
+        for xs, ws, attrs in cases:
+            w = rng.standard_normal(ws).astype(np.float32)
+            runs.append((session(conv_model("float32", attrs, w_const=w, bias=False), level, 1), xs, w, attrs))
+        for rep in range(2):
+            for s, xs, w, attrs in runs:
+                x = (rng.standard_normal(xs) * 100).astype(np.float32)
+                (y,) = s.run(None, {"X": x})
+                ref, absprod = conv_ref(x, w, None, attrs)
+                check_close(y, ref, absprod, k_of(w.shape, attrs), "float32", f"{level} {xs} {attrs} run {rep}")
+                assert s.kernel_usage() == [KERNEL]
+
+
 def test_transposed_product_over_chunks_of_images():
     """The transposed product stacks whole images into its rows, at most
     transposed_max_rows per chunk: several chunks give the same result."""
