@@ -1106,6 +1106,25 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     pack_strips(st->dtype, w.data, g.G, g.Mg, g.Kg, MR, wrun.get());
     wp = wrun.get();
   }
+  // A 1x1 output from a 1x1 input (squeeze-and-excite gates) on one
+  // thread: per image and group one row of the transposed product, a GEMV
+  // over the W^T panels (no strips to build, no MR-row microkernel).
+  if (transposed && g.pointwise && g.in_sp == 1 && st->dtype == OLC_DTYPE_FLOAT && threads == 1) {
+    const float* xf = static_cast<const float*>(x.data);
+    float* yf = static_cast<float*>(y);
+    const int64_t npg = (g.Mg + NR - 1) / NR;
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t gi = 0; gi < g.G; ++gi) {
+        const int64_t co0 = gi * g.Mg;
+        float* yo = yf + n * g.Cout + co0;
+        for (int64_t pi = 0; pi < npg; ++pi)
+          st->ck->gemv_t(xf + n * g.C + gi * g.Cg, wp + (gi * npg + pi) * g.Kg * NR, g.Kg, NR,
+                         std::min<int64_t>(NR, g.Mg - pi * NR), bias ? bias + co0 + pi * NR : nullptr, yo + pi * NR);
+        finish(st->ck, act, st->dtype, res, n * g.Cout + co0, 0, yo, 1, g.Mg, g.Mg);  // float32: cannot fail
+      }
+    g_api->record_usage_detail(ctx, st->detail_pwt.c_str());
+    return OLC_OK;
+  }
   GemmJob job{};
   job.g = &g;
   job.dt = st->dtype;

@@ -164,6 +164,9 @@ struct ConvKernels {
   void (*wino_output)(const WinoOut* p);
   // The same from the transposed product: M^T [tile][channel].
   void (*wino_output_t)(const WinoOut* p);
+  // One row of the transposed product from a W^T panel (NR columns, n
+  // used): y[j] = bias[j] + sum_k x[k] wt[k * NR + j] (bias NULL: 0).
+  void (*gemv_t)(const float* x, const float* wt, int64_t K, int64_t NR, int64_t n, const float* bias, float* y);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }

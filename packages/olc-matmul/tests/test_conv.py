@@ -170,6 +170,8 @@ CASES = [
     ((2, 40, 1, 1), (70, 40, 1, 1), {}),
     ((1, 16, 4, 4), (64, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
     ((2, 6, 7, 7), (40, 6, 3, 3), {"strides": [2, 2]}),
+    # 1x1 planes in groups (K and the W^T panel with tails at every width)
+    ((2, 30, 1, 1), (42, 15, 1, 1), {"group": 2}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
