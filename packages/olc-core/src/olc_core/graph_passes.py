@@ -146,22 +146,31 @@ class GraphPassContext:
         return shapes
 
 
+def inference_constants(graph: onnx.GraphProto, skip: set[str],
+                        max_elements: int) -> tuple[list[onnx.TensorProto], list[onnx.ValueInfoProto]]:
+    """The initializers as shape inference should get them: those of at
+    most max_elements elements as constants, the larger ones as typed inputs
+    (their values would only cost inference time); names in skip (the graph
+    inputs a feed may replace them by) left out."""
+    constants, typed = [], []
+    for init in graph.initializer:
+        if init.name in skip:
+            continue
+        if int(np.prod(init.dims, dtype=np.int64)) <= max_elements:
+            constants.append(init)
+        else:
+            typed.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    return constants, typed
+
+
 def _propagated_shapes(ctx: GraphPassContext) -> dict[str, tuple[Dim, ...]]:
     """The context's shapes, overlaid with those of inference with data
     propagation over the graph (initializers over _INFERENCE_MAX_CONSTANT
     elements given as typed inputs; no propagation where a 1-D value is
     longer than _DATA_PROP_MAX_1D)."""
     g = ctx.graph
-    inputs = list(g.input)
-    names = {vi.name for vi in inputs}
-    small = []
-    for init in g.initializer:
-        if init.name in names:
-            continue
-        if int(np.prod(init.dims, dtype=np.int64)) <= _INFERENCE_MAX_CONSTANT:
-            small.append(init)
-        else:
-            inputs.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    small, typed = inference_constants(g, {vi.name for vi in g.input}, _INFERENCE_MAX_CONSTANT)
+    inputs = list(g.input) + typed
     out: dict[str, tuple[Dim, ...]] = {}
     for name in ctx.value_types:
         s = ctx.shape(name)

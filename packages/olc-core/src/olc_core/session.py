@@ -17,7 +17,14 @@ from onnx import helper, numpy_helper
 
 from . import _native, control_flow, shape_plan
 from .errors import InvalidModelError, NoKernelError, OlcError
-from .graph_passes import GraphPassContext, build_context, describe_replaced, graph_digest, validate_rewrite
+from .graph_passes import (
+    GraphPassContext,
+    build_context,
+    describe_replaced,
+    graph_digest,
+    inference_constants,
+    validate_rewrite,
+)
 from .registration import KernelRegistration, normalize_domain
 from .registration import elem_name as _elem_name
 from .registry import dispatch_table, graph_passes
@@ -441,14 +448,8 @@ def _fallback_check_model(model: onnx.ModelProto) -> onnx.ModelProto:
             inputs.append(onnx.ValueInfoProto(name=vi.name))
             inputs[-1].type.CopyFrom(vi.type)
             _clear_shapes(inputs[-1].type)
-    constants = []
-    for init in g.initializer:
-        if init.name in input_names:
-            continue
-        if int(np.prod(init.dims, dtype=np.int64)) <= _CHECK_INFERENCE_MAX_CONSTANT:
-            constants.append(init)
-        else:
-            inputs.append(helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+    constants, typed = inference_constants(g, input_names, _CHECK_INFERENCE_MAX_CONSTANT)
+    inputs += typed
     graph = helper.make_graph(
         g.node, g.name or "g", inputs, [onnx.ValueInfoProto(name=o.name) for o in g.output], initializer=constants
     )
