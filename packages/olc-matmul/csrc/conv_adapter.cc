@@ -180,19 +180,10 @@ thread_local FloatScratch t_opad;
 void pad_tile_rows(const GemmJob& job, int64_t n, int64_t gi, int64_t s0, int64_t nc, float* dst) {
   const Geom& g = *job.g;
   const size_t es = job.dt == OLC_DTYPE_FLOAT ? 4 : 2;
-  PadCopy pc;
-  pc.x = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
-  pc.dtype = job.dt;
-  pc.nch = g.Cg;
-  for (int i = 0; i < 3; ++i) {
-    pc.in[i] = g.in[i];
-    pc.pb[i] = g.pb[i];
-  }
-  pc.l = job.l;
-  pc.dst = dst;
+  const void* x = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
   const int64_t oh0 = s0 / g.out[2], oh1 = (s0 + nc - 1) / g.out[2];
-  pc.r0 = oh0 * g.s[1];
-  pc.r1 = std::min(job.l.Hp, oh1 * g.s[1] + (g.k[1] - 1) * g.d[1] + 1);
+  const PadCopy pc = pad_copy_of(g, job.l, x, job.dt, g.Cg, dst, oh0 * g.s[1],
+                                 std::min(job.l.Hp, oh1 * g.s[1] + (g.k[1] - 1) * g.d[1] + 1));
   job.ck->pad_copy(&pc);
 }
 
@@ -336,16 +327,9 @@ void pad_range(void* user, int64_t begin, int64_t end) {
   while (begin < end) {
     const int64_t img = begin / g.C, c0 = begin % g.C;
     const int64_t c1 = std::min(g.C, c0 + (end - begin));
-    PadCopy pc;
-    pc.x = static_cast<const char*>(job.x) + static_cast<size_t>(((job.n0 + img) * g.C + c0) * g.in_sp) * es;
-    pc.dtype = job.dt;
-    pc.nch = c1 - c0;
-    for (int i = 0; i < 3; ++i) {
-      pc.in[i] = g.in[i];
-      pc.pb[i] = g.pb[i];
-    }
-    pc.l = job.l;
-    pc.dst = job.dst + img * job.img_stride + c0 * job.l.cs;
+    const PadCopy pc =
+        pad_copy_of(g, job.l, static_cast<const char*>(job.x) + static_cast<size_t>(((job.n0 + img) * g.C + c0) * g.in_sp) * es,
+                    job.dt, c1 - c0, job.dst + img * job.img_stride + c0 * job.l.cs);
     job.ck->pad_copy(&pc);
     begin += c1 - c0;
   }

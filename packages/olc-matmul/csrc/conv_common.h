@@ -78,6 +78,12 @@ bool resolve(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, cons
 // run count (at most nc).
 int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs);
 
+// The copy of nch channels of X (x at the first of them; dtype an ONNX
+// code) into dst in layout l, with g's input sizes and pads: the whole
+// layout, or only padded rows [r0, r1) (r1 > r0, one padded depth).
+PadCopy pad_copy_of(const Geom& g, const PadLayout& l, const void* x, int32_t dtype, int64_t nch, float* dst,
+                    int64_t r0 = 0, int64_t r1 = 0);
+
 // ------------------------------------------------------------ Winograd
 // F(2x2, 3x3) for float32 3x3 convolutions at stride 1 without dilation
 // (conv_winograd.cc).

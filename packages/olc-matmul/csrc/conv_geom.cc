@@ -299,6 +299,23 @@ bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* er
 // The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
 // grid, cut at row ends, as (column in the panel, length, offset) with the
 // offset of the run's first position in PadLayout l.
+PadCopy pad_copy_of(const Geom& g, const PadLayout& l, const void* x, int32_t dtype, int64_t nch, float* dst,
+                    int64_t r0, int64_t r1) {
+  PadCopy pc;
+  pc.x = x;
+  pc.dtype = dtype;
+  pc.nch = nch;
+  for (int i = 0; i < 3; ++i) {
+    pc.in[i] = g.in[i];
+    pc.pb[i] = g.pb[i];
+  }
+  pc.l = l;
+  pc.dst = dst;
+  pc.r0 = r0;
+  pc.r1 = r1;
+  return pc;
+}
+
 int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, int64_t* runs) {
   const int64_t OH = g.out[1], OW = g.out[2];
   int64_t od = c0 / (OH * OW), oh = (c0 / OW) % OH, ow = c0 % OW;

@@ -47,21 +47,14 @@ struct Job {
 int64_t pad_tiles(const Job& job, int64_t t0, int64_t t1, int64_t c0, int64_t c1, float* dst, int64_t img_stride) {
   const Geom& g = *job.g;
   const int64_t ia = t0 / job.T, ib = (t1 - 1) / job.T;
-  PadCopy pc;
-  pc.dtype = OLC_DTYPE_FLOAT;
-  pc.nch = c1 - c0;
-  for (int d = 0; d < 3; ++d) {
-    pc.in[d] = g.in[d];
-    pc.pb[d] = g.pb[d];
-  }
-  pc.l = job.l;
+  int64_t r0 = 0, r1 = 0;
   if (ia == ib) {  // tile rows tha .. thb read padded rows 2 tha .. 2 thb + 3
-    pc.r0 = 2 * ((t0 % job.T) / job.TW);
-    pc.r1 = std::min(job.l.Hp, 2 * (((t1 - 1) % job.T) / job.TW) + 4);
+    r0 = 2 * ((t0 % job.T) / job.TW);
+    r1 = std::min(job.l.Hp, 2 * (((t1 - 1) % job.T) / job.TW) + 4);
   }
   for (int64_t i = ia; i <= ib; ++i) {
-    pc.x = job.r->x + ((job.n0 + i) * g.C + c0) * g.in_sp;
-    pc.dst = dst + (i - ia) * img_stride;
+    const PadCopy pc = pad_copy_of(g, job.l, job.r->x + ((job.n0 + i) * g.C + c0) * g.in_sp, OLC_DTYPE_FLOAT,
+                                   c1 - c0, dst + (i - ia) * img_stride, r0, r1);
     job.r->ck->pad_copy(&pc);
   }
   return ia;
