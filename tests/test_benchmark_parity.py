@@ -287,3 +287,29 @@ def test_efficiency_against_the_level_that_ran():
     case2 = bp.Case(suite="s", op="Abs", inputs=[])
     eff2 = bp.efficiency({"olc_median_ns": 1e3, "threads": 1, "input_bytes": 400, "output_bytes": 400}, case2, host)
     assert eff2["bytes"] == 800 and eff2["olc_gbps"] == pytest.approx(0.8) and "olc_gflops" not in eff2
+
+
+def test_composite_suite_takes_its_groups_and_their_gates(monkeypatch):
+    import types
+
+    bp = load_tool()
+
+    def family(cases, gates):
+        return types.SimpleNamespace(benchmark_cases=lambda: cases, benchmark_gates=lambda: gates,
+                                     __name__="fam")
+
+    case = {"op": "Conv", "inputs": [{"shape": [4], "dtype": "float32"}]}
+    fams = {"a": family([dict(case, group="x"), dict(case, group="y", op="Gemm")],
+                        [{"name": "x gate", "group": "x", "median_at_least": 1.0},
+                         {"name": "y gate", "group": "y", "median_at_least": 1.0},
+                         {"name": "whole suite", "group": None, "median_at_least": 1.0}]),
+            "b": family([dict(case, group="z", op="MaxPool")], [{"name": "z gate", "group": "z"}])}
+    monkeypatch.setattr(bp, "family_module", lambda name: fams.get(name))
+    monkeypatch.setattr(bp, "COMPOSITE_SUITES", {"combo": [("a", frozenset({"x"})), ("b", frozenset({"z"})),
+                                                           ("missing", frozenset({"w"}))]})
+    cases, source, gates = bp.composite_cases("combo", [4096])
+    assert [(c.op, c.group, c.suite) for c in cases] == [("Conv", "x", "combo"), ("MaxPool", "z", "combo")]
+    # only the gates of the groups taken: not another group's, not a gate over a family's whole suite
+    assert [g["name"] for g in gates.benchmark_gates()] == ["x gate", "z gate"]
+    assert "groups x" in source and "groups z" in source
+

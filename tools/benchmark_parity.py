@@ -53,6 +53,11 @@ Suites:
             with its shape glue, batch 1, sequence 128; gate: ratio >= 1.0;
             four CNNs; the genai-shaped decoder LLM decoding after a past of
             512 and on a 128-token prompt; gate: median ratio >= 1.2).
+  conv      the convolution work of several families, one report: olc-matmul's
+            Conv/ConvTranspose cases (groups conv, conv_layers: ResNet-50 and
+            MobileNetV2 layers at batch 1 and 8), olc-tensor's pooling and
+            Resize cases (pool, resize) and the four CNN models of the models
+            suite (cnn), with those groups' gates.
   FAMILY    any other name imports ``olc_FAMILY`` and calls its
             ``benchmark_cases()`` (or ``olc_FAMILY.benchmarks.benchmark_cases``).
 
@@ -109,7 +114,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -341,6 +346,42 @@ def family_module(suite: str) -> Any:
         if getattr(module, "benchmark_cases", None) is not None:
             return module
     return None
+
+
+# A suite drawn from several families: suite -> [(family suite, its groups)].
+COMPOSITE_SUITES: dict[str, list[tuple[str, frozenset[str]]]] = {
+    "conv": [("matmul", frozenset({"conv", "conv_layers"})), ("tensor", frozenset({"pool", "resize"})),
+             ("models", frozenset({"cnn"}))],
+}
+
+
+class _CompositeGates:
+    """Stands for a composite suite's module: the gates of its families that
+    select one of its groups (a family gate over its whole suite would judge
+    cases it was not written for)."""
+
+    def __init__(self, gates: list[dict[str, Any]]) -> None:
+        self._gates = gates
+
+    def benchmark_gates(self) -> list[dict[str, Any]]:
+        return list(self._gates)
+
+
+def composite_cases(suite: str, sizes: Sequence[int]) -> tuple[list[Case], str, _CompositeGates]:
+    cases: list[Case] = []
+    gates: list[dict[str, Any]] = []
+    sources = []
+    for family, groups in COMPOSITE_SUITES[suite]:
+        module = family_module(family)
+        if module is None:  # a family not installed: its part of the suite is left out, and said
+            print(f"benchmark_parity: suite {suite!r}: olc_{family} is not installed, its cases are left out",
+                  file=sys.stderr)
+            continue
+        found = [case_from_family(c, family) for c in _call_case_function(module.benchmark_cases, sizes)]
+        cases += [replace(c, suite=suite) for c in found if c.group in groups]
+        gates += [g for g in getattr(module, "benchmark_gates", list)() if g.get("group") in groups]
+        sources.append(f"{module.__name__}.benchmark_cases() groups {', '.join(sorted(groups))}")
+    return cases, "; ".join(sources), _CompositeGates(gates)
 
 
 def family_cases(suite: str, sizes: Sequence[int]) -> tuple[list[Case], str]:
@@ -1122,11 +1163,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     for suite in args.suite:
         if suite == "overhead":
             continue
-        found, source = unary_cases(args.sizes) if suite == "unary" else family_cases(suite, args.sizes)
+        if suite in COMPOSITE_SUITES:
+            found, source, gate_modules[suite] = composite_cases(suite, args.sizes)
+        else:
+            found, source = unary_cases(args.sizes) if suite == "unary" else family_cases(suite, args.sizes)
+            if suite != "unary":
+                gate_modules[suite] = family_module(suite)
         cases += found
         sources[suite] = source
-        if suite != "unary":
-            gate_modules[suite] = family_module(suite)
     for spec in args.cases:
         module_name = spec.partition(":")[0]
         found = [case_from_family(c, module_name) for c in _call_case_function(load_case_function(spec), args.sizes)]

@@ -699,4 +699,7 @@ def benchmark_gates() -> list[dict[str, object]]:
              "group": "encoder_optimized", "median_at_least": 1.1, "min_at_least": 1.0},
             {"name": "raw MiniLM-shaped BERT export, olc's passes against onnxruntime's default optimizations, "
                      "b1 s128: >= 1.1 x onnxruntime",
-             "group": "encoder_minilm", "median_at_least": 1.1, "min_at_least": 1.0}]
+             "group": "encoder_minilm", "median_at_least": 1.1, "min_at_least": 1.0},
+            {"name": "CNN block stacks end to end (ResNet, MobileNetV3, U-Net, M5 audio), batch 1: "
+                     "each >= 1.1 x onnxruntime",
+             "group": "cnn", "median_at_least": 1.1, "min_at_least": 1.1}]
