@@ -74,6 +74,22 @@ def bn_params(rng, c, t="float32"):
             "var": rng.uniform(0.2, 2.0, c).astype(NP[t])}
 
 
+def activation_node(act, x, t, inits):
+    """The activation ACTS[act] of x as node act0 (output act_out); Clip's
+    bounds become initializers appended to inits (an absent one left out)."""
+    op, a_attrs, bounds, _ = ACTS[act]
+    a_in = [x]
+    for n, v in zip(("lo", "hi"), bounds or ()):
+        if v is None:
+            a_in.append("")
+        else:
+            inits.append(numpy_helper.from_array(np.array(v, NP[t]), n))
+            a_in.append(n)
+    while a_in[-1] == "":
+        a_in.pop()
+    return helper.make_node(op, a_in, ["act_out"], name="act0", **a_attrs)
+
+
 def build(t, attrs, act, *, bn=None, w=None, b=None, eps=1e-3, opset=None, bn_inputs_fed=False, extra=()):
     """Conv [-> BatchNormalization] [-> activation] -> Y. w / b: initializers
     (None: fed). bn: BatchNormalization parameters (initializers unless
@@ -105,18 +121,7 @@ def build(t, attrs, act, *, bn=None, w=None, b=None, eps=1e-3, opset=None, bn_in
         nodes.append(helper.make_node("BatchNormalization", [last] + names, ["bn_out"], name="bn0", **bn_attrs))
         last = "bn_out"
     if spec is not None:
-        op, a_attrs, bounds, _ = spec
-        a_in = [last]
-        if bounds is not None:
-            for n, v in zip(("lo", "hi"), bounds):
-                if v is None:
-                    a_in.append("")
-                else:
-                    inits.append(numpy_helper.from_array(np.array(v, NP[t]), n))
-                    a_in.append(n)
-            while a_in[-1] == "":
-                a_in.pop()
-        nodes.append(helper.make_node(op, a_in, ["act_out"], name="act0", **a_attrs))
+        nodes.append(activation_node(act, last, t, inits))
         last = "act_out"
     nodes[-1].output[0] = "Y"
     outputs = [helper.make_tensor_value_info("Y", ONNX[t], None)]

@@ -19,7 +19,7 @@ import pytest
 from helpers import LEVELS, NP, ONNX, OTHERS_STRICT, OUT_EPS
 from onnx import TensorProto, helper, numpy_helper
 from test_conv import conv_ref
-from test_conv_fusion import ACTS, act_ref, assert_within, bn_params, fused_entries, ort_run, reference
+from test_conv_fusion import ACTS, act_ref, activation_node, assert_within, bn_params, fused_entries, ort_run, reference
 
 import olc_core
 from olc_core import testing
@@ -77,17 +77,7 @@ def build(t, xs, ws, attrs, act, *, w, b=None, bn=None, eps=1e-3, swap=False, r_
     nodes.append(helper.make_node("Add", ["R", last] if swap else [last, "R"], ["sum"], name="add0"))
     last = "sum"
     if spec is not None:
-        op, a_attrs, bounds, _ = spec
-        a_in = [last]
-        for n, v in zip(("lo", "hi"), bounds or ()):
-            if v is None:
-                a_in.append("")
-            else:
-                inits.append(numpy_helper.from_array(np.array(v, NP[t]), n))
-                a_in.append(n)
-        while a_in[-1] == "":
-            a_in.pop()
-        nodes.append(helper.make_node(op, a_in, ["act_out"], name="act0", **a_attrs))
+        nodes.append(activation_node(act, last, t, inits))
     nodes[-1].output[0] = "Y"
     outputs = [helper.make_tensor_value_info("Y", ONNX[t], None)]
     for n in extra:
