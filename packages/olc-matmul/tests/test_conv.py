@@ -392,6 +392,10 @@ SPLIT_CASES = [
     ((3, 8, 17, 17), (16, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "group": 2}, "implicit-gemm"),
     # 1-D: one shared padded copy
     ((2, 4, 301), (9, 4, 5), {"pads": [2, 2]}, "implicit-gemm"),
+    # an image stem (3 input channels): at least four tiles per thread, cut inside the output rows
+    ((1, 3, 40, 38), (20, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}, "implicit-gemm"),
+    # images of more than 1 MiB padded: one padded copy per image on one thread
+    ((2, 4, 190, 190), (8, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm"),
     # Winograd, tiles as columns: blocks cut inside an image, and blocks spanning images
     ((1, 16, 30, 34), (24, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3 "),
     ((3, 8, 15, 13), (12, 8, 3, 3), {"pads": [1, 0, 1, 2]}, "winograd-f2x2-3x3 "),
