@@ -15,6 +15,12 @@
 // blocks; float32 (and float16/bfloat16 widened to float32) on the ISA
 // passes of resize_kernels.h, float64 and the integer types in float64
 // (integers round half to even and saturate, as onnx.reference does).
+// float32 resizing only the last two axes (an NCHW image) takes one fused
+// pass per output row instead (planar_f32: no whole-tensor intermediate,
+// each task's W-resampled rows stay in L1), with the same operations in the
+// same order; the W taps of 16 outputs that read at most 32 consecutive
+// sources are precomputed as offsets for permutes (AVX-512) instead of
+// gathers.
 // tf_crop_and_resize writes extrapolation_value wherever a coordinate falls
 // outside [0, size - 1].
 #include <algorithm>
@@ -45,6 +51,11 @@ struct AxisTab {
   std::vector<double> wd;    // out * k
   std::vector<uint8_t> extrap;
   bool any_extrap = false;
+  // The float32 taps again in blocks of 16 outputs (ResizeF32::taps_blocks),
+  // when every whole block reads at most 32 consecutive sources: first
+  // source and count per block, offsets and weights [block][tap][16].
+  std::vector<int32_t> blo, bcnt, brel;
+  std::vector<float> bw;
 };
 
 struct Plan {
@@ -408,6 +419,36 @@ class Resize final : public Kernel {
         t->w[o * n + i] = static_cast<float>(wt);
       }
     }
+    block_taps(t);
+  }
+
+  static void block_taps(AxisTab* t) {
+    const int64_t nb = t->out / 16, k = t->k;
+    std::vector<int32_t> lo(static_cast<size_t>(nb)), cnt(static_cast<size_t>(nb));
+    for (int64_t b = 0; b < nb; ++b) {
+      const auto first = t->idx.begin() + b * 16 * k, last = first + 16 * k;
+      lo[b] = *std::min_element(first, last);
+      cnt[b] = *std::max_element(first, last) - lo[b] + 1;
+      if (cnt[b] > 32) return;
+    }
+    t->blo = std::move(lo);
+    t->bcnt = std::move(cnt);
+    t->brel.resize(static_cast<size_t>(nb * k * 16));
+    t->bw.resize(static_cast<size_t>(nb * k * 16));
+    for (int64_t b = 0; b < nb; ++b)
+      for (int64_t q = 0; q < k; ++q)
+        for (int64_t j = 0; j < 16; ++j) {
+          const int64_t o = b * 16 + j;
+          t->brel[(b * k + q) * 16 + j] = t->idx[o * k + q] - t->blo[b];
+          t->bw[(b * k + q) * 16 + j] = t->w[o * k + q];
+        }
+  }
+
+  // One row of the innermost axis: the blocks of 16, then the rest.
+  void inner_row(float* dst, const float* src, const AxisTab& t) const {
+    const int64_t nb = static_cast<int64_t>(t.blo.size());
+    if (nb) isa.taps_blocks(dst, src, t.blo.data(), t.bcnt.data(), t.brel.data(), t.bw.data(), t.k, nb);
+    isa.taps_inner(dst + nb * 16, src, t.idx.data() + nb * 16 * t.k, t.w.data() + nb * 16 * t.k, t.k, t.out - nb * 16);
   }
 
   template <class T>
@@ -533,6 +574,14 @@ class Resize final : public Kernel {
     if (!p.ax[r - 1].identity) order.push_back(r - 1);
     for (int a = r - 2; a >= 0; --a)
       if (!p.ax[a].identity) order.push_back(a);
+    if constexpr (std::is_same_v<T, float>) {
+      // Only the last two axes resized (an NCHW image): one fused pass.
+      if (r >= 2 && !order.empty() && order.back() >= r - 2) {
+        planar_f32(ctx, p, src, static_cast<float*>(yv));
+        fill_extrap<T>(p, static_cast<T*>(yv));
+        return OLC_OK;
+      }
+    }
     int64_t total_out = 1;
     for (int a = 0; a < r; ++a) total_out *= p.oshape[a];
     F* final_dst = nullptr;
@@ -568,7 +617,7 @@ class Resize final : public Kernel {
                 [&](int64_t b, int64_t e) {
                   for (int64_t row = b; row < e; ++row) {
                     if constexpr (std::is_same_v<F, float>) {
-                      isa.taps_inner(dst + row * out_w, s + row * in_w, t.idx.data(), t.w.data(), k, out_w);
+                      inner_row(dst + row * out_w, s + row * in_w, t);
                     } else {
                       taps_inner_t<F>(dst + row * out_w, s + row * in_w, t.idx.data(), t.wd.data(), k, out_w);
                     }
@@ -598,24 +647,82 @@ class Resize final : public Kernel {
         for (int64_t i = b; i < e; ++i) y[i] = store_v<T, F>(src[i], dtype);
       });
     }
-    if (p.any_extrap) {
-      const T ev = store_v<T, double>(extrap_value, dtype);
-      const int64_t ow = p.oshape[r - 1];
-      const int64_t rows = total_out / std::max<int64_t>(1, ow);
-      const AxisTab& last = p.ax[r - 1];
-      for (int64_t row = 0; row < rows; ++row) {
-        int64_t rem = row;
-        bool ex = false;
-        for (int a = r - 2; a >= 0; --a) {
-          ex = ex || p.ax[a].extrap[rem % p.oshape[a]];
-          rem /= p.oshape[a];
-        }
-        T* d = y + row * ow;
-        for (int64_t o = 0; o < ow; ++o)
-          if (ex || last.extrap[o]) d[o] = ev;
-      }
-    }
+    fill_extrap<T>(p, static_cast<T*>(yv));
     return OLC_OK;
+  }
+
+  // Linear/cubic float32 over the last two axes in one pass per output row:
+  // the W taps of each source row go into a ring of kh rows (computed once
+  // per task and reused by every output row that reads it), then the H taps
+  // combine kh of them into the output row. The same float32 operations in
+  // the same order as the axis-by-axis passes (W first, then H). The taps of
+  // one output row are consecutive source rows (clamped at the edges), so
+  // row ih in ring slot ih % kh never evicts another tap of the same row.
+  void planar_f32(olc_context* ctx, const Plan& p, const float* src, float* y) const {
+    const int r = p.rank;
+    const AxisTab& th = p.ax[r - 2];
+    const AxisTab& tw = p.ax[r - 1];
+    int64_t planes = 1;
+    for (int a = 0; a < r - 2; ++a) planes *= p.oshape[a];
+    const int64_t H = th.in, W = tw.in, OH = th.out, OW = tw.out;
+    const bool w_id = tw.identity, h_id = th.identity;
+    const int32_t kh = th.k;
+    const int64_t rows = planes * OH;
+    const int64_t grain = std::max<int64_t>(1, (8 << 10) / std::max<int64_t>(1, OW * 4));
+    par_for(ctx, rows, grain, rows * OW * 4 + planes * H * W * 4, parallel_min_bytes("Resize"),
+            [&](int64_t b, int64_t e) {
+              std::vector<float> ring(w_id || h_id ? 0 : static_cast<size_t>(kh * OW));
+              std::vector<int64_t> tag(static_cast<size_t>(kh), -1);
+              std::vector<const float*> rp(static_cast<size_t>(kh));
+              for (int64_t item = b; item < e; ++item) {
+                const int64_t pl = item / OH, oh = item % OH;
+                const float* xp = src + pl * H * W;
+                float* d = y + item * OW;
+                if (h_id) {
+                  inner_row(d, xp + oh * W, tw);
+                  continue;
+                }
+                for (int32_t q = 0; q < kh; ++q) {
+                  const int64_t ih = th.idx[oh * kh + q];
+                  if (w_id) {
+                    rp[q] = xp + ih * W;
+                    continue;
+                  }
+                  const int64_t slot = ih % kh;
+                  float* row = ring.data() + slot * OW;
+                  if (tag[slot] != pl * H + ih) {
+                    inner_row(row, xp + ih * W, tw);
+                    tag[slot] = pl * H + ih;
+                  }
+                  rp[q] = row;
+                }
+                isa.combine(d, rp.data(), th.w.data() + oh * kh, kh, OW);
+              }
+            });
+  }
+
+  // tf_crop_and_resize: extrapolation_value wherever a coordinate fell outside.
+  template <class T>
+  void fill_extrap(const Plan& p, T* y) const {
+    if (!p.any_extrap) return;
+    const int r = p.rank;
+    int64_t total_out = 1;
+    for (int a = 0; a < r; ++a) total_out *= p.oshape[a];
+    const T ev = store_v<T, double>(extrap_value, dtype);
+    const int64_t ow = p.oshape[r - 1];
+    const int64_t rows = total_out / std::max<int64_t>(1, ow);
+    const AxisTab& last = p.ax[r - 1];
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rem = row;
+      bool ex = false;
+      for (int a = r - 2; a >= 0; --a) {
+        ex = ex || p.ax[a].extrap[rem % p.oshape[a]];
+        rem /= p.oshape[a];
+      }
+      T* d = y + row * ow;
+      for (int64_t o = 0; o < ow; ++o)
+        if (ex || last.extrap[o]) d[o] = ev;
+    }
   }
 };
 

@@ -35,6 +35,24 @@ void taps_inner(float* dst, const float* src, const int32_t* idx, const float* w
   }
 }
 
+void taps_blocks(float* dst, const float* src, const int32_t* lo, const int32_t*, const int32_t* rel, const float* w,
+                 int32_t k, int64_t nb) {
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* s = src + lo[b];
+    const int32_t* rb = rel + b * k * 16;
+    const float* wb = w + b * k * 16;
+    for (int h = 0; h < 16; h += 8) {
+      __m256 v = _mm256_mul_ps(_mm256_loadu_ps(wb + h),
+                               _mm256_i32gather_ps(s, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + h)), 4));
+      for (int32_t t = 1; t < k; ++t) {
+        const __m256i it = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + t * 16 + h));
+        v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(wb + t * 16 + h), _mm256_i32gather_ps(s, it, 4)));
+      }
+      _mm256_storeu_ps(dst + b * 16 + h, v);
+    }
+  }
+}
+
 void combine(float* dst, const float* const* rows, const float* w, int32_t k, int64_t n) {
   int64_t i = 0;
   if (k == 2) {
@@ -59,7 +77,7 @@ void combine(float* dst, const float* const* rows, const float* w, int32_t k, in
 
 }  // namespace
 
-ResizeF32 resize_f32() { return {taps_inner, combine, "avx2"}; }
+ResizeF32 resize_f32() { return {taps_inner, taps_blocks, combine, "avx2"}; }
 
 }  // namespace avx2
 }  // namespace olc_tn

@@ -335,6 +335,33 @@ def test_threads():
             np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape,scales", [
+    ((2, 3, 17, 40), (1, 1, 2.0, 1.0)),    # H only: rows straight from the input
+    ((2, 3, 17, 40), (1, 1, 1.0, 2.0)),    # W only
+    ((1, 16, 32, 32), (1, 1, 2.0, 2.0)),   # the U-Net's 2x, whole blocks of 16 (threaded)
+    ((1, 2, 9, 200), (1, 1, 3.0, 0.3)),    # blocks reading more than 32 sources: the gather path
+    ((1, 2, 11, 70), (1, 1, 0.7, 0.8)),    # mild downscale: blocks and a tail
+    ((13, 50), (2.5, 1.3)),                # rank 2: one plane
+], ids=["h", "w", "2x", "wide", "down", "rank2"])
+def test_planar_rows(shape, scales, threads):
+    """The fused pass over the last two axes (every row of the W pass kept in
+    a ring and reused by the output rows that read it; blocks of 16 outputs
+    through permutes) against onnx.reference, at every level and thread count."""
+    rng = np.random.default_rng(seed_of("planar", shape, scales))
+    x = values(rng, shape, "float32")
+    for mode in ("linear", "cubic"):
+        m = resize_model({"mode": mode}, scales=scales)
+        want = ref(m, {"x": x})
+        res = run_on_every_level(m, {"x": guarded(x)}, threads=threads, expected_kernel=K)
+        first = None
+        for level, outs in res.items():
+            np.testing.assert_allclose(outs[0], want, rtol=1e-4, atol=1e-4, err_msg=f"{mode} {level}")
+            if first is None:
+                first = outs[0]
+            np.testing.assert_array_equal(outs[0], first, err_msg=f"{mode}: {level} differs from the first level")
+
+
 def test_runtime_scales_input():
     """scales fed at run time (not a constant), sizes absent."""
     x = values(np.random.default_rng(1), (1, 1, 4, 6), "float32")

@@ -8,7 +8,9 @@ elements; per-tensor QuantizeLinear / DequantizeLinear between float32
 and uint8 / int8 at 64K and 1M elements; the pooling and Resize layers of
 a ResNet-50 / U-Net style CNN (MaxPool 3x3 stride 2 on [1,64,112,112], the
 global average pools of [1,512,7,7] and [8,2048,7,7], a 3x3 AveragePool,
-bilinear and nearest 2x upsampling of [1,64,128,128]); the detection and
+bilinear and nearest 2x upsampling of [1,64,128,128]) and the small ones of
+the CNN model stacks (MaxPool 3x3 stride 2 of [1,64,32,32], the U-Net's 2x2
+pools and bilinear 2x of [1,64,32,32], the audio stack's 1-D pools); the detection and
 warping ops: RoiAlign and MaxRoiPool of 100 boxes into 7x7 bins from a
 stride-16 [1,256,50,68] feature map (Faster / Mask R-CNN heads), GridSample
 of [1,32,64,64] on a 64x64 grid (a spatial transformer), Col2Im folding a
@@ -100,6 +102,7 @@ def _f32_const(values: Sequence[float]) -> dict[str, Any]:
 def _cnn_cases() -> list[dict[str, Any]]:
     """Pooling and Resize as a CNN runs them (NCHW float32, constant scales)."""
     pool3 = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}
+    pool2 = {"kernel_shape": [2, 2], "strides": [2, 2]}
     up2 = _f32_const([1, 1, 2, 2])
     cases = [
         _case("MaxPool", "MaxPool 3x3 s2 [1,64,112,112]", [_f32([1, 64, 112, 112])], "pool", pool3),
@@ -114,6 +117,19 @@ def _cnn_cases() -> list[dict[str, Any]]:
         _case("Resize", "Resize nearest 2x [1,64,128,128]",
               [_f32([1, 64, 128, 128]), {"shape": [0], "dtype": "float32", "generator": "normal", "constant": True},
                up2], "resize", {"mode": "nearest"}),
+        # The small nodes of the CNN model stacks (tools/model_builders.py):
+        # ResNet's stem pool, the U-Net's 2x2 pools and bilinear upsampling,
+        # the M5 audio stack's 1-D pools.
+        _case("MaxPool", "MaxPool 3x3 s2 [1,64,32,32]", [_f32([1, 64, 32, 32])], "pool", pool3),
+        _case("MaxPool", "MaxPool 2x2 s2 [1,32,64,64]", [_f32([1, 32, 64, 64])], "pool", pool2),
+        _case("MaxPool", "MaxPool 2x2 s2 [1,128,16,16]", [_f32([1, 128, 16, 16])], "pool", pool2),
+        _case("MaxPool", "MaxPool 4 s4 [1,64,2000]", [_f32([1, 64, 2000])], "pool",
+              {"kernel_shape": [4], "strides": [4]}),
+        _case("AveragePool", "AveragePool 4 s4 [1,256,31]", [_f32([1, 256, 31])], "pool",
+              {"kernel_shape": [4], "strides": [4]}),
+        _case("Resize", "Resize bilinear half_pixel 2x [1,64,32,32]",
+              [_f32([1, 64, 32, 32]), {"shape": [0], "dtype": "float32", "generator": "normal", "constant": True},
+               up2], "resize", {"mode": "linear", "coordinate_transformation_mode": "half_pixel"}),
     ]
     for c in cases:
         # Sums: the order differs from onnxruntime's (and olc multiplies by
