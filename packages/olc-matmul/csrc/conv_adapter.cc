@@ -1300,12 +1300,20 @@ const olc_kernel_vtable kFusedConv = {OLC_ABI_VERSION, 0, "olc_matmul::FusedConv
 // The product of a tile of input positions is scattered-added into the
 // output. Tasks own blocks of output channels (no two tasks write the
 // same output), so they need no reduction.
+//
+// When the kernel tiles the output exactly (kernel == stride, no dilation,
+// padding or output_padding along every axis: the U-Net's 2x2 stride-2
+// upsampling) every output is one product element: the scatter stores
+// product + bias (no bias fill, no read-modify-write; a kernel width of 2
+// interleaves two product rows), and on several threads tasks also split
+// the input positions, since no two positions write the same output.
 
 struct TGeom {
   int nsp;
   int64_t N, C, Cout, G, Cg, Mg;
   int64_t in[3], out[3], k[3], s[3], d[3], pb[3];
   int64_t in_sp, out_sp, ksz;
+  bool tiles;  // every output is written by exactly one (position, kernel offset)
 };
 
 // W [C, Mg, k...] per group as the A operand [Mg * ksz, Cg] in MR-row
@@ -1440,6 +1448,10 @@ bool t_resolve(const ConvTState* st, const olc_tensor& x, const olc_tensor& w, c
     g->out_sp *= out;
     g->ksz *= k;
   }
+  g->tiles = true;
+  for (int j = 0; j < 3; ++j)
+    g->tiles = g->tiles && g->k[j] == g->s[j] && (g->d[j] == 1 || g->k[j] == 1) && g->pb[j] == 0 &&
+               g->out[j] == g->in[j] * g->s[j];
   return true;
 }
 
@@ -1453,6 +1465,7 @@ struct TJob {
   void* y;
   const float* bias;
   int64_t KC, NC;
+  int64_t ncol, colw;  // tasks per block along the input positions, and their width
   std::atomic<bool>* failed;
 };
 
@@ -1494,6 +1507,46 @@ void col2im_add(const TGeom& g, const float* C, int64_t ldc, int64_t rows, int64
   }
 }
 
+// The same when the kernel tiles the output (TGeom::tiles): stores
+// C[r, j] + bias into the one output it lands on.
+template <int KW>
+void col2im_store_tiled(const TGeom& g, const float* C, int64_t ldc, int64_t rows, int64_t s0, int64_t nc,
+                        float* Y, const float* bias) {
+  const int64_t IH = g.in[1], IW = g.in[2];
+  const int64_t KH = g.k[1], kw_n = KW > 0 ? KW : g.k[2];
+  const int64_t OH = g.out[1], OW = g.out[2];
+  for (int64_t r = 0; r < rows; r += kw_n) {
+    // Rows r .. r + kw_n: one output channel m and kernel offsets (kd, kh, 0 ..).
+    const int64_t m = r / g.ksz, kr = r % g.ksz;
+    const int64_t kd = kr / (KH * kw_n), kh = (kr / kw_n) % KH;
+    const float b = bias[m];
+    float* y = Y + m * g.out_sp;
+    const float* c = C + r * ldc;
+    int64_t id = s0 / (IH * IW), ih = (s0 / IW) % IH, iw = s0 % IW;
+    for (int64_t j = 0; j < nc;) {
+      const int64_t run = std::min(nc - j, IW - iw);
+      float* yr = y + ((id * g.s[0] + kd) * OH + ih * g.s[1] + kh) * OW + iw * kw_n;
+      const float* cj = c + j;
+      if constexpr (KW == 2) {
+        const float* c1 = cj + ldc;
+        for (int64_t q = 0; q < run; ++q) {
+          yr[2 * q] = cj[q] + b;
+          yr[2 * q + 1] = c1[q] + b;
+        }
+      } else {
+        for (int64_t q = 0; q < run; ++q)
+          for (int64_t kw = 0; kw < kw_n; ++kw) yr[q * kw_n + kw] = cj[kw * ldc + q] + b;
+      }
+      j += run;
+      iw = 0;
+      if (++ih == IH) {
+        ih = 0;
+        ++id;
+      }
+    }
+  }
+}
+
 void t_range(void* user, int64_t begin, int64_t end) {
   const TJob& job = *static_cast<const TJob*>(user);
   const TGeom& g = *job.g;
@@ -1505,9 +1558,11 @@ void t_range(void* user, int64_t begin, int64_t end) {
   const int64_t nkb = (g.Cg + job.KC - 1) / job.KC;
   const int64_t kstep = (g.Cg + nkb - 1) / nkb;
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t b = t % l.nblk;
-    const int64_t gi = (t / l.nblk) % g.G;
-    const int64_t n = t / (l.nblk * g.G);
+    const int64_t cc = t % job.ncol;  // the input positions [cc * colw, ..) of the block
+    const int64_t b = (t / job.ncol) % l.nblk;
+    const int64_t gi = (t / (job.ncol * l.nblk)) % g.G;
+    const int64_t n = t / (job.ncol * l.nblk * g.G);
+    const int64_t c_begin = cc * job.colw, c_end = std::min(g.in_sp, c_begin + job.colw);
     const int64_t m0 = b * l.mb, m1 = std::min(g.Mg, m0 + l.mb);
     const int64_t rows = (m1 - m0) * g.ksz;
     const int64_t co0 = gi * g.Mg + m0;
@@ -1527,15 +1582,17 @@ void t_range(void* user, int64_t begin, int64_t end) {
       job.failed->store(true);
       return;
     }
-    for (int64_t m = 0; m < m1 - m0; ++m) {
-      const float v = job.bias ? job.bias[co0 + m] : 0.0f;
-      float* y = Y + m * g.out_sp;
-      for (int64_t i = 0; i < g.out_sp; ++i) y[i] = v;
+    if (!g.tiles) {
+      for (int64_t m = 0; m < m1 - m0; ++m) {
+        const float v = job.bias ? job.bias[co0 + m] : 0.0f;
+        float* y = Y + m * g.out_sp;
+        for (int64_t i = 0; i < g.out_sp; ++i) y[i] = v;
+      }
     }
     Epi<float> ep{};
     ep.alpha = 1.0f;
-    for (int64_t s0 = 0; s0 < g.in_sp; s0 += NC) {
-      const int64_t nc = std::min(NC, g.in_sp - s0);
+    for (int64_t s0 = c_begin; s0 < c_end; s0 += NC) {
+      const int64_t nc = std::min(NC, c_end - s0);
       const int64_t ncpad = (nc + NR - 1) / NR * NR;
       for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
         const int64_t kc = std::min(kstep, g.Cg - k0);
@@ -1573,7 +1630,9 @@ void t_range(void* user, int64_t begin, int64_t end) {
           }
         }
       }
-      col2im_add(g, Ct, ncpad, rows, s0, nc, Y);
+      if (!g.tiles) col2im_add(g, Ct, ncpad, rows, s0, nc, Y);
+      else if (g.k[2] == 2) col2im_store_tiled<2>(g, Ct, ncpad, rows, s0, nc, Y, job.bias + co0);
+      else col2im_store_tiled<0>(g, Ct, ncpad, rows, s0, nc, Y, job.bias + co0);
     }
     if (!f32) {
       const int64_t o = (n * g.Cout + co0) * g.out_sp;
@@ -1642,6 +1701,10 @@ int32_t convt_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   if (total == 0) return OLC_OK;
   std::vector<float> biasv;
   const float* bias = bias_as_float(st->dtype, b, g.Cout, &biasv);
+  if (!bias && g.tiles) {
+    biasv.assign(static_cast<size_t>(g.Cout), 0.0f);  // stored as product + 0, as the fill-and-add path does
+    bias = biasv.data();
+  }
   if (g.Cg == 0 || g.in_sp == 0) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t co = 0; co < g.Cout; ++co)
@@ -1668,13 +1731,24 @@ int32_t convt_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
     wp = wrun.get();
   }
   std::atomic<bool> failed{false};
-  TJob job{&g, st->dtype, isa, wp, l, x.data, y, bias, 0, 0, &failed};
+  TJob job{&g, st->dtype, isa, wp, l, x.data, y, bias, 0, 0, 1, g.in_sp, &failed};
   job.KC = std::max<int64_t>(16, std::min<int64_t>(4096, g_api->tuning_read_int(st->t_kc)));
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   const int64_t macs = g.N * g.G * g.Mg * g.ksz * g.Cg * g.in_sp;
   const int64_t threads =
       macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
-  const int64_t tasks = g.N * g.G * l->nblk;
+  const int64_t blocks = g.N * g.G * l->nblk;
+  if (threads > 1 && g.tiles && st->dtype == OLC_DTYPE_FLOAT) {
+    // A few blocks (the U-Net's: 3 to 6) balance poorly over the threads:
+    // cut the input positions too, into about 8 tasks per thread of at
+    // least two panels each.
+    const int64_t want = (8 * threads + blocks - 1) / blocks;
+    const int64_t panels = (g.in_sp + NR - 1) / NR;
+    const int64_t per = std::max<int64_t>(2, (panels + want - 1) / want);
+    job.colw = per * NR;
+    job.ncol = (g.in_sp + job.colw - 1) / job.colw;
+  }
+  const int64_t tasks = blocks * job.ncol;
   if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &t_range, &job);
   else t_range(&job, 0, tasks);
   if (failed.load()) return fail_run(ctx, "out of memory for the ConvTranspose work buffers");

@@ -105,6 +105,15 @@ CASES = [
     ((3, 4, 20), (4, 2, 3), {"group": 2, "dilations": [2], "output_padding": [1], "strides": [2]}),
     ((1, 2, 3, 4, 5), (2, 3, 3, 2, 3), {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
     ((1, 4, 3, 4, 3), (4, 1, 3, 3, 3), {"group": 4}),
+    # Kernels that tile the output (kernel == stride, no pads): each output
+    # stored once, input positions split across threads; then the same
+    # kernels with output_padding, which leaves outputs to the bias alone.
+    ((2, 32, 12, 10), (32, 16, 2, 2), {"strides": [2, 2]}),
+    ((1, 8, 6, 7), (8, 3, 2, 2), {"group": 2, "strides": [2, 2]}),
+    ((2, 8, 13), (8, 5, 3), {"strides": [3]}),
+    ((1, 4, 3, 4, 5), (4, 3, 2, 2, 2), {"strides": [2, 2, 2]}),
+    ((1, 5, 4, 6), (5, 7, 1, 1), {}),
+    ((1, 16, 9, 11), (16, 4, 2, 2), {"strides": [2, 2], "output_padding": [1, 0]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
