@@ -69,6 +69,16 @@ struct RowsT {
       dst[i] = v;
     }
   }
+  template <bool Max>
+  static void rows_2d(F* dst, const F* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step) {
+    for (int64_t r = 0; r < count; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        const F* p = src + r * step + i;
+        F v = p[0];
+        for (int64_t j = 1; j < m; ++j) v = Max ? fmax1(v, p[j * pitch]) : v + p[j * pitch];
+        dst[r * n + i] = v;
+      }
+  }
   static void mul(F* y, const F* a, const F* b, int64_t n) {
     for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
   }
@@ -89,6 +99,8 @@ template <class F>
 struct Rows {
   void (*rows_max_n)(F*, const F* const*, int64_t, int64_t) = RowsT<F>::rows_max_n;
   void (*rows_add_n)(F*, const F* const*, int64_t, int64_t) = RowsT<F>::rows_add_n;
+  void (*rows_max_2d)(F*, const F*, int64_t, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::template rows_2d<true>;
+  void (*rows_add_2d)(F*, const F*, int64_t, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::template rows_2d<false>;
   void (*window_max)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_max;
   void (*window_add)(F*, const F*, int64_t, int64_t, int64_t, int64_t) = RowsT<F>::window_add;
   void (*mul)(F*, const F*, const F*, int64_t) = RowsT<F>::mul;
@@ -100,6 +112,8 @@ Rows<float> rows_of(const PoolRowsF32& r) {
   Rows<float> o;
   o.rows_max_n = r.rows_max_n;
   o.rows_add_n = r.rows_add_n;
+  o.rows_max_2d = r.rows_max_2d;
+  o.rows_add_2d = r.rows_add_2d;
   o.window_max = r.window_max;
   o.window_add = r.window_add;
   o.mul = r.mul;
@@ -345,11 +359,37 @@ class Pool final : public Kernel {
       const int64_t threads = std::max(1, g_api->concurrency(ctx));
       grain = std::max<int64_t>(1, std::min(grain, (g.planes + threads - 1) / threads));
     }
+    // Planes whose windows tile H exactly (no H padding, H == stride * OH;
+    // 1-D and 2-D) and take the block path run several at once as one tall
+    // plane: no window crosses from one plane into the next, and the
+    // per-plane calls of small planes (16x16, 1-D rows) cost more than
+    // their work.
+    const bool block = !global && g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1;
+    const bool merge = block && std::is_same_v<T, F> && kind != PKind::Lp && !yi && g.in[0] == 1 && g.k[0] == 1 &&
+                       g.pb[1] == 0 && g.pe[1] == 0 && g.in[1] == g.s[1] * g.out[1];
+    const int64_t mcap = merge ? std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, g.in_plane * es)) : 1;
+    if (merge && kind == PKind::Avg) {
+      const size_t n = scale.size();
+      scale.resize(n * static_cast<size_t>(mcap));
+      for (int64_t c = 1; c < mcap; ++c) std::copy(scale.begin(), scale.begin() + n, scale.begin() + c * n);
+    }
     const int64_t min_bytes = parallel_min_bytes(global ? "GlobalPool" : "Pool");
     par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, min_bytes, [&](int64_t b, int64_t e) {
       std::vector<F> plane, row, win, outrow;
       std::vector<int64_t> ids;  // per-plane scratch, allocated once per range
       std::vector<const F*> rp;
+      if constexpr (std::is_same_v<T, F>) {
+        if (merge) {
+          for (int64_t pc = b; pc < e; pc += mcap) {
+            const int64_t cnt = std::min(mcap, e - pc);
+            Geometry gm = g;
+            gm.in[1] *= cnt;
+            gm.out[1] *= cnt;
+            plane_block<T, F>(gm, r, x + pc * g.in_plane, y + pc * g.out_plane, row, outrow, ids, rp, scale, edges);
+          }
+          return;
+        }
+      }
       if constexpr (std::is_same_v<T, float>) {
         if (global && kind != PKind::Lp && !yi) {
           // Whole planes at once, several in flight.
@@ -389,7 +429,7 @@ class Pool final : public Kernel {
           yp[0] = finish<T, F>(v, g.in_plane);
           continue;
         }
-        if (g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1) plane_block<T, F>(g, r, src, yp, row, outrow, ids, rp, scale, edges);
+        if (block) plane_block<T, F>(g, r, src, yp, row, outrow, ids, rp, scale, edges);
         else plane_rows<T, F>(g, m, r, src, yp, row, win, outrow, rp);
       }
     });
@@ -474,9 +514,14 @@ class Pool final : public Kernel {
     const int64_t kh = g.k[1], sh = g.s[1], dh = g.d[1], ph = g.pb[1];
     const bool is_max = kind == PKind::Max;
     const F ident = is_max ? std::numeric_limits<F>::quiet_NaN() : F(0);
-    vb.resize(static_cast<size_t>(OH * W));
-    yb.resize(static_cast<size_t>(OH * OW));
-    F* V = vb.data();
+    // Scratch only where it is used: a long 1-D row read in place and
+    // written straight to the output needs none (sizing it would zero
+    // megabytes per run).
+    const bool direct_out = std::is_same_v<T, F> && kind != PKind::Lp;
+    const bool in_place = kh == 1 && sh == 1 && ph == 0 && g.pe[1] == 0 && g.out[0] == 1 && g.in[0] == 1;
+    if (!in_place) vb.resize(static_cast<size_t>(OH * W));
+    if (!direct_out) yb.resize(static_cast<size_t>(OH * OW));
+    F* const Vw = vb.data();  // the reduced rows, unless read in place
     const auto reduce_rows = [&](F* dst, int64_t n) {
       if (rp.empty()) std::fill(dst, dst + n, ident);
       else if (is_max) r.rows_max_n(dst, rp.data(), static_cast<int64_t>(rp.size()), n);
@@ -489,18 +534,25 @@ class Pool final : public Kernel {
         const int64_t id = od * g.s[0] - g.pb[0] + jd * g.d[0];
         if (id >= 0 && id < g.in[0]) ids.push_back(id);
       }
-      // Output rows whose every tap row is inside the input, at stride 1:
-      // one call over all of them (their tap rows are consecutive).
-      int64_t a0 = 0, a1 = 0;
-      if (sh == 1) {
-        a0 = std::min<int64_t>(OH, ph);
-        a1 = std::max<int64_t>(a0, std::min<int64_t>(OH, H - (kh - 1) * dh + ph));
-      }
-      if (a1 > a0) {
+      // Output rows [a0, a1) have every tap row inside the input: at stride
+      // 1 one call over all of them (their tap rows are consecutive), at
+      // larger strides one call per depth tap set (2-D: the rows at a pitch).
+      int64_t a0 = std::min<int64_t>(OH, (ph + sh - 1) / sh);
+      const int64_t last = H - 1 + ph - (kh - 1) * dh;  // the last window start inside
+      int64_t a1 = last < 0 ? a0 : std::max<int64_t>(a0, std::min<int64_t>(OH, last / sh + 1));
+      if (sh != 1 && ids.size() != 1) a0 = a1 = 0;
+      const F* V = Vw;
+      if (in_place) {
+        V = src;  // each output row is one input row: read in place
+      } else if (a1 > a0 && sh == 1) {
         rp.clear();
         for (int64_t id : ids)
           for (int64_t jh = 0; jh < kh; ++jh) rp.push_back(src + (id * H + a0 - ph + jh * dh) * W);
-        reduce_rows(V + a0 * W, (a1 - a0) * W);
+        reduce_rows(Vw + a0 * W, (a1 - a0) * W);
+      } else if (a1 > a0) {
+        const F* s0 = src + (ids[0] * H + a0 * sh - ph) * W;
+        if (is_max) r.rows_max_2d(Vw + a0 * W, s0, kh, dh * W, W, a1 - a0, sh * W);
+        else r.rows_add_2d(Vw + a0 * W, s0, kh, dh * W, W, a1 - a0, sh * W);
       }
       // The other rows one by one: [0, a0) and [a1, OH) (all rows when a0 == a1 == 0).
       const auto one_row = [&](int64_t oh) {
@@ -510,7 +562,7 @@ class Pool final : public Kernel {
             const int64_t ih = oh * sh - ph + jh * dh;
             if (ih >= 0 && ih < H) rp.push_back(src + (id * H + ih) * W);
           }
-        reduce_rows(V + oh * W, W);
+        reduce_rows(Vw + oh * W, W);
       };
       for (int64_t oh = 0; oh < a0; ++oh) one_row(oh);
       for (int64_t oh = a1; oh < OH; ++oh) one_row(oh);

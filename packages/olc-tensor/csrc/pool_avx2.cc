@@ -209,7 +209,8 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max_n, rows_add_n, window_max, window_add, mul, sum, max, plane_sums, plane_maxes, "avx2"};
+  return {rows_max_n, rows_add_n, rows_2d_of<rows_max_n>, rows_2d_of<rows_add_n>, window_max, window_add,
+          mul, sum, max, plane_sums, plane_maxes, "avx2"};
 }
 
 }  // namespace avx2

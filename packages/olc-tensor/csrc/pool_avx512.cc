@@ -63,6 +63,23 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     }
     return;
   }
+  if (st == 4) {
+    // Stride 4 (the audio stacks' pools of 4): tap j of 16 outputs is every
+    // fourth of the 61 elements from x + 16 * 4 * b + j * d, picked from
+    // four loads (the last one masked to what is read) by permutes.
+    const __m512i every4 = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 4, 8, 12, 16, 20, 24, 28);
+    const auto tap = [&](const float* p) {
+      const __m512 lo = _mm512_permutex2var_ps(_mm512_loadu_ps(p), every4, _mm512_loadu_ps(p + 16));
+      const __m512 hi = _mm512_permutex2var_ps(_mm512_loadu_ps(p + 32), every4, _mm512_maskz_loadu_ps(0x1FFF, p + 48));
+      return _mm512_shuffle_f32x4(lo, hi, 0x44);  // lanes 0-7 of lo, then lanes 0-7 of hi
+    };
+    for (; i + 16 <= n; i += 16) {
+      const float* p = x + 4 * i;
+      __m512 v = tap(p);
+      for (int64_t j = 1; j < k; ++j) v = op<Max>(v, tap(p + j * d));
+      _mm512_storeu_ps(t + i, v);
+    }
+  }
   if ((n - 1) * st + (k - 1) * d < (int64_t{1} << 31)) {
     // Larger strides (1-D audio pools of 4 at stride 4): tap j of 16 outputs
     // is one gather; the tail's gathers are masked.
@@ -120,6 +137,27 @@ void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
     __m512 v = _mm512_maskz_loadu_ps(mk, rows[0] + i);
     for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm512_maskz_loadu_ps(mk, rows[r] + i));
     _mm512_mask_storeu_ps(dst + i, mk, v);
+  }
+}
+// Short rows (the 16- and 32-wide planes of small feature maps): one or two
+// masked vectors per row, no per-row pointer table.
+template <bool Max>
+void rows_2d(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step) {
+  if (n > 32) {
+    if constexpr (Max) rows_2d_of<rows_n<true>>(dst, src, m, pitch, n, count, step);
+    else rows_2d_of<rows_n<false>>(dst, src, m, pitch, n, count, step);
+    return;
+  }
+  const __mmask16 k0 = tail(n < 16 ? n : 16), k1 = tail(n > 16 ? n - 16 : 0);
+  for (int64_t r = 0; r < count; ++r) {
+    const float* p = src + r * step;
+    __m512 a = _mm512_maskz_loadu_ps(k0, p), b = _mm512_maskz_loadu_ps(k1, p + 16);
+    for (int64_t j = 1; j < m; ++j) {
+      a = op<Max>(a, _mm512_maskz_loadu_ps(k0, p + j * pitch));
+      b = op<Max>(b, _mm512_maskz_loadu_ps(k1, p + j * pitch + 16));
+    }
+    _mm512_mask_storeu_ps(dst + r * n, k0, a);
+    _mm512_mask_storeu_ps(dst + r * n + 16, k1, b);
   }
 }
 void rows_max_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<true>(dst, rows, m, n); }
@@ -193,7 +231,8 @@ void plane_maxes(const float* x, int64_t n, int64_t count, float* out) {
 }  // namespace
 
 PoolRowsF32 pool_rows_f32() {
-  return {rows_max_n, rows_add_n, window_max, window_add, mul, sum, max, plane_sums, plane_maxes, "avx512"};
+  return {rows_max_n, rows_add_n, rows_2d<true>, rows_2d<false>, window_max, window_add,
+          mul, sum, max, plane_sums, plane_maxes, "avx512"};
 }
 
 }  // namespace avx512

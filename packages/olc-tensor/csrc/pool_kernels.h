@@ -10,6 +10,7 @@
 #define OLC_TENSOR_POOL_KERNELS_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace olc_tn {
 
@@ -17,6 +18,11 @@ struct PoolRowsF32 {
   // dst[i] = fmax / sum over r < m of rows[r][i] (m >= 1): one store per element.
   void (*rows_max_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
   void (*rows_add_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
+  // The same for `count` rows at once, row r from m rows at a fixed pitch:
+  // dst[r * n + i] = fmax / sum over j < m of src[r * step + j * pitch + i]
+  // (the strided output rows of a 2-D window, in one call).
+  void (*rows_max_2d)(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step);
+  void (*rows_add_2d)(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step);
   // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n; reads
   // nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths for s = 1 and
   // s = 2 (deinterleaved), masked gathers for larger strides (AVX2 and
@@ -32,6 +38,19 @@ struct PoolRowsF32 {
   void (*plane_maxes)(const float* x, int64_t n, int64_t count, float* out);
   const char* isa;
 };
+
+// rows_*_2d from an ISA's rows_*_n (included by each ISA file, so the row
+// function is inlined into the loop).
+template <void (*RowsN)(float*, const float* const*, int64_t, int64_t)>
+void rows_2d_of(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step) {
+  const float* small[16];
+  std::vector<const float*> big(m > 16 ? static_cast<size_t>(m) : 0);
+  const float** p = m > 16 ? big.data() : small;
+  for (int64_t r = 0; r < count; ++r) {
+    for (int64_t j = 0; j < m; ++j) p[j] = src + r * step + j * pitch;
+    RowsN(dst + r * n, p, m, n);
+  }
+}
 
 namespace scalar { PoolRowsF32 pool_rows_f32(); }
 namespace avx2 { PoolRowsF32 pool_rows_f32(); }

@@ -187,6 +187,15 @@ WINDOWS = [
     ((1, 3, 9, 34), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 2, 6, 8, 10), {"kernel_shape": [3, 3, 3], "strides": [1, 2, 2], "pads": [1, 1, 1, 1, 1, 1]}),
     ((1, 2, 40), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    # Windows tiling H too (no H padding, H == stride * OH): several planes
+    # run as one tall plane; rows at a pitch in one call; 1-D and 1-row
+    # windows read the input in place.
+    ((2, 5, 8, 6), {"kernel_shape": [2, 2], "strides": [2, 2]}),
+    ((1, 6, 9, 8), {"kernel_shape": [3, 2], "strides": [3, 2]}),
+    ((3, 4, 12), {"kernel_shape": [4], "strides": [4]}),
+    ((1, 3, 5, 12), {"kernel_shape": [1, 4], "strides": [1, 4]}),
+    ((2, 3, 16, 16), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 2, 10, 40), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 IDS = [f"r{len(s) - 2}-{'-'.join(f'{k}{v}' for k, v in a.items())}" for s, a in WINDOWS]
 
@@ -360,6 +369,7 @@ def test_pool_large_strides_guarded(at):
         for op, attrs, kind in (("MaxPool", {"kernel_shape": [4], "strides": [4]}, "max"),
                                 ("AveragePool", {"kernel_shape": [4], "strides": [4]}, "avg"),
                                 ("MaxPool", {"kernel_shape": [3], "strides": [3], "dilations": [2]}, "max"),
+                                ("MaxPool", {"kernel_shape": [2], "strides": [4], "dilations": [3]}, "max"),
                                 ("AveragePool", {"kernel_shape": [5], "strides": [3], "pads": [2, 1]}, "avg")):
             k, s_, d = attrs["kernel_shape"][0], attrs["strides"][0], attrs.get("dilations", [1])[0]
             w = (n_out - 1) * s_ + (k - 1) * d + 1 - sum(attrs.get("pads", [0, 0]))
