@@ -134,15 +134,21 @@ def conv_layer_cases() -> list[dict[str, Any]]:
 
 
 def conv_transpose_cases() -> list[dict[str, Any]]:
-    """ConvTranspose as decoders use it: 2x upsampling, kernel 4, stride 2, pad 1."""
-    xs, ws = (1, 64, 28, 28), (64, 32, 4, 4)
-    return [{
-        "op": "ConvTranspose", "domain": "", "opset": 11,
-        "attributes": {"strides": [2, 2], "pads": [1, 1, 1, 1]},
-        "inputs": [_inp(xs), _inp(ws, constant=True), _inp((32,), constant=True)], "outputs": [F32],
-        "expected_kernel": "olc_matmul::ConvTranspose", "name": f"ConvTranspose upsample 2x {list(xs)}*{list(ws)}",
-        "size": 64 * 28 * 28 * 32 * 16, "rtol": 1e-4, "atol": 1e-3 * 4, "group": "conv",
-    }]
+    """ConvTranspose as decoders use it: 2x upsampling, kernel 4, stride 2, pad 1, and the U-Net's kernel 2,
+    stride 2 (a kernel that tiles the output)."""
+    cases = []
+    for xs, ws, attrs in (((1, 64, 28, 28), (64, 32, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+                          ((1, 256, 8, 8), (256, 128, 2, 2), {"strides": [2, 2]}),
+                          ((1, 128, 16, 16), (128, 64, 2, 2), {"strides": [2, 2]})):
+        k = ws[2] * ws[3]
+        cases.append({
+            "op": "ConvTranspose", "domain": "", "opset": 11, "attributes": attrs,
+            "inputs": [_inp(xs), _inp(ws, constant=True), _inp((ws[1],), constant=True)], "outputs": [F32],
+            "expected_kernel": "olc_matmul::ConvTranspose",
+            "name": f"ConvTranspose upsample 2x {list(xs)}*{list(ws)}",
+            "size": xs[1] * xs[2] * xs[3] * ws[1] * k, "rtol": 1e-4, "atol": 1e-3 * 4, "group": "conv",
+        })
+    return cases
 
 
 def einsum_cases() -> list[dict[str, Any]]:
