@@ -12,6 +12,8 @@
 // and the window runs over it as one long row, the outputs whose window
 // crosses a row edge recomputed; otherwise each row goes through a buffer
 // padded with the identity (NaN for max, which fmax ignores; 0 for sums).
+// When the windows also tile H (no H padding, H == stride * OH) the planes
+// of a task run several at once as one tall plane.
 // float32 runs on the ISA rows of pool_kernels.h; float16/bfloat16/int8/
 // uint8 are widened to float32 per plane (exact) and float64 computes in
 // float64 with portable code; the global pools reduce several planes at once.
