@@ -308,11 +308,18 @@ class Pool final : public Kernel {
       }
       m->divisor[i] = count_include_pad ? ninc : nv;
     }
+    // Divisors lie in [0, k]: each reciprocal computed once.
+    std::vector<double> rd(static_cast<size_t>(g.k[a] + 1));
+    std::vector<float> rf(rd.size());
+    for (size_t v = 0; v < rd.size(); ++v) {
+      rd[v] = 1.0 / static_cast<double>(v);
+      rf[v] = 1.0f / static_cast<float>(v);
+    }
     m->inverse_f.resize(static_cast<size_t>(o));
     m->inverse_d.resize(static_cast<size_t>(o));
     for (int64_t i = 0; i < o; ++i) {
-      m->inverse_d[i] = 1.0 / static_cast<double>(m->divisor[i]);
-      m->inverse_f[i] = 1.0f / static_cast<float>(m->divisor[i]);
+      m->inverse_d[i] = rd[m->divisor[i]];
+      m->inverse_f[i] = rf[m->divisor[i]];
     }
   }
 
@@ -325,14 +332,23 @@ class Pool final : public Kernel {
     AxisMap m[3];
     std::vector<F> scale;  // AveragePool: 1 / count of every output position of a plane
     if (!global) {
-      for (int a = 0; a < 3; ++a) axis_map(g, a, &m[a]);
+      // The divisors only for AveragePool (a long 1-D max pool spent most of
+      // its time here), their reciprocals from a table of the few values.
       if (kind == PKind::Avg) {
+        for (int a = 0; a < 3; ++a) axis_map(g, a, &m[a]);
+        const int64_t kvol = g.k[0] * g.k[1] * g.k[2];
+        std::vector<F> recip(kvol <= 4096 ? static_cast<size_t>(kvol + 1) : 0);
+        for (size_t v = 1; v < recip.size(); ++v) recip[v] = static_cast<F>(1.0 / static_cast<double>(v));
         scale.resize(static_cast<size_t>(g.out_plane));
         int64_t i = 0;
         for (int64_t od = 0; od < g.out[0]; ++od)
           for (int64_t oh = 0; oh < g.out[1]; ++oh)
-            for (int64_t ow = 0; ow < g.out[2]; ++ow, ++i)
-              scale[i] = static_cast<F>(1.0 / static_cast<double>(m[0].divisor[od] * m[1].divisor[oh] * m[2].divisor[ow]));
+            for (int64_t ow = 0; ow < g.out[2]; ++ow, ++i) {
+              const int64_t dv = m[0].divisor[od] * m[1].divisor[oh] * m[2].divisor[ow];
+              scale[i] = dv < static_cast<int64_t>(recip.size()) && dv > 0
+                             ? recip[dv]
+                             : static_cast<F>(1.0 / static_cast<double>(dv));
+            }
       }
     }
     // Outputs along W whose window leaves the row: (ow, first and end tap).
@@ -340,6 +356,7 @@ class Pool final : public Kernel {
     if (!global) {
       for (int64_t ow = 0; ow < g.out[2]; ++ow) {
         const int64_t st = ow * g.s[2] - g.pb[2];
+        if (st >= 0 && st + (g.k[2] - 1) * g.d[2] < g.in[2]) continue;
         int64_t jlo = -1, jhi = -1;
         for (int64_t j = 0; j < g.k[2]; ++j) {
           const int64_t iw = st + j * g.d[2];
@@ -347,7 +364,7 @@ class Pool final : public Kernel {
           if (jlo < 0) jlo = j;
           jhi = j + 1;
         }
-        if (st < 0 || st + (g.k[2] - 1) * g.d[2] >= g.in[2]) edges.push_back({ow, jlo, jhi});
+        edges.push_back({ow, jlo, jhi});
       }
     }
     const int64_t es = static_cast<int64_t>(olc_dtype_size(dtype));
@@ -369,6 +386,9 @@ class Pool final : public Kernel {
     const bool block = !global && g.in[2] == g.s[2] * g.out[2] && g.out[2] > 1;
     const bool merge = block && std::is_same_v<T, F> && kind != PKind::Lp && !yi && g.in[0] == 1 && g.k[0] == 1 &&
                        g.pb[1] == 0 && g.pe[1] == 0 && g.in[1] == g.s[1] * g.out[1];
+    const bool row1d = !global && !yi && !merge && kind != PKind::Lp && g.in[0] == 1 && g.in[1] == 1 && g.k[0] == 1 &&
+                       g.k[1] == 1 && g.out[0] == 1 && g.out[1] == 1 && g.pb[2] == 0 &&
+                       (g.out[2] - 1) * g.s[2] + (g.k[2] - 1) * g.d[2] < g.in[2];
     const int64_t mcap = merge ? std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(1, g.in_plane * es)) : 1;
     if (merge && kind == PKind::Avg) {
       const size_t n = scale.size();
@@ -381,6 +401,23 @@ class Pool final : public Kernel {
       std::vector<int64_t> ids;  // per-plane scratch, allocated once per range
       std::vector<const F*> rp;
       if constexpr (std::is_same_v<T, F>) {
+        if (row1d) {
+          // 1-D planes of one row whose windows all lie inside it (the audio
+          // stacks' [1, 256, 31] pool of 4): the window straight from the
+          // input into the output, no per-plane scratch.
+          for (int64_t pc = b; pc < e; ++pc) {
+            T* yr = y + pc * g.out[2];
+            const F* xr = x + pc * g.in[2];
+            if (kind == PKind::Max) {
+              r.window_max(yr, xr, g.out[2], g.k[2], g.d[2], g.s[2]);
+            } else {
+              r.window_add(yr, xr, g.out[2], g.k[2], g.d[2], g.s[2]);
+              if constexpr (std::is_same_v<F, float>) r.mul(yr, yr, m[2].inverse_f.data(), g.out[2]);
+              else r.mul(yr, yr, m[2].inverse_d.data(), g.out[2]);
+            }
+          }
+          return;
+        }
         if (merge) {
           for (int64_t pc = b; pc < e; pc += mcap) {
             const int64_t cnt = std::min(mcap, e - pc);
@@ -452,6 +489,7 @@ class Pool final : public Kernel {
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
     const int64_t span = (OW - 1) * sw + 1;  // window starts spanned by the outputs
     const int64_t L = std::max(pw + W, span + (kw - 1) * dw);
+    const bool inside = pw == 0 && span + (kw - 1) * dw <= W;  // every window within the row
     const F ident = kind == PKind::Max ? std::numeric_limits<F>::quiet_NaN() : F(0);
     row.assign(static_cast<size_t>(L), ident);
     (void)win;
@@ -470,7 +508,9 @@ class Pool final : public Kernel {
             if (ih >= 0 && ih < H) rp.push_back(src + (id * H + ih) * W);
           }
         }
-        if (rp.empty()) std::fill(rb, rb + W, ident);
+        const F* wrow = row.data();
+        if (inside && rp.size() == 1) wrow = rp[0];  // one input row, no padding needed: read in place
+        else if (rp.empty()) std::fill(rb, rb + W, ident);
         else if (is_max) r.rows_max_n(rb, rp.data(), static_cast<int64_t>(rp.size()), W);
         else r.rows_add_n(rb, rp.data(), static_cast<int64_t>(rp.size()), W);
         T* yr = yp + (od * g.out[1] + oh) * OW;
@@ -478,8 +518,8 @@ class Pool final : public Kernel {
         if constexpr (std::is_same_v<T, F>) {
           if (is_max) res = yr;  // straight into the output row
         }
-        if (is_max) r.window_max(res, row.data(), OW, kw, dw, sw);
-        else r.window_add(res, row.data(), OW, kw, dw, sw);
+        if (is_max) r.window_max(res, wrow, OW, kw, dw, sw);
+        else r.window_add(res, wrow, OW, kw, dw, sw);
         if (kind == PKind::Max) {
           if constexpr (!std::is_same_v<T, F>) {
             for (int64_t ow = 0; ow < OW; ++ow) yr[ow] = store_any<T, F>(outrow[ow], dtype);

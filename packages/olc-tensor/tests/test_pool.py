@@ -196,6 +196,11 @@ WINDOWS = [
     ((1, 3, 5, 12), {"kernel_shape": [1, 4], "strides": [1, 4]}),
     ((2, 3, 16, 16), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 2, 10, 40), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    # One-row planes whose windows stay inside the row, the row not tiled
+    # (a tail of W left over): straight from the input, plane by plane.
+    ((2, 4, 31), {"kernel_shape": [4], "strides": [4]}),
+    ((1, 3, 23), {"kernel_shape": [3], "strides": [2], "dilations": [2]}),
+    ((1, 2, 1, 35), {"kernel_shape": [1, 4], "strides": [1, 4]}),
 ]
 IDS = [f"r{len(s) - 2}-{'-'.join(f'{k}{v}' for k, v in a.items())}" for s, a in WINDOWS]
 
