@@ -25,10 +25,21 @@ namespace {
 
 thread_local FloatScratch t_v, t_m, t_pad;  // t_pad: a task's padded rows, or the transposed product's copy
 
+// The stride of the 16 matrices of V and of M (xi apart): an odd number of
+// cache lines, so that the 16 lines a transform writes or reads per channel
+// fall into 16 different L1 sets (at a multiple of 4 KiB, e.g. 64 channels
+// x 32 tiles, all 16 share one set of 12 ways and evict each other).
+int64_t xi_stride(int64_t floats) {
+  int64_t lines = (floats + 15) / 16;
+  if (lines % 2 == 0) ++lines;
+  return lines * 16;
+}
+
 struct Job {
   const WinoRun* r;
   // Transposed: shares of the U^T panels, panels per share; the (group,
-  // block) being run, its V shared by the shares, channels per input task.
+  // block) being run; its V shared by the shares (vshared; NULL: each
+  // share transforms the block's input itself), channels per input task.
   int64_t nshare, ppt, cur_g, cur_b, cpt;
   float* vshared;
   const Geom* g;
@@ -77,8 +88,9 @@ void range(void* user, int64_t begin, int64_t end) {
     const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
     const int64_t npan = (t1 - t0 + NR - 1) / NR, ld = npan * NR;
     const int64_t nimg = (t1 - 1) / job.T - t0 / job.T + 1, pstride = g.Cg * job.l.cs;
-    float* V = t_v.get(static_cast<size_t>(16 * g.Cg * ld));
-    float* M = t_m.get(static_cast<size_t>(16 * g.Mg * ld));
+    const int64_t xsv = xi_stride(g.Cg * ld), xsm = xi_stride(g.Mg * ld);
+    float* V = t_v.get(static_cast<size_t>(16 * xsv));
+    float* M = t_m.get(static_cast<size_t>(16 * xsm));
     float* P = t_pad.get(static_cast<size_t>(nimg * pstride));
     if (!V || !M || !P) {
       job.failed->store(true);
@@ -95,7 +107,7 @@ void range(void* user, int64_t begin, int64_t end) {
     in.TW = job.TW;
     in.t0 = t0 - ia * job.T;  // tile numbers from P's first image
     in.t1 = t1 - ia * job.T;
-    in.xi_stride = g.Cg * ld;
+    in.xi_stride = xsv;
     in.NR = NR;
     in.dst = V;
     r.ck->wino_input(&in);
@@ -104,8 +116,8 @@ void range(void* user, int64_t begin, int64_t end) {
     ep.beta = 1.0f;
     for (int xi = 0; xi < 16; ++xi) {
       const float* U = r.wt + (static_cast<int64_t>(xi) * g.G + gi) * nstrips * g.Cg * MR;
-      const float* Vx = V + xi * g.Cg * ld;
-      float* Mx = M + xi * g.Mg * ld;
+      const float* Vx = V + xi * xsv;
+      float* Mx = M + xi * xsm;
       for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
         const int64_t kc = std::min(kstep, g.Cg - k0);
         const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Cg ? kLast : 0);
@@ -122,7 +134,7 @@ void range(void* user, int64_t begin, int64_t end) {
     WinoOut out;
     out.m = M;
     out.ldm = ld;
-    out.xi_stride = g.Mg * ld;
+    out.xi_stride = xsm;
     out.nch = g.Mg;
     out.T = job.T;
     out.TW = job.TW;
@@ -141,36 +153,48 @@ void range(void* user, int64_t begin, int64_t end) {
 
 // The transposed product (few tiles): M^T[xi] = V^T[xi] U^T[xi], the
 // tiles as MR-row strips, the output channels as NR-column panels of U^T.
-// Per (group, block of tiles), two parallel steps: the input transform by
-// channel ranges into one V, then the products and outputs by shares of
-// the panels (so the shares do not each transform the whole input).
-void range_tin(void* user, int64_t begin, int64_t end) {
-  const Job& job = *static_cast<const Job*>(user);
+// Per (group, block of tiles): the input transform, then the products and
+// outputs by shares of the panels. On two threads each share transforms
+// the whole input itself: reading the half of V the other core wrote costs
+// more than transforming it again (3x3 128 channels at 8x8: 59 -> 49 us on
+// two threads). With more shares the transform runs first, by channel
+// ranges, into one V that they all read.
+
+// Channels [c0, c1) of group gi, block bi: their padded rows into pad (the
+// group's channel 0 at pad, channel c at c cs, images pstride apart), then
+// their transform into the block's strips V.
+void transform_channels(const Job& job, int64_t gi, int64_t bi, int64_t c0, int64_t c1, float* pad, int64_t pstride,
+                        float* V) {
   const Geom& g = *job.g;
   const int MR = job.r->isa->mr_f32;
-  const int64_t t0 = job.cur_b * job.nb, t1 = std::min(job.nt, t0 + job.nb);
+  const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
   const int64_t rows = (t1 - t0 + MR - 1) / MR * MR;
+  const int64_t cg0 = gi * g.Cg;
+  const int64_t ia = pad_tiles(job, t0, t1, cg0 + c0, cg0 + c1, pad + c0 * job.l.cs, pstride);
+  WinoIn in;
+  in.src = pad + c0 * job.l.cs;
+  in.l = job.l;
+  in.img_stride = pstride;
+  in.nch = c1 - c0;
+  in.ld_ch = g.Cg;
+  in.T = job.T;
+  in.TW = job.TW;
+  in.t0 = t0 - ia * job.T;
+  in.t1 = t1 - ia * job.T;
+  in.xi_stride = xi_stride(g.Cg * rows);
+  in.NR = MR;  // strips of MR tiles
+  in.dst = V + c0 * MR;
+  job.r->ck->wino_input(&in);
+}
+
+void range_tin(void* user, int64_t begin, int64_t end) {
+  const Job& job = *static_cast<const Job*>(user);
+  const int64_t Cg = job.g->Cg;
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t c0 = t * job.cpt, c1 = std::min(g.Cg, c0 + job.cpt);
-    if (c0 >= c1) continue;
-    // This task's channels of the padded input (the rows the block reads),
-    // then their transform.
-    const int64_t ch = job.cur_g * g.Cg + c0;
-    const int64_t ia = pad_tiles(job, t0, t1, ch, job.cur_g * g.Cg + c1, job.pad + ch * job.l.cs, job.img_stride);
-    WinoIn in;
-    in.src = job.pad + ch * job.l.cs;
-    in.l = job.l;
-    in.img_stride = job.img_stride;
-    in.nch = c1 - c0;
-    in.ld_ch = g.Cg;
-    in.T = job.T;
-    in.TW = job.TW;
-    in.t0 = t0 - ia * job.T;
-    in.t1 = t1 - ia * job.T;
-    in.xi_stride = g.Cg * rows;
-    in.NR = MR;  // strips of MR tiles
-    in.dst = job.vshared + c0 * MR;
-    job.r->ck->wino_input(&in);
+    const int64_t c0 = t * job.cpt, c1 = std::min(Cg, c0 + job.cpt);
+    if (c0 < c1)
+      transform_channels(job, job.cur_g, job.cur_b, c0, c1, job.pad + job.cur_g * Cg * job.l.cs, job.img_stride,
+                         job.vshared);
   }
 }
 
@@ -183,25 +207,43 @@ void range_t(void* user, int64_t begin, int64_t end) {
   const int64_t npg = (g.Mg + NR - 1) / NR;
   const int64_t nkb = (g.Cg + r.KC - 1) / r.KC;
   const int64_t kstep = (g.Cg + nkb - 1) / nkb;
-  const int64_t gi = job.cur_g, t0 = job.cur_b * job.nb, t1 = std::min(job.nt, t0 + job.nb);
-  const int64_t nstrips = (t1 - t0 + MR - 1) / MR, rows = nstrips * MR;
   const float* V = job.vshared;
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t p0 = t * job.ppt, p1 = std::min(npg, p0 + job.ppt);
+    // Tasks: shares of the current (group, block) with a shared V; else
+    // (share, group, block), the share slowest (a thread keeps its panels
+    // of U^T across the blocks).
+    const int64_t gb = job.vshared ? 0 : t % (g.G * job.nblk), share = job.vshared ? t : t / (g.G * job.nblk);
+    const int64_t gi = job.vshared ? job.cur_g : gb / job.nblk, bi = job.vshared ? job.cur_b : gb % job.nblk;
+    const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
+    const int64_t nstrips = (t1 - t0 + MR - 1) / MR, rows = nstrips * MR;
+    const int64_t xsv = xi_stride(g.Cg * rows);
+    const int64_t p0 = share * job.ppt, p1 = std::min(npg, p0 + job.ppt);
     if (p0 >= p1) continue;
-    const int64_t ldm = (p1 - p0) * NR;
-    float* M = t_m.get(static_cast<size_t>(16 * rows * ldm));
+    const int64_t ldm = (p1 - p0) * NR, xsm = xi_stride(rows * ldm);
+    float* M = t_m.get(static_cast<size_t>(16 * xsm));
     if (!M) {
       job.failed->store(true);
       return;
+    }
+    if (!job.vshared) {
+      // This share's own V, from its own copy of the group's padded rows.
+      const int64_t pstride = g.Cg * job.l.cs, nimg = (t1 - 1) / job.T - t0 / job.T + 1;
+      float* P = t_pad.get(static_cast<size_t>(nimg * pstride));
+      float* Vo = t_v.get(static_cast<size_t>(16 * xsv));
+      if (!P || !Vo) {
+        job.failed->store(true);
+        return;
+      }
+      transform_channels(job, gi, bi, 0, g.Cg, P, pstride, Vo);
+      V = Vo;
     }
     Epi<float> ep{};
     ep.alpha = 1.0f;
     ep.beta = 1.0f;
     for (int xi = 0; xi < 16; ++xi) {
       const float* Ux = r.wt_t + ((static_cast<int64_t>(xi) * g.G + gi) * npg) * g.Cg * NR;
-      const float* Vx = V + xi * g.Cg * rows;
-      float* Mx = M + xi * rows * ldm;
+      const float* Vx = V + xi * xsv;
+      float* Mx = M + xi * xsm;
       for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
         const int64_t kc = std::min(kstep, g.Cg - k0);
         const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Cg ? kLast : 0);
@@ -220,7 +262,7 @@ void range_t(void* user, int64_t begin, int64_t end) {
     WinoOut out;
     out.m = M;
     out.ldm = ldm;
-    out.xi_stride = rows * ldm;
+    out.xi_stride = xsm;
     out.nch = c1 - c0;
     out.T = job.T;
     out.TW = job.TW;
@@ -319,10 +361,6 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
   // Chunks of images whose padded copy is at most 4 MiB (the transposed
   // product's shared copy; the normal product's tasks copy their own rows).
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(4) << 20) / job.img_stride));
-  if (r.transposed) {
-    job.pad = t_pad.get(static_cast<size_t>(chunk * job.img_stride));
-    if (!job.pad) return false;
-  }
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nimg = std::min(chunk, g.N - n0);
     job.n0 = n0;
@@ -335,18 +373,30 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
     const int64_t cap = std::max<int64_t>(W, (int64_t(1) << 18) / (16 * std::max(g.Cg, g.Mg)) / W * W);
     job.nb = std::min(cap, (job.nt + W - 1) / W * W);
     if (r.transposed) {
-      // Per (group, block): the input transform in channel ranges, then
-      // the U^T panels in one share per thread.
+      // The U^T panels in one share per thread.
       job.nblk = (job.nt + job.nb - 1) / job.nb;
       const int64_t npg = (g.Mg + NR - 1) / NR;
       job.nshare = std::min<int64_t>(npg, std::max<int64_t>(1, r.threads));
       job.ppt = (npg + job.nshare - 1) / job.nshare;
       job.nshare = (npg + job.ppt - 1) / job.ppt;
+      if (job.nshare <= 2) {
+        // Each share transforms its blocks' input itself: one parallel
+        // step over (share, group, block).
+        job.vshared = nullptr;
+        const int64_t tasks = job.nshare * g.G * job.nblk;
+        if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, &range_t, &job);
+        else range_t(&job, 0, tasks);
+        if (failed.load()) return false;
+        continue;
+      }
+      // Per (group, block): the input transform in channel ranges into
+      // one V, then the shares.
       const int64_t cin = std::min<int64_t>(g.Cg, std::max<int64_t>(1, 2 * r.threads));
       job.cpt = (g.Cg + cin - 1) / cin;
       const int MR = r.isa->mr_f32;
-      float* V = t_v.get(static_cast<size_t>(16 * g.Cg * ((job.nb + MR - 1) / MR * MR)));
-      if (!V) return false;
+      job.pad = t_pad.get(static_cast<size_t>(nimg * job.img_stride));
+      float* V = t_v.get(static_cast<size_t>(16 * xi_stride(g.Cg * ((job.nb + MR - 1) / MR * MR))));
+      if (!V || !job.pad) return false;
       job.vshared = V;
       for (int64_t gi = 0; gi < g.G; ++gi)
         for (int64_t bi = 0; bi < job.nblk; ++bi) {

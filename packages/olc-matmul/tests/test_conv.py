@@ -385,6 +385,25 @@ def test_winograd_took_both_products():
     assert {False, True} == WINO_SEEN
 
 
+@pytest.mark.parametrize("ws", [(64, 300, 3, 3), (96, 300, 3, 3)], ids=["2panels", "3panels"])
+def test_winograd_transposed_shares(ws):
+    """The transposed Winograd product on 1 to 3 threads: its shares of the
+    U^T panels each transforming the input themselves (up to two shares),
+    or one V transformed by channel ranges and read by all (three); two
+    blocks of tiles (six 6x6 images), two K blocks, a partial strip."""
+    xs, attrs = (6, 300, 6, 6), {"pads": [1, 1, 1, 1]}
+    rng = np.random.default_rng(23)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        for threads in (1, 2, 3):
+            y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+            # (the scalar level's 8-column panels waste less: the normal product)
+            assert ("winograd-f2x2-3x3" + ("" if level == "scalar" else "-transposed")) in s.kernel_usage_details()[0]
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
+
+
 SPLIT_CASES = [
     # implicit GEMM, tasks padding their own rows: several tiles per image (NC 256), stride 2, odd sizes
     ((1, 5, 45, 37), (7, 5, 5, 3), {"strides": [2, 1], "pads": [2, 1, 1, 1]}, "implicit-gemm"),
