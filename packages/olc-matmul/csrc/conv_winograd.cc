@@ -48,6 +48,7 @@ struct Job {
   int64_t n0, img_stride;
   int64_t TH, TW, T;  // tiles per image
   int64_t nt, nb, nblk;  // tiles of the chunk's images, tiles per block, blocks per group
+  int64_t npan;          // normal product: panels of the chunk's tiles, shared out evenly by the blocks
   std::atomic<bool>* failed;
 };
 
@@ -85,7 +86,7 @@ void range(void* user, int64_t begin, int64_t end) {
   const int64_t kstep = (g.Cg + nkb - 1) / nkb;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t bi = t % job.nblk, gi = t / job.nblk;
-    const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
+    const int64_t t0 = bi * job.npan / job.nblk * NR, t1 = std::min(job.nt, (bi + 1) * job.npan / job.nblk * NR);
     const int64_t npan = (t1 - t0 + NR - 1) / NR, ld = npan * NR;
     const int64_t nimg = (t1 - 1) / job.T - t0 / job.T + 1, pstride = g.Cg * job.l.cs;
     const int64_t xsv = xi_stride(g.Cg * ld), xsm = xi_stride(g.Mg * ld);
@@ -364,13 +365,18 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nimg = std::min(chunk, g.N - n0);
     job.n0 = n0;
-    // Blocks of the chunk's tiles: V and M about 1 MiB each, whole
-    // panels, and enough blocks to share among the threads where the
-    // tiles allow.
+    // Blocks of the chunk's tiles (sized below), enough to share among
+    // the threads where the tiles allow.
     job.nt = nimg * job.T;
-    // Tiles per block: whole panels (strips when transposed).
+    // Tiles per block: whole panels (strips when transposed). The normal
+    // product's V and M about 256 KiB each (L2 with the input and U; 1
+    // MiB blocks went through L3, and four blocks of 784 tiles balanced
+    // two threads poorly: 3x3 64 channels at 56x56, 523 -> 427 us on two
+    // threads); the transposed product's about 1 MiB (its blocks each
+    // read all of U^T).
     const int W = r.transposed ? r.isa->mr_f32 : NR;
-    const int64_t cap = std::max<int64_t>(W, (int64_t(1) << 18) / (16 * std::max(g.Cg, g.Mg)) / W * W);
+    const int64_t vfloats = int64_t(1) << (r.transposed ? 18 : 16);
+    const int64_t cap = std::max<int64_t>(W, vfloats / (16 * std::max(g.Cg, g.Mg)) / W * W);
     job.nb = std::min(cap, (job.nt + W - 1) / W * W);
     if (r.transposed) {
       // The U^T panels in one share per thread.
@@ -411,12 +417,15 @@ bool wino_run(const olc_core_api* api, olc_context* ctx, const WinoRun& r) {
         }
       continue;
     }
-    // Balanced blocks, their count a multiple of the threads when few.
+    // Blocks of whole panels, their count a multiple of the threads when
+    // few, the panels shared out evenly (sizes differ by at most one: 784
+    // tiles in equal blocks of 224 left a last one of 112, and one thread
+    // 448 tiles to the other's 336).
+    job.npan = (job.nt + NR - 1) / NR;
     int64_t nblk = (job.nt + job.nb - 1) / job.nb;
     if (r.threads > 1 && g.G * nblk < 4 * r.threads)
-      while ((g.G * nblk) % r.threads && nblk < (job.nt + NR - 1) / NR) ++nblk;
-    job.nb = ((job.nt + nblk - 1) / nblk + NR - 1) / NR * NR;
-    job.nblk = (job.nt + job.nb - 1) / job.nb;
+      while ((g.G * nblk) % r.threads && nblk < job.npan) ++nblk;
+    job.nblk = nblk;
     const int64_t tasks = g.G * job.nblk;
     if (r.threads > 1 && tasks > 1) api->parallel_for(ctx, tasks, 1, 0, &range, &job);
     else range(&job, 0, tasks);

@@ -341,6 +341,7 @@ WINO_CASES = [
     ((1, 32, 8, 8), (64, 32, 3, 3), {"pads": [1, 1, 1, 1]}),                   # few tiles: tiles as rows
     ((2, 24, 7, 7), (40, 24, 3, 3), {"pads": [1, 1, 1, 1]}),                   # odd planes, rows, a partial panel
     ((1, 16, 5, 6), (96, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    ((1, 8, 56, 56), (8, 8, 3, 3), {"pads": [1, 1, 1, 1]}),                   # 25 panels: blocks of 12 and 13
 ]
 
 
