@@ -160,6 +160,7 @@ struct GemmJob {
   int64_t KC, NC;
   int64_t tn, tm, mstep;
   bool direct_b;  // pointwise float32: X read in place
+  bool pack_rows;  // direct_b: the tile's panels copied row by row per K block
   // Implicit GEMM: the input in PadLayout l (images n0 .. n0 + nimg, each
   // img_stride floats from src; src is X itself when no copy is needed),
   // and the offset of each im2col row k from its group's first channel.
@@ -173,7 +174,7 @@ struct GemmJob {
   std::atomic<bool>* failed;
 };
 
-thread_local FloatScratch t_opad;
+thread_local FloatScratch t_opad, t_bpanels;
 
 // Image n, group gi of X into dst in PadLayout l (one padded depth), only
 // the padded rows that output positions [s0, s0 + nc) read.
@@ -258,11 +259,33 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
+      float* bpanels = nullptr;
+      if (job.pack_rows) {
+        // The tile's kc rows of X each read as one run of nc values (a
+        // stream the hardware prefetchers follow), into its panels.
+        bpanels = t_bpanels.get(static_cast<size_t>(npanels * kstep * NR));
+        if (!bpanels) {
+          job.failed->store(true);
+          return;
+        }
+        const int64_t tail = nc - (npanels - 1) * NR;
+        for (int64_t r = 0; r < kc; ++r) {
+          const float* src = xg + (k0 + r) * g.in_sp + s0;
+          for (int64_t j = 0; j + 1 < npanels; ++j)
+            std::memcpy(bpanels + (j * kc + r) * NR, src + j * NR, sizeof(float) * NR);
+          float* d = bpanels + ((npanels - 1) * kc + r) * NR;
+          std::memcpy(d, src + (npanels - 1) * NR, sizeof(float) * tail);
+          std::memset(d + tail, 0, sizeof(float) * (NR - tail));
+        }
+      }
       for (int64_t j = 0; j < npanels; ++j) {
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
         const float* bp;
         int64_t ldbp;
-        if (direct_b && nr == NR) {
+        if (bpanels) {
+          bp = bpanels + j * kc * NR;
+          ldbp = NR;
+        } else if (direct_b && nr == NR) {
           bp = xg + k0 * g.in_sp + s0 + j * NR;
           ldbp = g.in_sp;
         } else if (direct_b) {
@@ -792,8 +815,9 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // blocks (1x1 and depthwise layers of 0.05-0.5 M) ran 211 -> 135 us on
   // two threads with 1 << 20 instead of 1 << 16 (Sapphire Rapids).
   st->t_par = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "parallel_min_macs", 1 << 20);
-  // 1: a pointwise convolution reads X in place as the GEMM's B; 0: its
-  // rows are copied into tiles like an im2col (contiguous panels).
+  // A pointwise convolution's B, X: 2 read in place, 3 copied per tile
+  // row by row into panels, 1 either by its shape (below), 0 built panel
+  // by panel like an im2col.
   st->t_pwd = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "pointwise_direct", 1);
   // The transposed product stacks the positions of up to this many
   // output positions (whole images) into its rows per chunk.
@@ -1074,8 +1098,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // transposed panels exist (a constant W up to kMaxWtFloats) or are
   // packed for this run (a fed W).
   const bool transposed = prefer_transposed(g.out_sp, g.Mg, NR) && (packed ? st->wtpack != nullptr : true);
-  const bool direct_b =
-      !transposed && g.pointwise && st->dtype == OLC_DTYPE_FLOAT && g_api->tuning_read_int(st->t_pwd) != 0;
+  const int64_t pwd = g_api->tuning_read_int(st->t_pwd);
+  const bool direct_b = !transposed && g.pointwise && st->dtype == OLC_DTYPE_FLOAT && pwd != 0;
   std::unique_ptr<float[]> wrun;
   const float* wp = nullptr;
   if (transposed) {
@@ -1134,8 +1158,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (threads > 1 && !direct_b) {
     // Few tasks: as many tiles as make the task count a multiple of the
     // threads (13 tiles on 2 threads leave one thread idle for a 13th),
-    // each tile narrowed to match. (A pointwise product reading X in
-    // place splits its output channels instead: no panel is built twice.)
+    // each tile narrowed to match.
     const int64_t ng = g.N * g.G;
     if (ng * job.tn < 8 * threads) {
       int64_t tn = job.tn;
@@ -1153,6 +1176,18 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         job.tn = (g.out_sp + nc - 1) / nc;
       }
     }
+  } else if (threads > 1 && g.N * g.G * job.tn >= threads) {
+    // Read in place, a tile costs only its panels: with a task or more per
+    // thread but a count that leaves one idle at the end (13 tiles of a
+    // 56x56 plane on 2 threads), one more tile or so, when the panels
+    // still split evenly among them.
+    const int64_t ng = g.N * g.G, P = (g.out_sp + NR - 1) / NR;
+    int64_t tn = job.tn;
+    while ((ng * tn) % threads) ++tn;
+    if (tn != job.tn && ng * job.tn < 8 * threads && P % tn == 0) {
+      job.NC = P / tn * NR;
+      job.tn = tn;
+    }
   }
   const int64_t base = g.N * g.G * job.tn;
   const int64_t mblocks = (g.Mg + MR - 1) / MR;
@@ -1163,6 +1198,25 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (threads > 1 && base < 4 * threads && base % threads) {
     while (job.tm < mblocks && (base * job.tm) % threads) ++job.tm;
   }
+  // X read in place, a share of the output channels costs little (no
+  // panels, or the rows of a tile copied once more): under four tasks per
+  // thread (1x1 1024->256 at 14x14, batch 1: two tasks of 0.35 ms), more
+  // shares, so that a thread delayed by the host costs the other a short
+  // task; at least 4 strips each (each panel read from L1 by several; of
+  // 22 strips, shares of 3 ran slower than of 6 on two threads), a count
+  // the threads divide.
+  if (threads > 1 && direct_b && base < 4 * threads) {
+    int64_t tm = std::min((4 * threads + base - 1) / base, mblocks / 4);
+    while (tm > 1 && (base * tm) % threads) --tm;
+    job.tm = std::max(job.tm, tm);
+  }
+  // A tile of part of a large plane reads its K rows as that many short
+  // runs a plane apart: past a few dozen (more streams than the hardware
+  // prefetchers follow) the first strip of each panel waited on L3 or
+  // memory for every row. Copied row by row, each run is one stream (1x1
+  // 256->64 at 56x56, one thread: 830 -> 780 us per image; at 14x14 the
+  // whole plane is one tile and one stream, and 16 rows are few enough).
+  job.pack_rows = direct_b && (pwd == 3 || (pwd == 1 && job.tn > 1 && g.Kg >= 64));
   job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
   job.tm = (g.Mg + job.mstep - 1) / job.mstep;
   const int64_t per_image = g.G * job.tn * job.tm;

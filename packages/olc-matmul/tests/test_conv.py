@@ -448,6 +448,45 @@ def test_thread_splits(case):
         assert (np.abs(ys[0] - ys[1]) <= 2 * bound).all(), level
 
 
+POINTWISE_SPLIT_CASES = [
+    ((1, 300, 16, 24), (29, 300, 1, 1)),  # 3 tiles of 128 positions: 4 on 2 threads; two K blocks
+    ((3, 40, 13, 15), (50, 40, 1, 1)),    # a column tail panel per image, 3 images
+    ((1, 520, 7, 9), (70, 520, 1, 1)),    # one tile: output channels split; three K blocks
+    ((1, 72, 9, 9), (200, 72, 1, 1)),     # one tile, many strips: output channels in several shares
+    ((2, 64, 24, 16), (24, 32, 1, 1), {"group": 2}),
+]
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3], ids=["im2col", "by-shape", "in-place", "row-packed"])
+@pytest.mark.parametrize("case", POINTWISE_SPLIT_CASES, ids=[str(i) for i in range(len(POINTWISE_SPLIT_CASES))])
+def test_pointwise_splits(case, mode):
+    """A pointwise convolution's GEMM over tiles of 128 positions (tuning
+    nc), X as im2col panels (pointwise_direct 0), read in place (2), copied
+    row by row into a tile's panels (3) or either by shape (1): one and two
+    threads (tiles added to even the threads' shares, output channels split
+    for more tasks) against the float64 reference."""
+    import olc_core.tuning as tuning
+
+    xs, ws = case[0], case[1]
+    attrs = case[2] if len(case) > 2 else {}
+    rng = np.random.default_rng(31)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        try:
+            tuning.set("olc_matmul", "Conv", "nc", 128, implementation=level, dtype="float32")
+            tuning.set("olc_matmul", "Conv", "pointwise_direct", mode, implementation=level, dtype="float32")
+            for threads in (1, 2):
+                y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                detail = s.kernel_usage_details()[0]
+                assert "pointwise-gemm" in detail and "transposed" not in detail, detail
+                check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
+        finally:
+            tuning.reset("olc_matmul", "Conv", "nc", implementation=level, dtype="float32")
+            tuning.reset("olc_matmul", "Conv", "pointwise_direct", implementation=level, dtype="float32")
+
+
 def test_large_input_uses_tiles():
     """A 3x3 convolution whose im2col matrix would be 9 times the input:
     right result on the tiled path, on more than one tile per image."""
