@@ -1198,18 +1198,6 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (threads > 1 && base < 4 * threads && base % threads) {
     while (job.tm < mblocks && (base * job.tm) % threads) ++job.tm;
   }
-  // X read in place, a share of the output channels costs little (no
-  // panels, or the rows of a tile copied once more): under four tasks per
-  // thread (1x1 1024->256 at 14x14, batch 1: two tasks of 0.35 ms), more
-  // shares, so that a thread delayed by the host costs the other a short
-  // task; at least 4 strips each (each panel read from L1 by several; of
-  // 22 strips, shares of 3 ran slower than of 6 on two threads), a count
-  // the threads divide.
-  if (threads > 1 && direct_b && base < 4 * threads) {
-    int64_t tm = std::min((4 * threads + base - 1) / base, mblocks / 4);
-    while (tm > 1 && (base * tm) % threads) --tm;
-    job.tm = std::max(job.tm, tm);
-  }
   // A tile of part of a large plane reads its K rows as that many short
   // runs a plane apart: past a few dozen (more streams than the hardware
   // prefetchers follow) the first strip of each panel waited on L3 or

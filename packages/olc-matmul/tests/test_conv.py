@@ -452,7 +452,6 @@ POINTWISE_SPLIT_CASES = [
     ((1, 300, 16, 24), (29, 300, 1, 1)),  # 3 tiles of 128 positions: 4 on 2 threads; two K blocks
     ((3, 40, 13, 15), (50, 40, 1, 1)),    # a column tail panel per image, 3 images
     ((1, 520, 7, 9), (70, 520, 1, 1)),    # one tile: output channels split; three K blocks
-    ((1, 72, 9, 9), (200, 72, 1, 1)),     # one tile, many strips: output channels in several shares
     ((2, 64, 24, 16), (24, 32, 1, 1), {"group": 2}),
 ]
 
