@@ -26,13 +26,7 @@ void taps_inner(float* dst, const float* src, const int32_t* idx, const float* w
       _mm256_storeu_ps(dst + o, _mm256_add_ps(_mm256_mul_ps(w0, x0), _mm256_mul_ps(w1, x1)));
     }
   }
-  for (; o < n_out; ++o) {
-    const int32_t* ix = idx + o * k;
-    const float* wo = w + o * k;
-    float s = wo[0] * src[ix[0]];
-    for (int32_t t = 1; t < k; ++t) s += wo[t] * src[ix[t]];
-    dst[o] = s;
-  }
+  taps_inner_from(dst, src, idx, w, k, o, n_out);
 }
 
 void taps_blocks(float* dst, const float* src, const int32_t* lo, const int32_t*, const int32_t* rel, const float* w,

@@ -26,6 +26,21 @@ struct ResizeF32 {
   const char* isa;
 };
 
+// Output positions [o, n_out) of taps_inner one at a time: the scalar pass
+// and the vector passes' tails. Internal linkage (static): each ISA's
+// translation unit keeps its own copy, compiled with its own flags, so the
+// linker never hands the scalar level a copy built for AVX-512.
+static inline void taps_inner_from(float* dst, const float* src, const int32_t* idx, const float* w, int32_t k,
+                                   int64_t o, int64_t n_out) {
+  for (; o < n_out; ++o) {
+    const int32_t* ix = idx + o * k;
+    const float* wo = w + o * k;
+    float s = wo[0] * src[ix[0]];
+    for (int32_t t = 1; t < k; ++t) s += wo[t] * src[ix[t]];
+    dst[o] = s;
+  }
+}
+
 namespace scalar { ResizeF32 resize_f32(); }
 namespace avx2 { ResizeF32 resize_f32(); }
 namespace avx512 { ResizeF32 resize_f32(); }

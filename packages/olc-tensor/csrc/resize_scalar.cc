@@ -6,13 +6,7 @@ namespace scalar {
 namespace {
 
 void taps_inner(float* dst, const float* src, const int32_t* idx, const float* w, int32_t k, int64_t n_out) {
-  for (int64_t o = 0; o < n_out; ++o) {
-    const int32_t* ix = idx + o * k;
-    const float* wo = w + o * k;
-    float s = wo[0] * src[ix[0]];
-    for (int32_t t = 1; t < k; ++t) s += wo[t] * src[ix[t]];
-    dst[o] = s;
-  }
+  taps_inner_from(dst, src, idx, w, k, 0, n_out);
 }
 
 void taps_blocks(float* dst, const float* src, const int32_t* lo, const int32_t*, const int32_t* rel, const float* w,
