@@ -453,6 +453,10 @@ POINTWISE_SPLIT_CASES = [
     ((3, 40, 13, 15), (50, 40, 1, 1)),    # a column tail panel per image, 3 images
     ((1, 520, 7, 9), (70, 520, 1, 1)),    # one tile: output channels split; three K blocks
     ((2, 64, 24, 16), (24, 32, 1, 1), {"group": 2}),
+    # K <= 16: a strip of rows at a time across a tile's panels; strip and
+    # column tails, 3 tiles per image, groups
+    ((2, 12, 17, 19), (40, 12, 1, 1)),
+    ((1, 32, 9, 23), (30, 16, 1, 1), {"group": 2}),
 ]
 
 
