@@ -167,11 +167,19 @@ struct ConvKernels {
   // One row of the transposed product from a W^T panel (NR columns, n
   // used): y[j] = bias[j] + sum_k x[k] wt[k * NR + j] (bias NULL: 0).
   void (*gemv_t)(const float* x, const float* wt, int64_t K, int64_t NR, int64_t n, const float* bias, float* y);
+  // y[2q] += a[q], y[2q + 1] += b[q] for q < n (a stride-2 ConvTranspose's
+  // col2im, two kernel columns at once).
+  void (*add_interleaved)(float* y, const float* a, const float* b, int64_t n);
 };
 
 namespace scalar { const ConvKernels* conv_kernels(); }
 namespace avx2 { const ConvKernels* conv_kernels(); }
 namespace avx512 { const ConvKernels* conv_kernels(); }
+
+// The table of a SIMD level (olc_simd_level: 0 scalar, 1 AVX2, 2 AVX-512).
+inline const ConvKernels* conv_kernels_for(int32_t simd_level) {
+  return simd_level >= 2 ? avx512::conv_kernels() : simd_level >= 1 ? avx2::conv_kernels() : scalar::conv_kernels();
+}
 
 }  // namespace olc_mm
 

@@ -393,10 +393,7 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
   const olc_tuning_param* vnni =
       api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
   st->ik = select_kernel(api, api->tuning_read_int(vnni) != 0);
-  const int32_t level = api->simd_level();
-  st->ck = level >= OLC_SIMD_AVX512 ? avx512::conv_kernels()
-           : level >= OLC_SIMD_AVX2 ? avx2::conv_kernels()
-                                    : scalar::conv_kernels();
+  st->ck = conv_kernels_for(api->simd_level());
   st->t_par = api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "parallel_min_macs", 1 << 16);
   // Constant W: packed once.
   std::string note;

@@ -105,6 +105,11 @@ CASES = [
     ((3, 4, 20), (4, 2, 3), {"group": 2, "dilations": [2], "output_padding": [1], "strides": [2]}),
     ((1, 2, 3, 4, 5), (2, 3, 3, 2, 3), {"strides": [2, 1, 2], "pads": [1, 0, 1, 0, 1, 1]}),
     ((1, 4, 3, 4, 3), (4, 1, 3, 3, 3), {"group": 4}),
+    # Stride 2 along W with rows wider than a vector: kernel columns added in
+    # interleaved pairs (odd kernel widths leave one alone), edges clipped.
+    ((1, 8, 5, 37), (8, 4, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 6, 4, 40), (6, 3, 3, 3), {"strides": [2, 2], "pads": [1, 0, 1, 2], "output_padding": [1, 1]}),
+    ((1, 4, 70), (4, 2, 5), {"strides": [2], "pads": [3, 2]}),
     # Kernels that tile the output (kernel == stride, no pads): each output
     # stored once, input positions split across threads; then the same
     # kernels with output_padding, which leaves outputs to the bias alone.
