@@ -4,7 +4,7 @@
     python tools/benchmark_parity.py [--suite unary|overhead|FAMILY ...]
         [--cases MODULE[:FUNC] ...] [--ops Abs,Exp] [--sizes 4096,65536]
         [--threads 1,2] [--min-time 0.5] [--json out.json] [--markdown out.md]
-        [--enforce] [--quick]
+        [--enforce] [--quick] [--retime N]
 
 Method (the performance contract in ARCHITECTURE.md): both runtimes get the
 same input arrays, the same thread count (olc ``Session(threads=N)``; ORT
@@ -23,7 +23,11 @@ The ratio is ort_median / olc_median: above 1 means olc is faster. Each case
 also records the CPUs that other processes (``other_cpus``) and the
 hypervisor (``steal_cpus``) took on average while it was timed (Linux
 /proc/stat); the report lists the cases where either exceeded
-DISTURBED_CPUS, since a busy second core slows two-thread runs.
+DISTURBED_CPUS, since a busy second core slows two-thread runs. A disturbed
+case is timed again (``--retime``, 2 more tries by default, none with
+``--quick``) until a try is undisturbed, and the try with the least
+interference is kept, whatever its ratio; the case records every try's
+interference (``tries``).
 
 The ISA: each case records the olc SIMD level its sessions ran at
 (``simd_level``: the detected level, lowered by OLC_SIMD) and the kernels'
@@ -748,6 +752,30 @@ def run_case(case: Case, threads: int, args: argparse.Namespace,
     return rec
 
 
+def interference(rec: dict[str, Any]) -> float:
+    """The CPUs other processes or the hypervisor took while a case was timed."""
+    return max(rec.get("other_cpus", 0.0), rec.get("steal_cpus", 0.0))
+
+
+def run_case_settled(case: Case, threads: int, args: argparse.Namespace,
+                     host: dict[str, Any] | None = None) -> dict[str, Any]:
+    """run_case, timed again (at most args.retime more tries) while the
+    machine was disturbed: the try with the least interference is kept,
+    chosen by interference alone, never by its ratio."""
+    rec = run_case(case, threads, args, host)
+    tries = [rec]
+    while (rec["status"] == "ok" and interference(rec) > DISTURBED_CPUS and len(tries) <= args.retime):
+        again = run_case(case, threads, args, host)
+        if again["status"] != "ok":
+            break
+        tries.append(again)
+        rec = min(tries, key=interference)
+    if len(tries) > 1:
+        rec["tries"] = [{"other_cpus": t.get("other_cpus"), "steal_cpus": t.get("steal_cpus"), "ratio": t.get("ratio")}
+                        for t in tries]
+    return rec
+
+
 def efficiency(rec: dict[str, Any], case: Case, host: dict[str, Any] | None) -> dict[str, Any]:
     """olc's GFLOP/s (cases giving flops) against the FMA peak of the level
     that ran times the threads, and its GB/s against the copy bandwidth at
@@ -1138,7 +1166,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--enforce", action="store_true", help="exit 1 when a gate fails")
     p.add_argument("--quick", action="store_true",
                    help="CI smoke: sizes 4096,65536, 1 thread, 0.02 s per case, gates reported but not enforced")
+    p.add_argument("--retime", type=int,
+                   help="more tries for a case timed while other processes or the hypervisor took CPU "
+                        "(default 2; 0 with --quick)")
     args = p.parse_args(argv)
+    args.retime = max(0, args.retime if args.retime is not None else (0 if args.quick else 2))
     args.suite = args.suite or (["unary"] if not args.cases else [])
     args.sizes = args.sizes or (list(QUICK_SIZES) if args.quick else list(DEFAULT_SIZES))
     args.threads = args.threads or ([1] if args.quick else list(DEFAULT_THREADS))
@@ -1189,7 +1221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for case in cases:
         for t in args.threads:
             n += 1
-            rec = run_case(case, t, args, host)
+            rec = run_case_settled(case, t, args, host)
             results.append(rec)
             msg = (f"ratio {rec['ratio']:.2f} (olc {_us(rec['olc_median_ns'])} µs, ort {_us(rec['ort_median_ns'])} µs, "
                    f"{rec['samples']} pairs)" if rec["status"] == "ok" else f"{rec['status']}: {rec.get('detail', '')}")
