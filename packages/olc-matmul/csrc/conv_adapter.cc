@@ -1545,7 +1545,7 @@ thread_local FloatScratch t_tcol, t_tb, t_tacc;
 // input positions s0 + j) into the block's output planes Y[m]. With stride
 // 2 and no dilation along W, rows kw and kw + 1 land on neighbouring
 // outputs: the pair goes as one interleaved vector add (the scalar stride-2
-// scatter was a third of a 4x4 stride-2 upsampling's time).
+// scatter was over half of a 4x4 stride-2 upsampling's time).
 void col2im_add(const ConvKernels* ck, const TGeom& g, const float* C, int64_t ldc, int64_t rows, int64_t s0,
                 int64_t nc, float* Y) {
   const int64_t IH = g.in[1], IW = g.in[2];
