@@ -469,11 +469,15 @@ def test_executor_covers_every_index_once_and_nests_inline():
     assert limited["threads_used"] == 1
 
 
-def _machine_busy_s() -> float:
-    """CPU seconds the whole machine has spent busy so far (/proc/stat)."""
+def _machine_busy_s() -> tuple[float, float]:
+    """CPU seconds the whole machine has spent busy so far, and those the
+    hypervisor has stolen from its vCPUs (/proc/stat)."""
     with open("/proc/stat") as f:
-        user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in f.readline().split()[1:8])
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+        fields = f.readline().split()
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[1:8])
+    steal = int(fields[8]) if len(fields) > 8 else 0
+    hz = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / hz, steal / hz
 
 
 def _own_cpu_s() -> float:
@@ -495,15 +499,19 @@ def test_executor_gives_each_thread_the_same_span_every_run():
     runs = 10
     # 64 indices on two threads: 32 chunks of 2, each range sleeping 2 ms, so
     # the worker is awake long before the caller could reach its span.
-    busy_before, own_before, start = _machine_busy_s(), _own_cpu_s(), time.perf_counter()
+    (busy_before, steal_before), own_before, start = _machine_busy_s(), _own_cpu_s(), time.perf_counter()
     probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
-    others = (_machine_busy_s() - busy_before - (_own_cpu_s() - own_before)) / (time.perf_counter() - start)
+    (busy_after, steal_after), wall = _machine_busy_s(), time.perf_counter() - start
+    others = (busy_after - busy_before - (_own_cpu_s() - own_before)) / wall
+    stolen = (steal_after - steal_before) / wall
     assert probe["min_hits"] == runs and probe["max_hits"] == runs
-    if others > 0.25 or os.environ.get("OLC_SANITIZER") == "thread":
+    if others > 0.25 or stolen > 0.1 or os.environ.get("OLC_SANITIZER") == "thread":
         # The split itself is checked above; who ran which half needs the
         # worker awake within 2 ms, which neither a host whose other
-        # processes hold a CPU nor ThreadSanitizer's slowdown can promise.
-        pytest.skip(f"a property of timing: other processes took {others:.2f} CPUs while it ran")
+        # processes hold a CPU, nor a VM whose hypervisor takes its vCPUs
+        # away, nor ThreadSanitizer's slowdown can promise.
+        pytest.skip(f"a property of timing: other processes took {others:.2f} CPUs, "
+                    f"the hypervisor {stolen:.2f}, while it ran")
     halves = [0] * 32 + [1] * 32
     assert sum(owners == halves for owners in probe["owners"]) >= runs - 2, probe["owners"]
 
