@@ -1110,8 +1110,7 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {x['suite']} | {x['name']} | {value} | {x.get('unit', '')} | "
                          f"{str(x.get('detail', '')).replace('|', '/')} |")
         lines.append("")
-    disturbed = [c for c in report["cases"]
-                 if max(c.get("other_cpus", 0.0), c.get("steal_cpus", 0.0)) > DISTURBED_CPUS]
+    disturbed = [c for c in report["cases"] if interference(c) > DISTURBED_CPUS]
     if disturbed:
         lines += ["## Disturbed cases", "",
                   f"Other processes or the hypervisor took more than {DISTURBED_CPUS} CPUs on average while these "

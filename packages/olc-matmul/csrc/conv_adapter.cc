@@ -1574,19 +1574,23 @@ void col2im_add(const ConvKernels* ck, const TGeom& g, const float* C, int64_t l
       if (od >= 0 && od < g.out[0] && oh >= 0 && oh < g.out[1]) {
         float* yr = y + (od * g.out[1] + oh) * OW;
         const int64_t ow0 = iw * sw - g.pb[2] + kw * g.d[2];
+        // Positions [q0, q1) of product row cr into the outputs from ow.
+        auto scatter = [&](int64_t ow, const float* cr, int64_t q0, int64_t q1) {
+          for (int64_t q = q0; q < q1; ++q) yr[ow + q * sw] += cr[j + q];
+        };
         int64_t qlo, qhi;
         valid(ow0, run, &qlo, &qhi);
         if (!pair) {
-          for (int64_t q = qlo; q < qhi; ++q) yr[ow0 + q * sw] += c[j + q];
+          scatter(ow0, c, qlo, qhi);
         } else {
           int64_t blo, bhi;
           valid(ow0 + 1, run, &blo, &bhi);
           // Both rows' outputs in [lo, hi), each row alone at the edges.
           const int64_t lo = std::max(qlo, blo), hi = std::max(lo, std::min(qhi, bhi));
-          for (int64_t q = qlo; q < std::min(lo, qhi); ++q) yr[ow0 + q * sw] += c[j + q];
-          for (int64_t q = std::max(hi, qlo); q < qhi; ++q) yr[ow0 + q * sw] += c[j + q];
-          for (int64_t q = blo; q < std::min(lo, bhi); ++q) yr[ow0 + 1 + q * sw] += c1[j + q];
-          for (int64_t q = std::max(hi, blo); q < bhi; ++q) yr[ow0 + 1 + q * sw] += c1[j + q];
+          scatter(ow0, c, qlo, std::min(lo, qhi));
+          scatter(ow0, c, std::max(hi, qlo), qhi);
+          scatter(ow0 + 1, c1, blo, std::min(lo, bhi));
+          scatter(ow0 + 1, c1, std::max(hi, blo), bhi);
           if (hi > lo) ck->add_interleaved(yr + ow0 + lo * sw, c + j + lo, c1 + j + lo, hi - lo);
         }
       }
