@@ -164,6 +164,13 @@ CASES = [
     ((1, 18, 8, 8), (18, 1, 5, 5), {"group": 18, "strides": [2, 2], "pads": [2, 2, 2, 2]}),
     ((1, 5, 3, 4, 5), (5, 1, 3, 3, 3), {"group": 5, "pads": [1, 1, 1, 1, 1, 1]}),
     ((1, 17, 5, 6), (17, 1, 1, 1), {"group": 17}),
+    # planes too large to copy whole (rows copied as the output rows reach
+    # them), rows of three vectors batched across rows, and the small
+    # planes' whole copy with one-vector rows at stride 2
+    ((1, 2, 70, 100), (2, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    ((1, 2, 61, 101), (2, 1, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 0, 1, 1]}),
+    ((1, 3, 33, 40), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
+    ((1, 3, 32, 32), (3, 1, 3, 3), {"group": 3, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     # few output positions: the transposed product (positions as rows),
     # pointwise and im2col, a batch stacked, groups, a partial W^T panel
     ((1, 48, 4, 4), (64, 48, 1, 1), {}),
