@@ -580,31 +580,38 @@ py::object value_to_python(const Value& v) {
 // and aligned (an unpickled or frombuffer array at an odd offset is copied).
 constexpr int kCAligned = py::array::c_style | py::detail::npy_api::NPY_ARRAY_ALIGNED_;
 
-// Fills `v` from a Python object; arrays of native dtypes become tensors.
-// Returns false (with `why`) when the object cannot be held.
+// `arr` as a tensor Value (kind, dtype, shape, size, data; no reference
+// taken), made C-contiguous and aligned first if it is not. False: not a
+// native dtype (v untouched).
+bool tensor_from_array(py::array& arr, Value& v) {
+  const int32_t code = onnx_code_of(arr.dtype());
+  if (code == OLC_DTYPE_UNDEFINED) return false;
+  if ((arr.flags() & kCAligned) != kCAligned) {
+    arr = py::array::ensure(arr, kCAligned);
+    if (!arr) throw py::error_already_set();
+  }
+  v.kind = Value::kTensor;
+  v.dtype = code;
+  std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
+  v.shape.assign(static_cast<int32_t>(arr.ndim()), dims.data());
+  v.nbytes = static_cast<size_t>(arr.nbytes());
+  v.data = const_cast<void*>(arr.data());
+  return true;
+}
+
+// Fills `v` from a Python object (a new reference); arrays of native
+// dtypes become tensors.
 void value_from_python(RunState& rs, Value& v, py::handle obj, bool external) {
   rs.clear(v);
+  v.external = external;
   if (py::isinstance<py::array>(obj)) {
     auto arr = py::reinterpret_borrow<py::array>(obj);
-    const int32_t code = onnx_code_of(arr.dtype());
-    if (code != OLC_DTYPE_UNDEFINED) {
-      if ((arr.flags() & kCAligned) != kCAligned) {
-        arr = py::array::ensure(arr, kCAligned);
-        if (!arr) throw py::error_already_set();
-      }
-      v.kind = Value::kTensor;
-      v.dtype = code;
-      v.external = external;
-      std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
-      v.shape.assign(static_cast<int32_t>(arr.ndim()), dims.data());
-      v.nbytes = static_cast<size_t>(arr.nbytes());
-      v.data = const_cast<void*>(arr.data());
+    if (tensor_from_array(arr, v)) {
       v.obj = arr.release().ptr();
       return;
     }
   }
   v.kind = Value::kObject;
-  v.external = external;
   v.obj = obj.inc_ref().ptr();
 }
 
@@ -614,23 +621,11 @@ void value_from_python(RunState& rs, Value& v, py::handle obj, bool external) {
 void Plan::prepare_constant(ConstantSpec& c) {
   if (!py::isinstance<py::array>(c.object)) return;
   auto arr = py::reinterpret_borrow<py::array>(c.object);
-  const int32_t code = onnx_code_of(arr.dtype());
-  if (code == OLC_DTYPE_UNDEFINED) return;
-  if ((arr.flags() & kCAligned) != kCAligned) {
-    arr = py::array::ensure(arr, kCAligned);
-    if (!arr) throw py::error_already_set();
-    c.object = arr;
-  }
-  Value& v = c.value;
-  v.kind = Value::kTensor;
-  v.dtype = code;
-  v.external = true;
-  v.borrowed = true;
-  std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
-  v.shape.assign(static_cast<int32_t>(arr.ndim()), dims.data());
-  v.nbytes = static_cast<size_t>(arr.nbytes());
-  v.data = const_cast<void*>(arr.data());
-  v.obj = c.object.ptr();
+  if (!tensor_from_array(arr, c.value)) return;
+  c.object = arr;
+  c.value.external = true;
+  c.value.borrowed = true;
+  c.value.obj = c.object.ptr();
 }
 
 std::string shape_str(const int64_t* dims, size_t n) {
