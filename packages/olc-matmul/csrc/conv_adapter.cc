@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <new>
 #include <string>
@@ -89,6 +90,23 @@ bool finish(const ConvKernels* ck, const Activation* act, int32_t dt, const void
     convert_run(dt, static_cast<const uint16_t*>(R) + ro + i * ldr, 1, cols, buf);
     ck->activate(act, y + i * ld, 1, cols, ld, buf, cols);
   }
+  return true;
+}
+
+// The activations the float microkernels apply in their epilogue (a clamp
+// to [lo, hi], as act_vec computes it) set into ep; false for the others.
+bool epilogue_activation(const Activation* act, Epi<float>* ep) {
+  if (!act || act->kind == ActKind::kNone) return true;
+  if (act->kind == ActKind::kRelu) {
+    ep->lo = 0.0f;
+    ep->hi = std::numeric_limits<float>::infinity();
+  } else if (act->kind == ActKind::kClip) {
+    ep->lo = act->a;
+    ep->hi = act->b;
+  } else {
+    return false;
+  }
+  ep->clamp = true;
   return true;
 }
 
@@ -257,6 +275,10 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     ep.beta = 1.0f;
     ep.bias_rs = 1;
     ep.bias_cs = 0;
+    // A float32 residual and a Relu or Clip go into the microkernel's
+    // epilogue (the tile's rows lie a plane apart: read back by a second
+    // pass they cost a 7x7 stem with Relu an eighth of its time).
+    const bool in_epilogue = f32 && epilogue_activation(job.act, &ep);
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
@@ -312,11 +334,15 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         const float* ap = job.wp + ((gi * nstrips + m / MR) * g.Kg + k0) * MR;
         ep.bias = job.bias ? job.bias + co0 + m : nullptr;
         float* ct = C + (m - m0) * ldc + j * NR;
+        const int64_t ro = (n * g.Cout + co0 + m) * g.out_sp + s0 + j * NR;  // the tile's first residual value
+        if (in_epilogue && job.res) {
+          ep.res = static_cast<const float*>(job.res) + ro;
+          ep.ld_res = g.out_sp;
+        }
         isa->uk_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep);
         // The tile is final and still in L1.
-        return !((job.act || job.res) && (flags & kLast) &&
-                 !finish(job.ck, job.act, job.dt, job.res, (n * g.Cout + co0 + m) * g.out_sp + s0 + j * NR,
-                         g.out_sp, ct, mr, nr, ldc));
+        return in_epilogue || !((job.act || job.res) && (flags & kLast) &&
+                                !finish(job.ck, job.act, job.dt, job.res, ro, g.out_sp, ct, mr, nr, ldc));
       };
       const float* bp;
       int64_t ldbp;

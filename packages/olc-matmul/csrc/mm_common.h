@@ -20,7 +20,11 @@ enum : int {
 // Epilogue applied on the last K block: C = alpha * (C + acc) + beta * bias.
 // bias points at the bias value of the tile's (0, 0) element, row stride
 // bias_rs and column stride bias_cs (each 0 or the broadcast stride); NULL
-// when there is no bias (or beta == 0).
+// when there is no bias (or beta == 0). Then, for a fused convolution, while
+// the tile is still in registers: the residual tile at res (row stride
+// ld_res; NULL: none) added, and with clamp the result limited to [lo, hi]
+// (Relu, Clip; a NaN passes through as the ONNX operators return it).
+// Zero-initialized, the later fields add nothing.
 template <typename T>
 struct Epi {
   T alpha;
@@ -28,6 +32,11 @@ struct Epi {
   const T* bias;
   int64_t bias_rs;
   int64_t bias_cs;
+  const T* res;
+  int64_t ld_res;
+  bool clamp;
+  T lo;
+  T hi;
 };
 
 // C[mr x nr] (+)= Ap[kc x MR] (k-major, MR values per k) * Bp[kc x NR]
