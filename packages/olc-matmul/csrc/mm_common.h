@@ -17,14 +17,22 @@ enum : int {
   kLast = 2,   // the last K block: apply the epilogue
 };
 
+// Activations a microkernel's epilogue applies (a fused convolution's).
+enum EpiAct : int {
+  kEpiNone = 0,
+  kEpiClamp,        // [a, b]: Relu (0, +inf), Clip
+  kEpiLeakyRelu,    // alpha a
+  kEpiHardSigmoid,  // alpha a, beta b
+  kEpiHardSwish,
+};
+
 // Epilogue applied on the last K block: C = alpha * (C + acc) + beta * bias.
 // bias points at the bias value of the tile's (0, 0) element, row stride
 // bias_rs and column stride bias_cs (each 0 or the broadcast stride); NULL
 // when there is no bias (or beta == 0). Then, for a fused convolution, while
 // the tile is still in registers: the residual tile at res (row stride
-// ld_res; NULL: none) added, and with clamp the result limited to [lo, hi]
-// (Relu, Clip; a NaN passes through as the ONNX operators return it).
-// Zero-initialized, the later fields add nothing.
+// ld_res; NULL: none) added, and the activation act (parameters act_a,
+// act_b) applied. Zero-initialized, the later fields add nothing.
 template <typename T>
 struct Epi {
   T alpha;
@@ -34,10 +42,34 @@ struct Epi {
   int64_t bias_cs;
   const T* res;
   int64_t ld_res;
-  bool clamp;
-  T lo;
-  T hi;
+  int act;
+  T act_a;
+  T act_b;
 };
+
+// x (a vector or a scalar of T) through the epilogue's activation, computed
+// as the convolution kernels' act_vec does; comparisons written so that a
+// NaN takes the branch that returns it.
+template <typename T, typename V>
+static inline V epi_activate(const Epi<T>& ep, V x) {
+  const V zero = V{} + T(0), one = V{} + T(1);
+  switch (ep.act) {
+    case kEpiClamp: {
+      const V t = x < ep.act_a ? V{} + ep.act_a : x;
+      return t > ep.act_b ? V{} + ep.act_b : t;
+    }
+    case kEpiLeakyRelu: return x < T(0) ? x * ep.act_a : x;
+    case kEpiHardSigmoid: {
+      const V t = x * ep.act_a + ep.act_b;
+      return t < T(0) ? zero : (t > T(1) ? one : t);
+    }
+    case kEpiHardSwish: {
+      const V t = x * (T(1) / 6) + T(0.5);
+      return x * (t < T(0) ? zero : (t > T(1) ? one : t));
+    }
+    default: return x;
+  }
+}
 
 // C[mr x nr] (+)= Ap[kc x MR] (k-major, MR values per k) * Bp[kc x NR]
 // (k-major, row stride ldbp: NR for a packed panel, the matrix row stride

@@ -236,9 +236,11 @@ def test_activation_only_with_fed_weights(act):
 def test_activation_values_nan_and_extremes():
     """NaN through every activation (each keeps it), and Sigmoid over its
     whole range: saturation at both ends and the exp below its normal
-    range, against float64."""
-    xs, ws, attrs = (1, 1, 1, 64), (1, 1, 1, 1), {}
-    x = np.concatenate([np.linspace(-120, 120, 60), [np.nan, np.inf, -np.inf, 0.0]]).astype(np.float32)
+    range, against float64. 67 positions: full column panels and a tail,
+    both through the microkernel's epilogue (every activation but Sigmoid)."""
+    xs, ws, attrs = (1, 1, 1, 67), (1, 1, 1, 1), {}
+    x = np.concatenate([np.linspace(-120, 120, 60), [np.nan, np.inf, -np.inf, 0.0, np.nan, -0.0, 1e-40]])
+    x = x.astype(np.float32)
     x = x.reshape(xs)
     w = np.ones(ws, np.float32)
     for act in ACTS:
