@@ -287,6 +287,9 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
+      // Each strip's weights of the next K block (from L3 or memory in a
+      // model), a slice prefetched per panel.
+      const int64_t next_bytes = std::min(kstep, g.Kg - k0 - kc) * MR * int64_t{sizeof(float)};
       float* bpanels = nullptr;
       if (job.pack_rows) {
         // The tile's kc rows of X each read as one run of nc values (a
@@ -337,6 +340,9 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       auto block = [&](int64_t m, int64_t j, int nr, const float* bp, int64_t ldbp) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
         const float* ap = job.wp + ((gi * nstrips + m / MR) * g.Kg + k0) * MR;
+        int64_t pf_lines;
+        const char* pf =
+            PrefetchSlices(next_bytes > 0 ? ap + kc * MR : nullptr, next_bytes, npanels).at(j, kc, &pf_lines);
         ep.bias = job.bias ? job.bias + co0 + m : nullptr;
         float* ct = C + (m - m0) * ldc + j * NR;
         const int64_t ro = (n * g.Cout + co0 + m) * g.out_sp + s0 + j * NR;  // the tile's first residual value
@@ -344,7 +350,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           ep.res = static_cast<const float*>(job.res) + ro;
           ep.ld_res = g.out_sp;
         }
-        isa->uk_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep);
+        isa->ukpf_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep, pf, pf_lines);
         // The tile is final and still in L1.
         return in_epilogue || !((job.act || job.res) && (flags & kLast) &&
                                 !finish(job.ck, job.act, job.dt, job.res, ro, g.out_sp, ct, mr, nr, ldc));
@@ -562,9 +568,19 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
         const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
         const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
         ep.bias = job.bias ? job.bias + gi * g.Mg + pi * NR : nullptr;
+        // The next panel's weights (or the next K block's first), a slice
+        // per strip: they arrive while this panel is computed.
+        const float* next = pi + 1 < p1 ? bp + g.Kg * NR
+                            : k0 + kc < g.Kg ? job.wt + ((gi * npg + p0) * g.Kg + k0 + kc) * NR
+                                             : nullptr;
+        const int64_t next_k = pi + 1 < p1 ? kc : std::min(kstep, g.Kg - k0 - kc);
+        const PrefetchSlices pfs(next, next_k * NR * int64_t{sizeof(float)}, nstrips);
         for (int64_t si = 0; si < nstrips; ++si) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, rows - si * MR));
-          isa->uk_f32(kc, abuf + si * MR * kc, bp, NR, C + si * MR * ldc + (pi - p0) * NR, ldc, mr, nr, flags, &ep);
+          int64_t pf_lines;
+          const char* pf = pfs.at(si, kc, &pf_lines);
+          isa->ukpf_f32(kc, abuf + si * MR * kc, bp, NR, C + si * MR * ldc + (pi - p0) * NR, ldc, mr, nr, flags, &ep,
+                        pf, pf_lines);
         }
       }
     }

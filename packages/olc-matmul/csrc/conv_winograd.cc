@@ -8,7 +8,10 @@
 // per 4 outputs and input channel instead of 36: 2.25 times fewer. The
 // transforms (conv_kernels.inc) work on kL tiles of a tile row at once,
 // from the padded input split into even and odd columns (PadLayout with
-// sw = 2), so a tile row's patches are consecutive values. Portable code.
+// sw = 2), so a tile row's patches are consecutive values. The products
+// of one xi prefetch the next xi's weights (16/9 of the plain weights'
+// bytes, from L3 or memory in a model): a slice per microkernel call.
+// Portable code.
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
@@ -115,10 +118,12 @@ void range(void* user, int64_t begin, int64_t end) {
     Epi<float> ep{};
     ep.alpha = 1.0f;
     ep.beta = 1.0f;
+    const int64_t ublock = nstrips * g.Cg * MR;  // floats of U per xi and group
     for (int xi = 0; xi < 16; ++xi) {
-      const float* U = r.wt + (static_cast<int64_t>(xi) * g.G + gi) * nstrips * g.Cg * MR;
+      const float* U = r.wt + (static_cast<int64_t>(xi) * g.G + gi) * ublock;
       const float* Vx = V + xi * xsv;
       float* Mx = M + xi * xsm;
+      PrefetchSlices next(xi + 1 < 16 ? U + g.G * ublock : nullptr, ublock * sizeof(float), nkb * npan * nstrips);
       for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
         const int64_t kc = std::min(kstep, g.Cg - k0);
         const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Cg ? kLast : 0);
@@ -127,7 +132,10 @@ void range(void* user, int64_t begin, int64_t end) {
           const float* bp = Vx + (j * g.Cg + k0) * NR;
           for (int64_t m = 0; m < g.Mg; m += MR) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, g.Mg - m));
-            isa->uk_f32(kc, U + ((m / MR) * g.Cg + k0) * MR, bp, NR, Mx + m * ld + j * NR, ld, mr, nr, flags, &ep);
+            int64_t pf_lines;
+            const char* pf = next.take(kc, &pf_lines);
+            isa->ukpf_f32(kc, U + ((m / MR) * g.Cg + k0) * MR, bp, NR, Mx + m * ld + j * NR, ld, mr, nr, flags, &ep,
+                          pf, pf_lines);
           }
         }
       }
@@ -241,10 +249,14 @@ void range_t(void* user, int64_t begin, int64_t end) {
     Epi<float> ep{};
     ep.alpha = 1.0f;
     ep.beta = 1.0f;
+    const int64_t ublock = npg * g.Cg * NR;  // floats of U^T per xi and group
     for (int xi = 0; xi < 16; ++xi) {
-      const float* Ux = r.wt_t + ((static_cast<int64_t>(xi) * g.G + gi) * npg) * g.Cg * NR;
+      const float* Ux = r.wt_t + (static_cast<int64_t>(xi) * g.G + gi) * ublock;
       const float* Vx = V + xi * xsv;
       float* Mx = M + xi * xsm;
+      // This share's panels of the next xi.
+      PrefetchSlices next(xi + 1 < 16 ? Ux + g.G * ublock + p0 * g.Cg * NR : nullptr,
+                          (p1 - p0) * g.Cg * NR * sizeof(float), nkb * (p1 - p0) * nstrips);
       for (int64_t k0 = 0; k0 < g.Cg; k0 += kstep) {
         const int64_t kc = std::min(kstep, g.Cg - k0);
         const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Cg ? kLast : 0);
@@ -253,8 +265,10 @@ void range_t(void* user, int64_t begin, int64_t end) {
           const float* bp = Ux + (j * g.Cg + k0) * NR;
           for (int64_t si = 0; si < nstrips; ++si) {
             const int mr = static_cast<int>(std::min<int64_t>(MR, t1 - t0 - si * MR));
-            isa->uk_f32(kc, Vx + (si * g.Cg + k0) * MR, bp, NR, Mx + si * MR * ldm + (j - p0) * NR, ldm, mr, nr,
-                        flags, &ep);
+            int64_t pf_lines;
+            const char* pf = next.take(kc, &pf_lines);
+            isa->ukpf_f32(kc, Vx + (si * g.Cg + k0) * MR, bp, NR, Mx + si * MR * ldm + (j - p0) * NR, ldm, mr, nr,
+                          flags, &ep, pf, pf_lines);
           }
         }
       }

@@ -5,6 +5,7 @@
 #ifndef OLC_MATMUL_MM_COMMON_H_
 #define OLC_MATMUL_MM_COMMON_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -83,6 +84,35 @@ using UKernel = void (*)(int64_t kc, const T* Ap, const T* Bp, int64_t ldbp, T* 
 template <typename T>
 using UKernelDA = void (*)(int64_t kc, const T* A, int64_t lda, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr,
                            int nr, int flags, const Epi<T>* ep, const void* pf, int64_t pf_lines);
+// UKernel with the same prefetch of pf as UKernelDA.
+template <typename T>
+using UKernelPF = void (*)(int64_t kc, const T* Ap, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr, int nr,
+                           int flags, const Epi<T>* ep, const void* pf, int64_t pf_lines);
+
+// The cache lines of a block that the next step reads (constant weights,
+// likely in L3 or memory), handed out as slices to the current step's
+// microkernel calls, which prefetch one line per k step: the block arrives
+// while the current step computes, instead of stalling the next one.
+class PrefetchSlices {
+ public:
+  PrefetchSlices() = default;
+  PrefetchSlices(const void* block, int64_t bytes, int64_t calls)
+      : base_(static_cast<const char*>(block)), lines_(block ? (bytes + 63) / 64 : 0),
+        slice_(calls > 0 ? (lines_ + calls - 1) / calls : 0) {}
+  // Slice i, for a call of kc k steps: its first line, *lines of them (NULL,
+  // 0: none).
+  const char* at(int64_t i, int64_t kc, int64_t* lines) const {
+    const int64_t first = i * slice_;
+    *lines = std::max<int64_t>(0, std::min({slice_, lines_ - first, kc}));
+    return *lines ? base_ + 64 * first : nullptr;
+  }
+  // The next slice, call after call.
+  const char* take(int64_t kc, int64_t* lines) { return at(next_++, kc, lines); }
+
+ private:
+  const char* base_ = nullptr;
+  int64_t lines_ = 0, slice_ = 0, next_ = 0;
+};
 
 // y[i] = sum_k X[i * ldx + k] * v[k], i < m      (dot products)
 template <typename T>
@@ -176,6 +206,7 @@ struct IsaKernels {
   UKernel<double> uk_f64;
   UKernelDA<float> ukda_f32;
   UKernelDA<double> ukda_f64;
+  UKernelPF<float> ukpf_f32;
   GemvRows<float> gemv_rows_f32;
   GemvCols<float> gemv_cols_f32;
   GemvRows<double> gemv_rows_f64;
