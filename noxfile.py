@@ -363,8 +363,10 @@ def _default_sanitize_targets() -> list[str]:
     built with the sanitizers every few commits while a run stays short."""
     families = _families()
     changed = (_git("diff", "--name-only", "HEAD~1", "HEAD") or "").splitlines()
+    # A change to a family's prose (*.md, docs/) builds and tests nothing new.
     touched = {parts[1] for parts in (p.split("/") for p in changed)
-               if len(parts) > 2 and parts[0] == "packages" and parts[1] in families}
+               if len(parts) > 2 and parts[0] == "packages" and parts[1] in families
+               and parts[2] != "docs" and not parts[-1].endswith(".md")}
     count = _git("rev-list", "--count", "HEAD")
     turn = int(count) if count and count.strip().isdigit() else time.gmtime().tm_yday
     return [CORE, *sorted(touched | {families[turn % len(families)]})]
