@@ -180,6 +180,17 @@ CASES = [
     ((2, 6, 7, 7), (40, 6, 3, 3), {"strides": [2, 2]}),
     # 1x1 planes in groups (K and the W^T panel with tails at every width)
     ((2, 30, 1, 1), (42, 15, 1, 1), {"group": 2}),
+    # strided 1x1 without padding (the input subsampled, then pointwise):
+    # odd sizes, unequal strides, groups, batch 3, 1-D and 3-D, VALID, few
+    # positions (the transposed product; one position: its GEMV), and a
+    # stride larger than the input (one position read)
+    ((3, 6, 9, 11), (8, 3, 1, 1), {"group": 2, "strides": [2, 3]}),
+    ((2, 5, 17), (7, 5, 1), {"strides": [3]}),
+    ((1, 4, 5, 7, 6), (6, 4, 1, 1, 1), {"strides": [2, 2, 2]}),
+    ((1, 3, 7, 9), (4, 3, 1, 1), {"strides": [2, 2], "auto_pad": "VALID"}),
+    ((2, 48, 8, 8), (64, 48, 1, 1), {"strides": [2, 2]}),
+    ((2, 40, 2, 2), (70, 40, 1, 1), {"strides": [2, 2]}),
+    ((1, 5, 3, 3), (4, 5, 1, 1), {"strides": [4, 5]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
@@ -516,7 +527,9 @@ TRANSPOSED = [c for c in CASES if c[1] in ((64, 48, 1, 1), (96, 24, 3, 3))]
 @pytest.mark.parametrize("case,path", [(CASES[0], "implicit-gemm"), (CASES[11], "pointwise-gemm"),
                                        (CASES[15], "depthwise"), (TRANSPOSED[0], "pointwise-gemm-transposed"),
                                        (TRANSPOSED[1], "implicit-gemm-transposed"),
-                                       (CASES[40], "depthwise-channels")])
+                                       (CASES[40], "depthwise-channels"),
+                                       (CASES[14], "pointwise-gemm-subsampled"),
+                                       (CASES[-3], "pointwise-gemm-transposed-subsampled")])
 def test_algorithm_recorded(case, path):
     xs, ws, attrs = case
     rng = np.random.default_rng(1)
