@@ -6,7 +6,7 @@
     nox -s conformance
     nox -s bench -- --enforce
     nox -s lint
-    nox -s sanitize       core, the families the newest commit changed and one more in turn, built
+    nox -s sanitize       core, the families the newest commits changed and one more in turn, built
                           with ASan/UBSan, their tests under it (-- all: every family;
                           -- olc-matmul ...: the families named)
     nox -s tsan           core + elementwise built with ThreadSanitizer, the concurrency tests under it
@@ -357,12 +357,19 @@ def _git(*args: str) -> str | None:
         return None
 
 
+# Commits whose changed families the default sanitize run covers: more than
+# one, so that a code change followed by a note in a README is still checked.
+SANITIZE_COMMITS = 3
+
+
 def _default_sanitize_targets() -> list[str]:
-    """What CI sanitizes: olc-core, the families the newest commit changed
-    and one more family in turn (by commit count), so that every family is
-    built with the sanitizers every few commits while a run stays short."""
+    """What CI sanitizes: olc-core, the families whose code the newest
+    SANITIZE_COMMITS commits changed and one more family in turn (by commit
+    count), so that every family is built with the sanitizers every few
+    commits while a run stays short."""
     families = _families()
-    changed = (_git("diff", "--name-only", "HEAD~1", "HEAD") or "").splitlines()
+    changed = (_git("diff", "--name-only", f"HEAD~{SANITIZE_COMMITS}", "HEAD")
+               or _git("diff", "--name-only", "HEAD~1", "HEAD") or "").splitlines()
     # A change to a family's prose (*.md, docs/) builds and tests nothing new.
     touched = {parts[1] for parts in (p.split("/") for p in changed)
                if len(parts) > 2 and parts[0] == "packages" and parts[1] in families
@@ -388,7 +395,7 @@ SANITIZE_FUZZ_COUNT = 3000
 
 @nox.session
 def sanitize(session: nox.Session) -> None:
-    """olc-core, the families the newest commit changed and one more in turn (or the families
+    """olc-core, the families the newest commits changed and one more in turn (or the families
     named after --, or -- all) built with -DOLC_SANITIZE=ON (ASan + UBSan), their tests and a
     short seeded fuzz run under it."""
     targets = _sanitize_targets(session)
