@@ -1335,7 +1335,13 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // memory for every row. Copied row by row, each run is one stream (1x1
   // 256->64 at 56x56, one thread: 830 -> 780 us per image; at 14x14 the
   // whole plane is one tile and one stream, and 16 rows are few enough).
-  job.pack_rows = direct_b && (pwd == 3 || (pwd == 1 && job.tn > 1 && g.Kg >= 64));
+  // A whole plane whose rows do not start on a cache line (14x14: 784
+  // bytes) splits the microkernel's vector loads of X; with many output
+  // channels the panels copied once are read by enough strips to pay (one
+  // thread, alternating in one process: 1x1 256->1024 at 14x14 1,453 ->
+  // 1,264 us, 1024->256 1,248 -> 1,158; but 384->64 136 -> 144).
+  const bool split_rows = (g.in_sp * int64_t{sizeof(float)}) % 64 != 0 && g.Mg >= 256;
+  job.pack_rows = direct_b && (pwd == 3 || (pwd == 1 && g.Kg >= 64 && (job.tn > 1 || split_rows)));
   job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
   // A K of 16 or less (MobileNetV2's 16 -> 96 expansion at 112x112) makes
   // the product a write stream: tile after tile of Mg rows, panel by panel,
