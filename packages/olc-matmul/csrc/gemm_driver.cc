@@ -460,17 +460,16 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
         // one would wait for all of B at L3 bandwidth (MiniLM-shaped
         // encoder, 36 GEMMs over 42 MB of weights: 1.6 ms of 16).
         const int64_t rblocks = ceil_div(mlen, MR);
-        const int64_t lines = kc * NR * static_cast<int64_t>(sizeof(T)) / 64;
-        const int64_t slice = ceil_div(lines, rblocks);
         for (int64_t j = 0; j < panels; ++j) {
           const T* next = nullptr;
           if (j + 1 < panels) next = bblock + (j + 1) * pstride;
           else if (k0 + kc < kb) next = pk_base + (nc0 / NR) * pk->panel_stride + (k0 + kc) * NR;
           else if (nc0 + NC < n1) next = pk_base + ((nc0 + NC) / NR) * pk->panel_stride + ka * NR;
+          const PrefetchSlices pfs(next, kc * NR * static_cast<int64_t>(sizeof(T)), rblocks);
           for (int64_t r = 0; r < rblocks; ++r) {
-            const int64_t first = r * slice;
-            const int64_t count = next ? std::max<int64_t>(0, std::min(slice, lines - first)) : 0;
-            tile(m0 + r * MR, j, count ? reinterpret_cast<const char*>(next) + 64 * first : nullptr, count);
+            int64_t count;
+            const char* pf = pfs.at(r, kc, &count);
+            tile(m0 + r * MR, j, pf, count);
           }
         }
       } else {
