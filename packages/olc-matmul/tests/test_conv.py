@@ -360,6 +360,7 @@ WINO_CASES = [
     ((2, 24, 7, 7), (40, 24, 3, 3), {"pads": [1, 1, 1, 1]}),                   # odd planes, rows, a partial panel
     ((1, 16, 5, 6), (96, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
     ((1, 8, 56, 56), (8, 8, 3, 3), {"pads": [1, 1, 1, 1]}),                   # 25 panels: blocks of 12 and 13
+    ((5, 16, 4, 3), (48, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                   # tile rows of 2: 6-8 per vector
 ]
 
 
