@@ -441,6 +441,9 @@ SPLIT_CASES = [
     ((3, 8, 15, 13), (12, 8, 3, 3), {"pads": [1, 0, 1, 2]}, "winograd-f2x2-3x3 "),
     # Winograd, tiles as rows: one block of three images' tiles
     ((3, 16, 6, 6), (128, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3-transposed"),
+    # Positions as rows: five panels of output channels in two shares; two groups, a share each
+    ((1, 96, 3, 3), (160, 96, 1, 1), {}, "pointwise-gemm-transposed"),
+    ((1, 64, 9, 9), (128, 32, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
 ]
 
 
