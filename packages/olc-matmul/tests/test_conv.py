@@ -191,6 +191,11 @@ CASES = [
     ((2, 48, 8, 8), (64, 48, 1, 1), {"strides": [2, 2]}),
     ((2, 40, 2, 2), (70, 40, 1, 1), {"strides": [2, 2]}),
     ((1, 5, 3, 3), (4, 5, 1, 1), {"strides": [4, 5]}),
+    # 3x3 depthwise rows sharing their input loads (eight rows a pass at
+    # AVX-512, four below, the rest one at a time): H stride 2 with W
+    # dilation 2, and a channel multiplier at W stride 2 with uneven pads
+    ((1, 3, 20, 37), (3, 1, 3, 3), {"group": 3, "dilations": [1, 2], "strides": [2, 1], "pads": [1, 2, 1, 2]}),
+    ((2, 5, 19, 45), (10, 1, 3, 3), {"group": 5, "strides": [1, 2], "pads": [0, 1, 2, 1]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
