@@ -196,6 +196,9 @@ CASES = [
     # dilation 2, and a channel multiplier at W stride 2 with uneven pads
     ((1, 3, 20, 37), (3, 1, 3, 3), {"group": 3, "dilations": [1, 2], "strides": [2, 1], "pads": [1, 2, 1, 2]}),
     ((2, 5, 19, 45), (10, 1, 3, 3), {"group": 5, "strides": [1, 2], "pads": [0, 1, 2, 1]}),
+    # 7x7 planes across channels: the last of 49 positions gathered and
+    # scattered (AVX-512), a channel multiplier repeating input channels
+    ((2, 5, 7, 7), (10, 1, 3, 3), {"group": 5, "pads": [1, 1, 1, 1]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
@@ -531,6 +534,7 @@ def test_large_input_uses_tiles():
 
 
 TRANSPOSED = [c for c in CASES if c[1] in ((64, 48, 1, 1), (96, 24, 3, 3))]
+STRIDED_FEW = [c for c in CASES if c[0] == (2, 48, 8, 8) and c[2] == {"strides": [2, 2]}]
 
 
 @pytest.mark.parametrize("case,path", [(CASES[0], "implicit-gemm"), (CASES[11], "pointwise-gemm"),
@@ -538,7 +542,7 @@ TRANSPOSED = [c for c in CASES if c[1] in ((64, 48, 1, 1), (96, 24, 3, 3))]
                                        (TRANSPOSED[1], "implicit-gemm-transposed"),
                                        (CASES[40], "depthwise-channels"),
                                        (CASES[14], "pointwise-gemm-subsampled"),
-                                       (CASES[-3], "pointwise-gemm-transposed-subsampled")])
+                                       (STRIDED_FEW[0], "pointwise-gemm-transposed-subsampled")])
 def test_algorithm_recorded(case, path):
     xs, ws, attrs = case
     rng = np.random.default_rng(1)
