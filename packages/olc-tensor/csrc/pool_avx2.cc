@@ -1,5 +1,9 @@
-// AVX2 float32 pooling rows (see pool_kernels.h). Tails run through
-// masked loads and stores: nothing is read or written past n.
+// AVX2 float32 pooling rows (see pool_kernels.h). Nothing is read or
+// written past n: a row of a vector or more ends with one more whole
+// vector ending at n (its first lanes stored twice, the same values: the
+// destination is apart from the sources), a shorter row runs through
+// masked loads and stores (vmaskmovps, whose store form is microcoded on
+// AMD Zen).
 #include <immintrin.h>
 
 #include <cmath>
@@ -55,7 +59,12 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
       for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_loadu_ps(x + i + j * d));
       _mm256_storeu_ps(t + i, m);
     }
-    if (i < n) {
+    if (i < n && n >= 8) {
+      i = n - 8;
+      __m256 m = _mm256_loadu_ps(x + i);
+      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_loadu_ps(x + i + j * d));
+      _mm256_storeu_ps(t + i, m);
+    } else if (i < n) {
       const __m256i mk = tail_mask(n - i);
       __m256 m = _mm256_maskload_ps(x + i, mk);
       for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_maskload_ps(x + i + j * d, mk));
@@ -78,12 +87,14 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                             _mm256_set1_epi32(static_cast<int>(st)));
     for (; i < n; i += 8) {
+      if (i + 8 > n && n >= 8) i = n - 8;
       const __m256i mk = tail_mask(n - i);
       const float* p = x + i * st;
       __m256 m = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, lane, _mm256_castsi256_ps(mk), 4);
       for (int64_t j = 1; j < k; ++j)
         m = op<Max>(m, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p + j * d, lane, _mm256_castsi256_ps(mk), 4));
-      _mm256_maskstore_ps(t + i, mk, m);
+      if (i + 8 <= n) _mm256_storeu_ps(t + i, m);
+      else _mm256_maskstore_ps(t + i, mk, m);
     }
   }
   for (; i < n; ++i) {
@@ -124,7 +135,12 @@ void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
     for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + i));
     _mm256_storeu_ps(dst + i, v);
   }
-  if (i < n) {
+  if (i < n && n >= 8) {
+    i = n - 8;
+    __m256 v = _mm256_loadu_ps(rows[0] + i);
+    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + i));
+    _mm256_storeu_ps(dst + i, v);
+  } else if (i < n) {
     const __m256i mk = tail_mask(n - i);
     __m256 v = _mm256_maskload_ps(rows[0] + i, mk);
     for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_maskload_ps(rows[r] + i, mk));

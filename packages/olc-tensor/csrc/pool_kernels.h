@@ -15,7 +15,8 @@
 namespace olc_tn {
 
 struct PoolRowsF32 {
-  // dst[i] = fmax / sum over r < m of rows[r][i] (m >= 1): one store per element.
+  // dst[i] = fmax / sum over r < m of rows[r][i] (m >= 1), dst apart from
+  // the rows (a vector level may store an element twice, the same value).
   void (*rows_max_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
   void (*rows_add_n)(float* dst, const float* const* rows, int64_t m, int64_t n);
   // The same for `count` rows at once, row r from m rows at a fixed pitch:
@@ -23,10 +24,10 @@ struct PoolRowsF32 {
   // (the strided output rows of a 2-D window, in one call).
   void (*rows_max_2d)(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step);
   void (*rows_add_2d)(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step);
-  // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n; reads
-  // nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths for s = 1 and
-  // s = 2 (deinterleaved), masked gathers for larger strides (AVX2 and
-  // AVX-512); the same tap order at every level.
+  // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n, t apart
+  // from x; reads nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths
+  // for s = 1 and s = 2 (deinterleaved), masked gathers for larger strides
+  // (AVX2 and AVX-512); the same tap order at every level.
   void (*window_max)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*window_add)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*mul)(float* y, const float* a, const float* b, int64_t n);  // y[i] = a[i] * b[i]

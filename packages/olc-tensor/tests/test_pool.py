@@ -201,6 +201,10 @@ WINDOWS = [
     ((2, 4, 31), {"kernel_shape": [4], "strides": [4]}),
     ((1, 3, 23), {"kernel_shape": [3], "strides": [2], "dilations": [2]}),
     ((1, 2, 1, 35), {"kernel_shape": [1, 4], "strides": [1, 4]}),
+    # W strides past 2 (gathered taps) with a row of more than a vector and
+    # a partial last vector at AVX2 (10 and 15 outputs).
+    ((1, 2, 43), {"kernel_shape": [4], "strides": [4]}),
+    ((1, 3, 2, 47), {"kernel_shape": [2, 3], "strides": [1, 3]}),
 ]
 IDS = [f"r{len(s) - 2}-{'-'.join(f'{k}{v}' for k, v in a.items())}" for s, a in WINDOWS]
 
