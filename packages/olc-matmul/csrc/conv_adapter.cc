@@ -46,6 +46,14 @@ thread_local FloatScratch t_tile, t_ctile, t_xplane, t_yplane, t_pad, t_res;
 // offsets.
 thread_local std::vector<int64_t> t_runs, t_koff;
 
+// At least n elements, every one of which the caller writes before reading:
+// only grown, never shrunk (resize after a smaller layer zero-filled the
+// difference again: a memset per layer when layers alternate, 1 % of a
+// MobileNetV3-style stack).
+inline void index_buffer(std::vector<int64_t>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+}
+
 inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
 
 // Element i of a float32/float16/bfloat16 buffer as float32.
@@ -269,7 +277,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         srcg = job.src + (n - job.n0) * job.img_stride + gi * g.Cg * job.l.cs;
       }
       // The panels' runs, once per task (each panel at most NR runs).
-      runs.resize(static_cast<size_t>(npanels * (3 * NR + 1)));
+      index_buffer(runs, npanels * (3 * NR + 1));
       for (int64_t j = 0; j < npanels; ++j) {
         int64_t* r = runs.data() + j * (3 * NR + 1);
         r[0] = panel_runs(g, job.l, s0 + j * NR, std::min<int64_t>(NR, nc - j * NR), r + 1);
@@ -536,7 +544,7 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
     if (p0 >= p1 || i0 >= i1) continue;
     const int64_t rows = (i1 - i0) * g.out_sp;
     const int64_t nstrips = (rows + MR - 1) / MR;
-    runs.resize(static_cast<size_t>(nstrips * (3 * MR + 1)));
+    index_buffer(runs, nstrips * (3 * MR + 1));
     const int64_t c0 = p0 * NR, c1 = std::min(g.Mg, p1 * NR);  // channels of the group
     const int64_t ldc = (p1 - p0) * NR;
     float* abuf = t_tile.get(static_cast<size_t>(nstrips * MR * kstep));
@@ -1415,7 +1423,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // cs (no division per row of K: a 1x1 convolution of small planes
     // spends as long here as in its GEMM otherwise).
     std::vector<int64_t>& koff = t_koff;
-    koff.resize(static_cast<size_t>(g.Kg));
+    index_buffer(koff, g.Kg);
     for (int64_t kd = 0, k = 0; kd < g.k[0]; ++kd)
       for (int64_t kh = 0; kh < g.k[1]; ++kh)
         for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
