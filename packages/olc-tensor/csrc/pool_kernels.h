@@ -26,8 +26,9 @@ struct PoolRowsF32 {
   void (*rows_add_2d)(float* dst, const float* src, int64_t m, int64_t pitch, int64_t n, int64_t count, int64_t step);
   // t[i] = fmax / sum over j < k of x[i * s + j * d], for i < n, t apart
   // from x; reads nothing past x[(n - 1) * s + (k - 1) * d]. Vector paths
-  // for s = 1 and s = 2 (deinterleaved), masked gathers for larger strides
-  // (AVX2 and AVX-512); the same tap order at every level.
+  // for s = 1 and s = 2 (deinterleaved), at AVX2 s = 4 (in-lane 4 x 4
+  // transposes), masked gathers for other strides (AVX2 and AVX-512); the
+  // same tap order at every level.
   void (*window_max)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*window_add)(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s);
   void (*mul)(float* y, const float* a, const float* b, int64_t n);  // y[i] = a[i] * b[i]

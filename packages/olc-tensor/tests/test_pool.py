@@ -205,6 +205,12 @@ WINDOWS = [
     # a partial last vector at AVX2 (10 and 15 outputs).
     ((1, 2, 43), {"kernel_shape": [4], "strides": [4]}),
     ((1, 3, 2, 47), {"kernel_shape": [2, 3], "strides": [1, 3]}),
+    # Stride 4 with taps past the first 4-aligned group (dilation 3;
+    # overlapping windows of 6) and a padded 2-D one: AVX2 transposes
+    # blocks of 8 outputs while another output follows.
+    ((1, 2, 70), {"kernel_shape": [3], "strides": [4], "dilations": [3]}),
+    ((1, 3, 80), {"kernel_shape": [6], "strides": [4]}),
+    ((1, 2, 3, 75), {"kernel_shape": [2, 4], "strides": [1, 4], "pads": [0, 1, 0, 2]}),
 ]
 IDS = [f"r{len(s) - 2}-{'-'.join(f'{k}{v}' for k, v in a.items())}" for s, a in WINDOWS]
 
