@@ -120,8 +120,8 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     }
   }
   if (st > 2 && (n - 1) * st + (k - 1) * d < (int64_t{1} << 31)) {
-    // Larger strides (1-D audio pools of 4 at stride 4): tap j of 8 outputs
-    // is one gather; the tail's gathers are masked.
+    // Other strides past 2 (and stride 4's last outputs): tap j of 8
+    // outputs is one gather; a row shorter than 8 has its gathers masked.
     const __m256i lane = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
                                             _mm256_set1_epi32(static_cast<int>(st)));
     for (; i < n; i += 8) {
