@@ -1157,8 +1157,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // 88@8x8 12 -> 5.5 us, 384@14x14 91 -> 47, 144@28x28 86 -> 59; 5x5
     // 120@28x28 155 -> 95 (AVX-512 158 -> 95); but AVX-512 3x3 64@32x32
     // 31 -> 65.
-    const bool rows3 =
-        g.in[0] == 1 && g.k[0] == 1 && g.k[1] == 3 && g.k[2] == 3 && g.d[1] == 1 && (g.s[1] == 1 || g.s[1] == 2);
+    const bool rows3 = dw_rows3_applies(g.in[0], g.k[0], g.k[1], g.k[2], g.d[1], g.s[1]);
     if ((g.out[2] < L || (g.out[2] <= 32 && !(rows3 && L >= 16))) && L <= 64) {
       std::vector<float> wblkv;
       const float* wblk;

@@ -23,6 +23,14 @@ struct Activation {
   float a = 0.0f, b = 0.0f;
 };
 
+// Whether the direct depthwise loop runs a plane's rows eight at a time
+// (four below AVX-512) sharing their input loads (dw_rows3): 2-D 3x3 taps,
+// H dilation 1, H stride 1 or 2. The adapter's choice of the blocked
+// kernel reads the same rule.
+inline bool dw_rows3_applies(int64_t id, int64_t kd, int64_t kh, int64_t kw, int64_t dh, int64_t sh) {
+  return id == 1 && kd == 1 && kh == 3 && kw == 3 && dh == 1 && (sh == 1 || sh == 2);
+}
+
 // One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows
 // of y[OD, OH, OW] from x[ID, IH, IW] and the taps w[KD, KH, KW]:
 //   y[o] = bias + sum over taps of w[t] * x[o * s - pb + t * d]

@@ -68,16 +68,14 @@ template <bool Max>
 void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) {
   int64_t i = 0;
   if (st == 1) {
-    for (; i + 8 <= n; i += 8) {
-      __m256 m = _mm256_loadu_ps(x + i);
-      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_loadu_ps(x + i + j * d));
-      _mm256_storeu_ps(t + i, m);
-    }
+    const auto whole = [&](int64_t at) {
+      __m256 m = _mm256_loadu_ps(x + at);
+      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_loadu_ps(x + at + j * d));
+      _mm256_storeu_ps(t + at, m);
+    };
+    for (; i + 8 <= n; i += 8) whole(i);
     if (i < n && n >= 8) {
-      i = n - 8;
-      __m256 m = _mm256_loadu_ps(x + i);
-      for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_loadu_ps(x + i + j * d));
-      _mm256_storeu_ps(t + i, m);
+      whole(n - 8);
     } else if (i < n) {
       const __m256i mk = tail_mask(n - i);
       __m256 m = _mm256_maskload_ps(x + i, mk);
@@ -168,16 +166,14 @@ void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
   int64_t i = 0;
   if (m == 2) i = rows_fixed<Max, 2>(dst, rows, n);
   else if (m == 3) i = rows_fixed<Max, 3>(dst, rows, n);
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_loadu_ps(rows[0] + i);
-    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + i));
-    _mm256_storeu_ps(dst + i, v);
-  }
+  const auto whole = [&](int64_t at) {
+    __m256 v = _mm256_loadu_ps(rows[0] + at);
+    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + at));
+    _mm256_storeu_ps(dst + at, v);
+  };
+  for (; i + 8 <= n; i += 8) whole(i);
   if (i < n && n >= 8) {
-    i = n - 8;
-    __m256 v = _mm256_loadu_ps(rows[0] + i);
-    for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_loadu_ps(rows[r] + i));
-    _mm256_storeu_ps(dst + i, v);
+    whole(n - 8);
   } else if (i < n) {
     const __m256i mk = tail_mask(n - i);
     __m256 v = _mm256_maskload_ps(rows[0] + i, mk);
