@@ -16,6 +16,10 @@ namespace olc_mm {
 enum : int {
   kFirst = 1,  // the first K block: C is not read, the accumulators start at 0
   kLast = 2,   // the last K block: apply the epilogue
+  // With kLast: whole-width rows of C that start on a vector boundary are
+  // written with non-temporal stores (outputs far larger than the caches;
+  // the caller fences before the output is read elsewhere).
+  kStream = 4,
 };
 
 // Activations a microkernel's epilogue applies (a fused convolution's).

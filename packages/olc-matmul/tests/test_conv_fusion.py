@@ -216,6 +216,48 @@ def test_fused_matches_reference_unfused_and_onnxruntime(geom, bn, act):
                     assert "+" + ACTS[act][0] in detail, detail
 
 
+# (X shape, W shape, Conv attributes) of implicit-GEMM outputs written with
+# non-temporal stores once stream_min_bytes is 1.
+STREAM_GEOMS = [
+    ((2, 3, 23, 29), (16, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # stem: 180-value rows, some unaligned
+    ((2, 3, 32, 32), (20, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # 256-value rows; a strip tail
+    ((2, 12, 16, 16), (40, 12, 1, 1), {}),    # pointwise, K <= 16: a strip at a time across the panels
+    ((1, 300, 16, 16), (29, 300, 1, 1), {}),  # pointwise, two K blocks: only the last one streams
+    ((1, 4, 40), (6, 4, 5), {"pads": [2, 2]}),  # 1-D
+]
+
+
+@pytest.mark.parametrize("act", ["none", "Relu", "HardSwish", "Sigmoid"])
+@pytest.mark.parametrize("geom", STREAM_GEOMS, ids=["stem", "aligned", "pointwise-k12", "pointwise-2kb", "1d"])
+def test_streamed_output(geom, act):
+    """With stream_min_bytes 1 every float32 implicit-GEMM output is written
+    with non-temporal stores (the usage detail says streamed-Y), except with
+    Sigmoid, applied by a second pass over the stored tiles: the same values
+    as the float64 reference on every level, one and two threads."""
+    import olc_core.tuning as tuning
+
+    xs, ws, attrs = geom
+    rng = np.random.default_rng(17)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    b = (0.2 * rng.standard_normal(ws[0])).astype(np.float32)
+    m = build("float32", attrs, act, w=w, b=b)
+    want, bound = reference(x, w, b, attrs, None, 0, act)
+    for level in LEVELS:
+        try:
+            tuning.set("olc_matmul", "Conv", "stream_min_bytes", 1, implementation=level, dtype="float32")
+            for threads in (1, 2):
+                with olc_core.simd_cap(level):
+                    s = olc_core.Session(m, threads=threads, strict=True, record_usage=True)
+                (y,) = s.run(None, {"X": x})
+                detail = s.kernel_usage_details()[0]
+                assert "gemm" in detail and "transposed" not in detail, detail
+                assert ("streamed-Y" in detail) == (act != "Sigmoid"), detail
+                assert_within(y, want, bound, f"{level} t{threads}")
+        finally:
+            tuning.reset("olc_matmul", "Conv", "stream_min_bytes", implementation=level, dtype="float32")
+
+
 @pytest.mark.parametrize("act", ["Relu", "Sigmoid", "HardSwish", "LeakyRelu"])
 def test_activation_only_with_fed_weights(act):
     """Without a BatchNormalization the weights need not be constant."""
