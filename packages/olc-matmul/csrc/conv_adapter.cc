@@ -893,16 +893,8 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // blocks (1x1 and depthwise layers of 0.05-0.5 M) ran 211 -> 135 us on
   // two threads with 1 << 20 instead of 1 << 16 (Sapphire Rapids).
   st->t_par = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "parallel_min_macs", 1 << 20);
-  // A float32 output of at least this many bytes is written by the
-  // implicit GEMM with non-temporal stores: no read for ownership of each
-  // line, and the lines go to memory as they fill instead of evicting the
-  // input and panels the rest of the product reads. On a 2-core Zen 4 with
-  // a 32 MiB L3 shared with other tenants, batch-8 stems (alternating
-  // builds, ms): 3x3 s2 3->32 (12 MiB out) 4.15 -> 2.5-3.2 on one thread,
-  // 2.5-3.4 -> 1.8-1.9 on two; 7x7 s2 3->64 (24 MiB) 20.7-23.1 -> 19.9 and
-  // 11.8-12.1 -> 10.3-10.9; batch 1 (1.5 MiB, left to plain stores) the
-  // same either way. 0: never.
-  st->t_stream = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "stream_min_bytes", int64_t(12) << 20);
+  st->t_stream = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "stream_min_bytes",
+                                         conv_stream_min_bytes(cache_info()));
   // A pointwise convolution's B, X: 2 read in place, 3 copied per tile
   // row by row into panels, 1 either by its shape (below), 0 built panel
   // by panel like an im2col.
@@ -2025,6 +2017,23 @@ const olc_kernel_vtable kConvTranspose = {OLC_ABI_VERSION, 0, "olc_matmul::ConvT
                                           guarded_create<convt_create>, guarded_run<convt_run>, convt_destroy};
 
 }  // namespace
+
+// The float32 output size from which the implicit GEMM writes it with
+// non-temporal stores: no read for ownership of each line, and the lines go
+// to memory as they fill instead of evicting the input and panels the rest
+// of the product reads; but the next node then reads the output from
+// memory, so only outputs too large to stay in the L3 beside their input
+// stream: 3/8 of the L3 (12 MiB of 32), 12 MiB where sysfs does not say.
+// On a 2-core Zen 4 VM with a 32 MiB L3 shared with other tenants
+// (alternating builds, ms): batch-8 3x3 s2 3->32 stem (12 MiB out) 4.15 ->
+// 2.5-3.2 on one thread, 2.5-3.4 -> 1.8-1.9 on two; 7x7 s2 3->64 (24 MiB)
+// 20.7-23.1 -> 19.9 and 11.8-12.1 -> 10.3-10.9; 1x1 256->64 at 56x56 batch
+// 8 (6 MiB) 4 % slower streamed; batch-1 stems (1.5 MiB) the same either
+// way.
+int64_t conv_stream_min_bytes(const CacheInfo& c) {
+  if (c.l3 <= 0) return int64_t(12) << 20;
+  return std::max<int64_t>(int64_t(4) << 20, c.l3 / 8 * 3);
+}
 
 void set_conv_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* conv_vtable() { return &kConv; }

@@ -5,6 +5,8 @@
 #ifndef OLC_MATMUL_CONV_ADAPTER_H_
 #define OLC_MATMUL_CONV_ADAPTER_H_
 
+#include <cstdint>
+
 #include "olc/kernel_abi.h"
 
 namespace olc_mm {
@@ -13,6 +15,9 @@ const olc_kernel_vtable* conv_vtable();
 // olc.fused FusedConv: Conv with BatchNormalization folded in and an activation.
 const olc_kernel_vtable* fused_conv_vtable();
 const olc_kernel_vtable* conv_transpose_vtable();
+struct CacheInfo;
+// The Conv tuning key stream_min_bytes' default for these caches.
+int64_t conv_stream_min_bytes(const CacheInfo& caches);
 }  // namespace olc_mm
 
 #endif  // OLC_MATMUL_CONV_ADAPTER_H_

@@ -853,6 +853,9 @@ const CacheInfo& cache_info() {
       } else if (level[0] == '2' && data) {
         c.l2 = parse_size(size);
         c.l2_sharers = sharers;
+      } else if (level[0] == '3' && data) {
+        c.l3 = parse_size(size);
+        c.l3_sharers = sharers;
       }
     }
     return c;

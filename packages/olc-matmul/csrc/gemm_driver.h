@@ -83,8 +83,8 @@ struct GemmTuning {
 // Data cache sizes of CPU 0 as Linux reports them (sysfs), with the number
 // of logical CPUs sharing each; 0 where unknown (then fixed defaults).
 struct CacheInfo {
-  int64_t l1d = 0, l2 = 0;
-  int l1d_sharers = 1, l2_sharers = 1;
+  int64_t l1d = 0, l2 = 0, l3 = 0;
+  int l1d_sharers = 1, l2_sharers = 1, l3_sharers = 1;
 };
 const CacheInfo& cache_info();
 

@@ -86,9 +86,11 @@ PYBIND11_MODULE(_ext, m) {
         d["l1d_sharers"] = c.l1d_sharers;
         d["l2_bytes"] = c.l2;
         d["l2_sharers"] = c.l2_sharers;
+        d["l3_bytes"] = c.l3;
+        d["l3_sharers"] = c.l3_sharers;
         return d;
       },
-      "The data caches of CPU 0 the GEMM blocking is derived from (sysfs; 0 where unknown).");
+      "CPU 0's data caches, which the GEMM blocking and Conv streaming derive from (sysfs; 0: unknown).");
   m.def(
       "gemm_blocking",
       [](int64_t l1d, int l1d_sharers, int64_t l2, int l2_sharers, bool float64) {
@@ -102,6 +104,14 @@ PYBIND11_MODULE(_ext, m) {
       },
       py::arg("l1d"), py::arg("l1d_sharers"), py::arg("l2"), py::arg("l2_sharers"), py::arg("float64") = false,
       "(kc, nc) the GEMM defaults take for these caches (bytes, logical CPUs sharing each).");
+  m.def(
+      "conv_stream_min_bytes",
+      [](int64_t l3) {
+        olc_mm::CacheInfo c;
+        c.l3 = l3;
+        return olc_mm::conv_stream_min_bytes(c);
+      },
+      py::arg("l3"), "The Conv stream_min_bytes default for an L3 of l3 bytes (0: unknown).");
   m.def(
       "fma_peak_gflops",
       [](int64_t iters, const std::string& isa) {

@@ -258,6 +258,28 @@ def test_streamed_output(geom, act):
             tuning.reset("olc_matmul", "Conv", "stream_min_bytes", implementation=level, dtype="float32")
 
 
+def test_stream_threshold_follows_the_l3():
+    """stream_min_bytes: 3/8 of the L3 (an output that would not stay there
+    beside its input), at least 4 MiB, 12 MiB where the L3 is unknown; this
+    host's default is the one its L3 gives."""
+    from olc_matmul import _ext
+
+    import olc_core.tuning as tuning
+
+    M = 1 << 20
+    assert _ext.conv_stream_min_bytes(32 * M) == 12 * M  # Zen 2/3/4 CCX
+    assert _ext.conv_stream_min_bytes(16 * M) == 6 * M
+    assert _ext.conv_stream_min_bytes(8 * M) == 4 * M
+    assert _ext.conv_stream_min_bytes(0) == 12 * M
+    want = _ext.conv_stream_min_bytes(_ext.cache_info()["l3_bytes"])
+    _, ws, attrs = STREAM_GEOMS[0]
+    m = build("float32", attrs, "none", w=np.ones(ws, np.float32))
+    for level in LEVELS:
+        with olc_core.simd_cap(level):
+            olc_core.Session(m)
+        assert tuning.get("olc_matmul", "Conv", "stream_min_bytes", implementation=level, dtype="float32") == want
+
+
 @pytest.mark.parametrize("act", ["Relu", "Sigmoid", "HardSwish", "LeakyRelu"])
 def test_activation_only_with_fed_weights(act):
     """Without a BatchNormalization the weights need not be constant."""
