@@ -316,6 +316,40 @@ def test_info_text_and_json():
     assert {p["name"] for p in info["plugins"]} == {ep.name for ep in entry_points(group="olc.kernels")}
 
 
+def test_info_lists_the_caches(tmp_path):
+    """`olc info` shows CPU 0's caches as sysfs gives them (what the
+    cache-derived defaults in its tuning table come from): the JSON per
+    cache, the text as one line; none where sysfs has no cache tree."""
+    info = json.loads(run_cli("info", "--json").stdout)
+    sysfs = cli.SYSFS_CPU0_CACHES
+    if os.path.isdir(sysfs):
+        levels = set()
+        for e in os.listdir(sysfs):
+            if e.startswith("index"):
+                with open(os.path.join(sysfs, e, "level")) as f:
+                    levels.add(int(f.read()))
+        assert {c["level"] for c in info["caches"]} == levels
+    for c in info["caches"]:
+        assert c["bytes"] > 0 and c["shared_by"] >= 1 and c["type"] in ("Data", "Instruction", "Unified")
+    assert "caches: " in run_cli("info").stdout
+    caches = [{"level": 1, "type": "Data", "bytes": 48 << 10, "shared_by": 2},
+              {"level": 1, "type": "Instruction", "bytes": 32 << 10, "shared_by": 2},
+              {"level": 2, "type": "Unified", "bytes": 2 << 20, "shared_by": 2},
+              {"level": 3, "type": "Unified", "bytes": 105 << 20, "shared_by": 112}]
+    assert cli._format_caches(caches) == "L1d 48 KiB (shared by 2), L2 2 MiB (shared by 2), L3 105 MiB (shared by 112)"
+    # A tree shaped like sysfs, sizes with and without units, ranges of CPUs.
+    for i, (level, ctype, size, shared) in enumerate([("1", "Data", "32K", "0,8"), ("2", "Unified", "1048576", "0-1"),
+                                                      ("3", "Unified", "32M", "0-7,16-23")]):
+        d = tmp_path / f"index{i}"
+        d.mkdir()
+        for name, value in (("level", level), ("type", ctype), ("size", size), ("shared_cpu_list", shared)):
+            (d / name).write_text(value + "\n")
+    assert cli._cpu_caches(str(tmp_path)) == [{"level": 1, "type": "Data", "bytes": 32 << 10, "shared_by": 2},
+                                              {"level": 2, "type": "Unified", "bytes": 1 << 20, "shared_by": 2},
+                                              {"level": 3, "type": "Unified", "bytes": 32 << 20, "shared_by": 16}]
+    assert cli._cpu_caches(str(tmp_path / "absent")) == []
+
+
 def test_info_reports_the_simd_cap():
     info = json.loads(run_cli("info", "--json", env={"OLC_SIMD": "scalar"}).stdout)
     assert info["olc_simd_cap"] == "scalar"

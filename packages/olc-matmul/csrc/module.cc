@@ -52,6 +52,19 @@ PYBIND11_MODULE(_ext, m) {
   olc_mm::set_einsum_api(api);
   olc_mm::set_conv_api(api);
   olc_mm::set_qconv_api(api);
+  // The defaults this host's caches give (float32 at the level in force),
+  // declared now so that `olc info` lists them before any session exists;
+  // kernels declare the same keys with the same defaults when created.
+  {
+    const char* isa = olc_mm::select_kernels(api).isa_name;
+    const olc_mm::GemmTuning t = olc_mm::default_gemm_tuning(OLC_DTYPE_FLOAT);
+    for (const char* kernel : {"MatMul", "Gemm"}) {
+      api->tuning_declare_int("olc_matmul", kernel, isa, OLC_DTYPE_FLOAT, "kc", t.kc);
+      api->tuning_declare_int("olc_matmul", kernel, isa, OLC_DTYPE_FLOAT, "nc", t.nc);
+    }
+    api->tuning_declare_int("olc_matmul", "Conv", isa, OLC_DTYPE_FLOAT, "stream_min_bytes",
+                            olc_mm::conv_stream_min_bytes(olc_mm::cache_info()));
+  }
 
   m.def(
       "vtable",

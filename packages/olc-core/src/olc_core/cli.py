@@ -1269,6 +1269,7 @@ def collect_info() -> dict[str, Any]:
         "detected_simd_level": olc_core.detected_simd_level(),
         "olc_simd_cap": os.environ.get("OLC_SIMD") or None,
         "cpu_features": features,
+        "caches": _cpu_caches(),
         "default_threads": olc_core.default_thread_count(),
         "plugins": _plugins(),
         "plugin_load_errors": [str(e) for e in getattr(olc_core, "plugin_load_errors", list)()],
@@ -1290,6 +1291,55 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+SYSFS_CPU0_CACHES = "/sys/devices/system/cpu/cpu0/cache"
+
+
+def _cpu_caches(base: str = SYSFS_CPU0_CACHES) -> list[dict[str, Any]]:
+    """CPU 0's caches as Linux reports them (sysfs): level, type, bytes and
+    the logical CPUs sharing each; empty where sysfs has none. The
+    families derive their cache-dependent defaults (GEMM blocking, Conv
+    streaming) from the same files."""
+    out: list[dict[str, Any]] = []
+    try:
+        entries = sorted(e for e in os.listdir(base) if e.startswith("index"))
+    except OSError:
+        return out
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+    def read(d: str, name: str) -> str:
+        with open(os.path.join(base, d, name)) as f:
+            return f.read().strip()
+
+    for e in entries:
+        try:
+            level, ctype, size = read(e, "level"), read(e, "type"), read(e, "size")
+        except OSError:
+            continue
+        n = int(size[:-1]) * units[size[-1]] if size[-1:] in units else int(size)
+        try:
+            shared = 0
+            for part in read(e, "shared_cpu_list").split(","):
+                lo, _, hi = part.partition("-")
+                shared += int(hi or lo) - int(lo) + 1
+        except (OSError, ValueError):
+            shared = 1
+        out.append({"level": int(level), "type": ctype, "bytes": n, "shared_by": max(shared, 1)})
+    return out
+
+
+def _format_caches(caches: Sequence[dict[str, Any]]) -> str:
+    def size(n: int) -> str:
+        return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n >> 10} KiB"
+
+    parts = []
+    for c in caches:
+        if c["type"] == "Instruction":
+            continue
+        name = f"L{c['level']}" + ("d" if c["type"] == "Data" else "")
+        parts.append(f"{name} {size(c['bytes'])}" + (f" (shared by {c['shared_by']})" if c["shared_by"] > 1 else ""))
+    return ", ".join(parts)
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     info = collect_info()
     if args.json:
@@ -1304,6 +1354,7 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"cpu features: {' '.join(present) or '(none)'}")
     if absent:
         print(f"  absent: {' '.join(absent)}")
+    print(f"caches: {_format_caches(info['caches']) or 'unknown (no sysfs)'}")
     print(f"default threads: {info['default_threads']}")
     print()
     if info["plugins"]:
