@@ -1,7 +1,9 @@
 // The scalar Conv loops (see conv_kernels.inc). Compiled with this
 // level's flags only; entered after the runtime check for the level.
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "conv_kernels.h"

@@ -199,6 +199,12 @@ CASES = [
     # 7x7 planes across channels: the last of 49 positions gathered and
     # scattered (AVX-512), a channel multiplier repeating input channels
     ((2, 5, 7, 7), (10, 1, 3, 3), {"group": 5, "pads": [1, 1, 1, 1]}),
+    # rows across channels in runs that share their inputs: 13 and 11
+    # positions (two runs at AVX-512), H dilation with H stride 2, 1-D at
+    # W stride 2 with more channels than one block
+    ((1, 18, 6, 13), (18, 1, 3, 5), {"group": 18, "pads": [1, 2, 1, 2]}),
+    ((1, 16, 9, 11), (16, 1, 3, 3), {"group": 16, "dilations": [2, 1], "strides": [2, 1], "pads": [2, 1, 2, 1]}),
+    ((2, 17, 11), (17, 1, 3), {"group": 17, "strides": [2], "pads": [1, 1]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
