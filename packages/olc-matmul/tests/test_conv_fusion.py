@@ -324,6 +324,43 @@ def test_activation_values_nan_and_extremes():
             assert ok.all(), (act, level, x[~ok], y[~ok], want[~ok])
 
 
+@pytest.mark.parametrize("xs", [(1, 16, 4, 4), (1, 3, 5, 67)], ids=["across-channels", "planes"])
+def test_depthwise_activation_values_nan_and_clamps(xs):
+    """The depthwise kernels' own activation pass (not the GEMM epilogue):
+    NaN kept by every activation, infinities and values at and around the
+    clamps, every level. 1x1 depthwise with unit weights: y = x (a -0
+    input is +0 once the zero bias is added, so no sign reaches the
+    activation). Small planes go across channels, wide rows through the
+    planes."""
+    rng = np.random.default_rng(3)
+    n = int(np.prod(xs))
+    special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-40, -1e-40, 3.0, -3.0, 2.5, -2.5], np.float32)
+    x = rng.uniform(-8, 8, n).astype(np.float32)
+    x[rng.choice(n, size=n // 3, replace=False)] = rng.choice(special, size=n // 3)
+    x = x.reshape(xs)
+    c = xs[1]
+    w = np.ones((c, 1, 1, 1), np.float32)
+    for act in ACTS:
+        if act == "none":
+            continue
+        m = build("float32", {"group": c}, act, w=w)
+        with np.errstate(invalid="ignore"):
+            want, _ = act_ref(act, x.astype(np.float64))
+        want = want.astype(np.float32)
+        for level in LEVELS:
+            with olc_core.simd_cap(level):
+                s = olc_core.Session(m, strict=True, record_usage=True)
+            (y,) = s.run(None, {"X": x})
+            assert s.kernel_usage() == [FUSED] and "depthwise" in s.kernel_usage_details()[0]
+            with np.errstate(invalid="ignore"):
+                # x / 6 + 0.5 and alpha x + beta cancel near the clamps: an
+                # absolute bound from the rounding of x's terms
+                bound = 4 * 2.0**-24 * np.abs(want) + 2.0**-22 * (1 + np.abs(x.astype(np.float64))) ** 2
+                ok = (np.abs(y.astype(np.float64) - want) <= bound) | (np.isnan(y) & np.isnan(want)) | (y == want)
+            assert ok.all(), (act, level, x[~ok], y[~ok], want[~ok])
+            assert np.array_equal(np.isnan(y), np.isnan(want)), (act, level)
+
+
 @pytest.mark.parametrize("t", ["float16", "bfloat16"])
 def test_half_types(t):
     """float16 / bfloat16: the folded weights are float32, the result is
