@@ -38,6 +38,17 @@ struct V8 {
   }
   static void store(T* p, R v) { _mm256_storeu_ps(p, v); }
   static void store_part(T* p, R v, int64_t k) { _mm256_maskstore_ps(p, first_lanes(k), v); }
+  // Rows of W or more end with their last whole vector instead of masked
+  // lanes (see kWholeTail in row_engine.inc): vmaskmovps stores are
+  // microcoded on AMD Zen.
+  static constexpr bool kWholeTail = true;
+  // v's last k lanes, fill in the others.
+  static R last_lanes(R v, int64_t k, T fill) {
+    const __m256i m = _mm256_cmpgt_epi32(_mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),
+                                                          _mm256_set1_epi32(static_cast<int>(k))),
+                                         _mm256_set1_epi32(7));
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(m));
+  }
   static R set1(T v) { return _mm256_set1_ps(v); }
   static R add(R a, R b) { return _mm256_add_ps(a, b); }
   static R sub(R a, R b) { return _mm256_sub_ps(a, b); }

@@ -33,6 +33,8 @@ struct V16 {
   }
   static void store(T* p, R v) { _mm512_storeu_ps(p, v); }
   static void store_part(T* p, R v, int64_t k) { _mm512_mask_storeu_ps(p, first_lanes(k), v); }
+  static constexpr bool kWholeTail = false;  // masked lanes cost no more here
+  static R last_lanes(R v, int64_t, T) { return v; }
   static R set1(T v) { return _mm512_set1_ps(v); }
   static R add(R a, R b) { return _mm512_add_ps(a, b); }
   static R sub(R a, R b) { return _mm512_sub_ps(a, b); }

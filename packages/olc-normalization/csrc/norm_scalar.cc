@@ -111,6 +111,8 @@ struct VS {
   static R load_part(const T* p, int64_t, T) { return *p; }  // never reached with W == 1
   static void store(T* p, R v) { *p = v; }
   static void store_part(T* p, R v, int64_t) { *p = v; }
+  static constexpr bool kWholeTail = false;  // W = 1: no partial vector
+  static R last_lanes(R v, int64_t, T) { return v; }
   static R set1(T v) { return v; }
   static R add(R a, R b) { return a + b; }
   static R sub(R a, R b) { return a - b; }
