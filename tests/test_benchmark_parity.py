@@ -42,6 +42,9 @@ def test_quick_unary_report_structure(tmp_path):
             assert all(isinstance(t, int) and t > 0 for t in c["olc_ns"] + c["ort_ns"])
             assert c["ratio"] == pytest.approx(c["ort_median_ns"] / c["olc_median_ns"])
             assert f"olc_elementwise::{c['op']}" in c["kernel_usage"]
+            # One thread: per block, the calling thread's CPU time per run, and its ratio.
+            assert len(c["olc_cpu_ns"]) == len(c["ort_cpu_ns"]) >= 1
+            assert c["cpu_ratio"] == pytest.approx(c["ort_cpu_median_ns"] / c["olc_cpu_median_ns"])
         else:
             assert c["detail"]
     assert set(report["summary"]) == {"unary"}
@@ -52,6 +55,9 @@ def test_quick_unary_report_structure(tmp_path):
     assert "| suite | op | size | threads | olc µs | ort µs | ratio | status |" in md
     assert sum(1 for line in md.splitlines() if line.startswith("| unary | ")) == 2
     assert "## Summary" in md and "## Gates" in md
+    if report["summary"]["unary"]["timed"]:
+        assert report["summary"]["unary"]["cpu_cases"] == report["summary"]["unary"]["timed"]
+        assert "one thread, thread CPU time" in md
     assert "| unary | Abs | 4096 | 1 |" in p.stdout
     # The ISA: the level each case ran at, the host's features, the probes.
     import olc_core
@@ -218,6 +224,32 @@ def test_every_block_starts_after_settle(monkeypatch):
     assert timed.count("a") == timed.count("b") == 4
     runs = [i for i, e in enumerate(timed) if e != "settle"]
     assert all(i > 0 and timed[i - 1] == "settle" for i in runs), timed
+
+
+def test_thread_cpu_time_per_run_and_its_ratio(monkeypatch):
+    """At one thread the runner records each block's CPU time per run of
+    the calling thread: a runtime that burns twice the CPU of the other per
+    run gets a CPU ratio near 0.5 whatever the wall clock did; at two
+    threads (work on other threads) nothing is recorded."""
+    bp = load_tool()
+    monkeypatch.setattr(bp, "settle", lambda: None)
+
+    def burn(n: int):
+        def f() -> int:
+            return sum(range(n))
+        return f
+
+    runner = type("FakeRunner", (), {"run_olc": staticmethod(burn(40_000)), "run_ort": staticmethod(burn(20_000))})()
+    rec = bp.timed_runner(runner, 0.05, min_pairs=8, threads=1)
+    assert len(rec["olc_cpu_ns"]) == len(rec["ort_cpu_ns"]) >= 1
+    assert all(t > 0 for t in rec["olc_cpu_ns"] + rec["ort_cpu_ns"])
+    assert 0.3 < rec["cpu_ratio"] < 0.8, rec["cpu_ratio"]
+    rec2 = bp.timed_runner(runner, 0.01, min_pairs=4, threads=2)
+    assert "cpu_ratio" not in rec2 and "olc_cpu_ns" not in rec2
+    # The summary gives the one-thread cases' median and minimum.
+    case = {"suite": "s", "status": "ok", "name": "n", "size": 1, "threads": 1, **rec}
+    summary, _ = bp.summarize([case, {**case, "threads": 2, "cpu_ratio": None}], set())
+    assert summary["s"]["cpu_cases"] == 1 and summary["s"]["cpu_median_ratio"] == pytest.approx(rec["cpu_ratio"])
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="needs Linux /proc/stat")

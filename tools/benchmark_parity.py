@@ -19,7 +19,14 @@ process's other threads have stopped using CPU (Linux: their schedstat), so
 a runtime's threads still spinning after its own runs do not land on the
 other's samples; the run count comes from the per-case time budget
 (``--min-time``). Every raw sample (``perf_counter_ns``) is kept in the JSON.
-The ratio is ort_median / olc_median: above 1 means olc is faster. Each case
+The ratio is ort_median / olc_median: above 1 means olc is faster.
+One-thread cases also record each block's thread CPU time per run
+(``olc_cpu_ns``, ``ort_cpu_ns``: both runtimes run a one-thread session on
+the calling thread) and ``cpu_ratio``, the ratio of their medians; the
+summary gives its median and minimum per suite. CPU time leaves out what
+the hypervisor or other processes took from the thread, so on a shared VM
+it shows what wall-clock medians moving 30 % between runs cannot; the
+gates stay on wall-clock time. Each case
 also records the CPUs that other processes (``other_cpus``) and the
 hypervisor (``steal_cpus``) took on average while it was timed (Linux
 /proc/stat); the report lists the cases where either exceeded
@@ -674,8 +681,11 @@ def settle() -> None:
 
 
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
-                min_pairs: int = 5, max_pairs: int = 100_000, warmup: int = 3) -> tuple[list[int], list[int]]:
-    """Samples of fa and fb taken in alternating blocks; the order flips every block pair."""
+                min_pairs: int = 5, max_pairs: int = 100_000, warmup: int = 3,
+                cpu: dict[str, list[float]] | None = None) -> tuple[list[int], list[int]]:
+    """Samples of fa and fb taken in alternating blocks; the order flips every block pair.
+    cpu: when given, cpu["a"] and cpu["b"] get each block's calling-thread
+    CPU time per run (ns)."""
     clock = time.perf_counter_ns
     for _ in range(warmup):
         fa()
@@ -692,15 +702,18 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
     block = int(min(MAX_BLOCK_RUNS, max(1, BLOCK_NS * 2 // max(per_pair, 1)), max(1, pairs // 4)))
     a: list[int] = []
     b: list[int] = []
+    cpu_of: dict[int, list[float]] = {id(a): [], id(b): []}
     # The probe ended with a run of fb, whose workers may still spin: the
     # first block (fa's) starts from idle like every later one.
     settle()
 
     def run_block(f: Callable[[], Any], out: list[int], k: int) -> None:
+        c0 = time.thread_time_ns()  # per block: a per-run read would cost a system call each
         for _ in range(k):
             s = clock()
             f()
             out.append(clock() - s)
+        cpu_of[id(out)].append((time.thread_time_ns() - c0) / k)
 
     done = 0
     flip = False
@@ -713,6 +726,8 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
         settle()
         done += k
         flip = not flip
+    if cpu is not None:
+        cpu["a"], cpu["b"] = cpu_of[id(a)], cpu_of[id(b)]
     return a, b
 
 
@@ -749,7 +764,7 @@ def run_case(case: Case, threads: int, args: argparse.Namespace,
         return rec
     if rec["status"] != "ok":
         return rec
-    rec.update(timed_runner(runner, args.min_time))
+    rec.update(timed_runner(runner, args.min_time, threads=threads))
     rec.update(efficiency(rec, case, host))
     return rec
 
@@ -868,12 +883,23 @@ def host_probes(threads: Sequence[int], quick: bool = False) -> dict[str, Any]:
             "copy_probe_mib": mib}
 
 
-def timed_runner(runner: Runner, min_time_s: float, min_pairs: int = 5) -> dict[str, Any]:
+def timed_runner(runner: Runner, min_time_s: float, min_pairs: int = 5, threads: int | None = None) -> dict[str, Any]:
     """The medians and ratio of timed_pairs over both runtimes, with the
-    CPUs that others took meanwhile (_interference)."""
+    CPUs that others took meanwhile (_interference); at one thread also the
+    calling thread's CPU time per run and its ratio (_cpu_stats)."""
     before, start = _machine_cpu_s(), time.perf_counter()
-    olc_ns, ort_ns = timed_pairs(runner.run_olc, runner.run_ort, min_time_s, min_pairs=min_pairs)
-    return {**_interference(before, _machine_cpu_s(), time.perf_counter() - start), **_stats(olc_ns, ort_ns)}
+    cpu: dict[str, list[float]] | None = {} if threads == 1 else None
+    olc_ns, ort_ns = timed_pairs(runner.run_olc, runner.run_ort, min_time_s, min_pairs=min_pairs, cpu=cpu)
+    rec = {**_interference(before, _machine_cpu_s(), time.perf_counter() - start), **_stats(olc_ns, ort_ns)}
+    if cpu:
+        rec.update(_cpu_stats(cpu["a"], cpu["b"]))
+    return rec
+
+
+def _cpu_stats(olc_cpu: list[float], ort_cpu: list[float]) -> dict[str, Any]:
+    m_olc, m_ort = statistics.median(olc_cpu), statistics.median(ort_cpu)
+    return {"olc_cpu_ns": olc_cpu, "ort_cpu_ns": ort_cpu, "olc_cpu_median_ns": m_olc, "ort_cpu_median_ns": m_ort,
+            "cpu_ratio": m_ort / m_olc if m_olc > 0 else None}
 
 
 def _stats(olc_ns: list[int], ort_ns: list[int]) -> dict[str, Any]:
@@ -1018,6 +1044,12 @@ def summarize(cases: list[dict[str, Any]], enforce_suites: set[str],
             summary[suite] = {"cases": len(mine), "timed": len(ratios), "median_ratio": med,
                               "min_ratio": worst["ratio"] if worst else None,
                               "min_case": f"{worst['name']} size {worst['size']} threads {worst['threads']}" if worst else None}
+            cpu_cases = [c for c in ok_cases if c.get("cpu_ratio") is not None]
+            if cpu_cases:
+                low = min(cpu_cases, key=lambda c: c["cpu_ratio"])
+                summary[suite].update(cpu_cases=len(cpu_cases),
+                                      cpu_median_ratio=statistics.median(c["cpu_ratio"] for c in cpu_cases),
+                                      cpu_min_ratio=low["cpu_ratio"], cpu_min_case=f"{low['name']} size {low['size']}")
             if suite == "unary":
                 gates.append(_gate(suite, f"unary median ratio >= {UNARY_MEDIAN_GATE}", med is not None and med >= UNARY_MEDIAN_GATE,
                                    f"median {med:.3f}" if med is not None else "no case timed"))
@@ -1128,6 +1160,9 @@ def markdown(report: dict[str, Any]) -> str:
             med = "-" if s["median_ratio"] is None else f"{s['median_ratio']:.3f}"
             mn = "-" if s["min_ratio"] is None else f"{s['min_ratio']:.3f} ({s['min_case']})"
             lines.append(f"- {suite}: {s['timed']}/{s['cases']} cases timed, median ratio {med}, min ratio {mn}")
+            if s.get("cpu_cases"):
+                lines.append(f"  - one thread, thread CPU time ({s['cpu_cases']} cases): median ratio "
+                             f"{s['cpu_median_ratio']:.3f}, min {s['cpu_min_ratio']:.3f} ({s['cpu_min_case']})")
     lines.append("")
     lines.append("## Gates")
     lines.append("")
