@@ -702,32 +702,33 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
     block = int(min(MAX_BLOCK_RUNS, max(1, BLOCK_NS * 2 // max(per_pair, 1)), max(1, pairs // 4)))
     a: list[int] = []
     b: list[int] = []
-    cpu_of: dict[int, list[float]] = {id(a): [], id(b): []}
+    a_cpu: list[float] = []
+    b_cpu: list[float] = []
     # The probe ended with a run of fb, whose workers may still spin: the
     # first block (fa's) starts from idle like every later one.
     settle()
 
-    def run_block(f: Callable[[], Any], out: list[int], k: int) -> None:
+    def run_block(f: Callable[[], Any], out: list[int], out_cpu: list[float], k: int) -> None:
         c0 = time.thread_time_ns()  # per block: a per-run read would cost a system call each
         for _ in range(k):
             s = clock()
             f()
             out.append(clock() - s)
-        cpu_of[id(out)].append((time.thread_time_ns() - c0) / k)
+        out_cpu.append((time.thread_time_ns() - c0) / k)
 
     done = 0
     flip = False
     while done < pairs:
         k = min(block, pairs - done)
-        first, second = ((fb, b), (fa, a)) if flip else ((fa, a), (fb, b))
-        run_block(first[0], first[1], k)
+        first, second = ((fb, b, b_cpu), (fa, a, a_cpu)) if flip else ((fa, a, a_cpu), (fb, b, b_cpu))
+        run_block(*first, k)
         settle()
-        run_block(second[0], second[1], k)
+        run_block(*second, k)
         settle()
         done += k
         flip = not flip
     if cpu is not None:
-        cpu["a"], cpu["b"] = cpu_of[id(a)], cpu_of[id(b)]
+        cpu["a"], cpu["b"] = a_cpu, b_cpu
     return a, b
 
 

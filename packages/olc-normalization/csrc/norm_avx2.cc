@@ -39,8 +39,8 @@ struct V8 {
   static void store(T* p, R v) { _mm256_storeu_ps(p, v); }
   static void store_part(T* p, R v, int64_t k) { _mm256_maskstore_ps(p, first_lanes(k), v); }
   // Rows of W or more end with their last whole vector instead of masked
-  // lanes (see kWholeTail in row_engine.inc): vmaskmovps stores are
-  // microcoded on AMD Zen.
+  // lanes (the tail rule, eng_whole_tail in row_engine.inc): vmaskmovps
+  // stores are microcoded on AMD Zen.
   static constexpr bool kWholeTail = true;
   // v's last k lanes, fill in the others.
   static R last_lanes(R v, int64_t k, T fill) {
