@@ -5,7 +5,8 @@
 //   implicit   every other grouped convolution: im2col tiles of at most
 //              KC x NC values (a bounded working set per thread, never the
 //              im2col matrix of the whole input) fed to the packed float32
-//              microkernel, the output written in place;
+//              microkernel, the output written in place (an image stem's
+//              microkernel reads B's rows from the padded input instead);
 //   depthwise  one input channel per group: a direct vectorised loop
 //              (conv_kernels.inc), not a GEMM of width one.
 // The weights are the GEMM's row operand (output channels are the rows of
@@ -133,6 +134,7 @@ struct ConvState : ConvAttrs {
   const olc_tuning_param* t_stream = nullptr;
   const olc_tuning_param* t_pwd = nullptr;
   const olc_tuning_param* t_trows = nullptr;
+  const olc_tuning_param* t_rows = nullptr;
   // Constant weights: MR-row strips (GEMM) or float32 taps (depthwise),
   // chosen from W's shape (the input's channel count is checked per run).
   std::shared_ptr<PackedB> wpack;
@@ -148,6 +150,7 @@ struct ConvState : ConvAttrs {
   // With BatchNormalization folded: the bias (Cout values), float32.
   std::vector<float> fbias;
   std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb, detail_wino, detail_winot;
+  std::string detail_gemm_rows;  // the implicit GEMM reading B's rows in place (direct_rows)
   std::string detail_pws, detail_pwts;  // a strided 1x1 convolution's subsampled input, pointwise
 };
 
@@ -194,6 +197,10 @@ struct GemmJob {
   bool direct_b;  // pointwise float32: X read in place
   bool pack_rows;  // direct_b: the tile's panels copied row by row per K block
   bool strip_outer;  // direct_b: each strip of rows across the tile's panels, then the next
+  // Implicit GEMM: B's rows read straight from the padded input at the
+  // tap offsets (ukrows, no panel built); tiles of whole output rows, each
+  // row in panels of NR positions and a shorter last one.
+  bool direct_rows;
   bool stream;       // float32 Y written with non-temporal stores (kStream)
   // Implicit GEMM: the input in PadLayout l (images n0 .. n0 + nimg, each
   // img_stride floats from src; src is X itself when no copy is needed),
@@ -239,14 +246,20 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     const int64_t mi = (t / job.tn) % job.tm;
     const int64_t gi = (t / (job.tn * job.tm)) % g.G;
     const int64_t n = job.n0 + t / (job.tn * job.tm * g.G);
-    // Tile ti: panels [ti P / tn, (ti + 1) P / tn) of the P = ceil(out_sp /
-    // NR) panels, so the tiles differ by one panel at most.
-    const int64_t P = (g.out_sp + NR - 1) / NR;
-    const int64_t s0 = ti * P / job.tn * NR, nc = std::min(g.out_sp, (ti + 1) * P / job.tn * NR) - s0;
+    // Tile ti: panels [ti P / tn, (ti + 1) P / tn) of the P panels, so the
+    // tiles differ by one panel at most: ceil(out_sp / NR) panels, or
+    // reading rows directly, ceil(OW / NR) per output row (panel p starts
+    // at position first(p)).
+    const int64_t OW = g.out[2], segs = (OW + NR - 1) / NR;
+    auto first = [&](int64_t p) {
+      return job.direct_rows ? p / segs * OW + p % segs * NR : std::min(g.out_sp, p * NR);
+    };
+    const int64_t P = job.direct_rows ? g.out_sp / OW * segs : (g.out_sp + NR - 1) / NR;
+    const int64_t p0 = ti * P / job.tn, npanels = (ti + 1) * P / job.tn - p0;
+    const int64_t s0 = first(p0), nc = first(p0 + npanels) - s0;
     const int64_t m0 = mi * job.mstep, m1 = std::min(g.Mg, m0 + job.mstep);
     if (m0 >= m1 || nc <= 0) continue;
     const int64_t ncpad = (nc + NR - 1) / NR * NR;
-    const int64_t npanels = ncpad / NR;
     const int64_t co0 = gi * g.Mg;
     float* C;
     int64_t ldc;
@@ -268,23 +281,32 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp;
     } else {
       if (job.own_pad) {
-        float* P = t_opad.get(static_cast<size_t>(g.Cg * job.l.cs));
+        float* P = t_opad.get(static_cast<size_t>(g.Cg * job.l.cs + NR));
         if (!P) {
           job.failed->store(true);
           return;
         }
         pad_tile_rows(job, n, gi, s0, nc, P);
+        std::fill_n(P + g.Cg * job.l.cs, NR, 0.0f);  // what direct rows read past the last row's end
         srcg = P;
       } else {
         srcg = job.src + (n - job.n0) * job.img_stride + gi * g.Cg * job.l.cs;
       }
       // The panels' runs, once per task (each panel at most NR runs).
-      index_buffer(runs, npanels * (3 * NR + 1));
-      for (int64_t j = 0; j < npanels; ++j) {
-        int64_t* r = runs.data() + j * (3 * NR + 1);
-        r[0] = panel_runs(g, job.l, s0 + j * NR, std::min<int64_t>(NR, nc - j * NR), r + 1);
+      if (!job.direct_rows) {
+        index_buffer(runs, npanels * (3 * NR + 1));
+        for (int64_t j = 0; j < npanels; ++j) {
+          int64_t* r = runs.data() + j * (3 * NR + 1);
+          r[0] = panel_runs(g, job.l, s0 + j * NR, std::min<int64_t>(NR, nc - j * NR), r + 1);
+        }
       }
     }
+    // Panel j of the tile: its first position in the tile and its width.
+    auto panel_at = [&](int64_t j, int64_t* col, int* nr) {
+      const int64_t p = p0 + j;
+      *col = first(p) - s0;
+      *nr = static_cast<int>(std::min<int64_t>(NR, job.direct_rows ? OW - p % segs * NR : nc - j * NR));
+    };
     Epi<float> ep{};
     ep.alpha = 1.0f;
     ep.beta = 1.0f;
@@ -320,9 +342,15 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           std::memset(d + tail, 0, sizeof(float) * (NR - tail));
         }
       }
-      // Panel j of B for this K block: (bp, ldbp).
-      auto panel = [&](int64_t j, int nr, const float** bp, int64_t* ldbp) {
-        if (bpanels) {
+      // Panel j of B for this K block: (bp, ldbp); reading rows directly,
+      // bp is the panel's first position in the padded input of tap 0.
+      auto panel = [&](int64_t j, int64_t col, int nr, const float** bp, int64_t* ldbp) {
+        if (job.direct_rows) {
+          const int64_t r = (s0 + col) / OW, ow = (s0 + col) % OW;
+          const int64_t od = r / g.out[1], oh = r % g.out[1];
+          *bp = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq + ow;
+          *ldbp = 0;
+        } else if (bpanels) {
           *bp = bpanels + j * kc * NR;
           *ldbp = NR;
         } else if (direct_b && nr == NR) {
@@ -347,21 +375,24 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           *ldbp = NR;
         }
       };
-      // One MR x NR block of the output: strip m, panel j.
-      auto block = [&](int64_t m, int64_t j, int nr, const float* bp, int64_t ldbp) {
+      // One MR x NR block of the output: strip m, panel j (at col).
+      auto block = [&](int64_t m, int64_t j, int64_t col, int nr, const float* bp, int64_t ldbp) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
         const float* ap = job.wp + ((gi * nstrips + m / MR) * g.Kg + k0) * MR;
         int64_t pf_lines;
         const char* pf =
             PrefetchSlices(next_bytes > 0 ? ap + kc * MR : nullptr, next_bytes, npanels).at(j, kc, &pf_lines);
         ep.bias = job.bias ? job.bias + co0 + m : nullptr;
-        float* ct = C + (m - m0) * ldc + j * NR;
-        const int64_t ro = (n * g.Cout + co0 + m) * g.out_sp + s0 + j * NR;  // the tile's first residual value
+        float* ct = C + (m - m0) * ldc + col;
+        const int64_t ro = (n * g.Cout + co0 + m) * g.out_sp + s0 + col;  // the tile's first residual value
         if (in_epilogue && job.res) {
           ep.res = static_cast<const float*>(job.res) + ro;
           ep.ld_res = g.out_sp;
         }
-        isa->ukpf_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep, pf, pf_lines);
+        if (job.direct_rows)
+          isa->ukrows_f32(kc, ap, bp, job.koff + k0, ct, ldc, mr, nr, flags, &ep);
+        else
+          isa->ukpf_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep, pf, pf_lines);
         // The tile is final and still in L1.
         return in_epilogue || !((job.act || job.res) && (flags & kLast) &&
                                 !finish(job.ck, job.act, job.dt, job.res, ro, g.out_sp, ct, mr, nr, ldc));
@@ -371,19 +402,23 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       if (job.strip_outer) {
         for (int64_t m = m0; m < m1; m += MR)
           for (int64_t j = 0; j < npanels; ++j) {
-            const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
-            panel(j, nr, &bp, &ldbp);
-            if (!block(m, j, nr, bp, ldbp)) {
+            int64_t col;
+            int nr;
+            panel_at(j, &col, &nr);
+            panel(j, col, nr, &bp, &ldbp);
+            if (!block(m, j, col, nr, bp, ldbp)) {
               job.failed->store(true);
               return;
             }
           }
       } else {
         for (int64_t j = 0; j < npanels; ++j) {
-          const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
-          panel(j, nr, &bp, &ldbp);
+          int64_t col;
+          int nr;
+          panel_at(j, &col, &nr);
+          panel(j, col, nr, &bp, &ldbp);
           for (int64_t m = m0; m < m1; m += MR)
-            if (!block(m, j, nr, bp, ldbp)) {
+            if (!block(m, j, col, nr, bp, ldbp)) {
               job.failed->store(true);
               return;
             }
@@ -902,6 +937,9 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // The transposed product stacks the positions of up to this many
   // output positions (whole images) into its rows per chunk.
   st->t_trows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "transposed_max_rows", 2048);
+  // 1: an image stem's implicit GEMM reads B's rows straight from its
+  // padded copy (see direct_rows); 0: it builds im2col panels.
+  st->t_rows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "direct_rows", 1);
   // 1: 3x3 stride-1 float32 convolutions with constant weights run as
   // Winograd F(2x2, 3x3); 0: the implicit GEMM.
   st->t_wino = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "winograd", 1);
@@ -1000,6 +1038,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   if (st->act.kind != ActKind::kNone) pack_note += std::string(" +") + kActNames[static_cast<int>(st->act.kind)];
   const std::string isa = st->ks.isa_name;
   st->detail_gemm = isa + " implicit-gemm" + pack_note;
+  st->detail_gemm_rows = isa + " implicit-gemm-rows" + pack_note;
   st->detail_pw = isa + " pointwise-gemm" + pack_note;
   st->detail_gemmt = isa + " implicit-gemm-transposed" + pack_note;
   st->detail_pwt = isa + " pointwise-gemm-transposed" + pack_note;
@@ -1440,6 +1479,15 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       l = PadLayout{g.in[0], g.in[1], 1, g.in[2], g.in_sp};
     }
     job.img_stride = g.C * l.cs;
+    // An image stem (a few input channels: a short K that few output
+    // channels share) spent a tenth of its time building im2col panels
+    // that its strips read once or twice. From its padded copy (every
+    // row of taps contiguous at W stride 1 or split by W phase) the
+    // microkernel reads B's rows directly at the taps' offsets, each
+    // panel within one output row. Kg within one K block, since that
+    // kernel prefetches no next block of weights.
+    job.direct_rows = copy && !transposed && g.Cg <= 4 && g.Kg <= KC && g.out[2] >= NR &&
+                      g_api->tuning_read_int(st->t_rows) != 0;
     // The offsets of channel 0's taps, then the other channels' by adding
     // cs (no division per row of K: a 1x1 convolution of small planes
     // spends as long here as in its GEMM otherwise).
@@ -1464,8 +1512,10 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     if (job.own_pad) chunk = g.N;
     float* buf = nullptr;
     if (copy && !job.own_pad) {
-      buf = t_pad.get(static_cast<size_t>(chunk * job.img_stride));
+      // NR more: what direct rows read past the last row's end.
+      buf = t_pad.get(static_cast<size_t>(chunk * job.img_stride + NR));
       if (!buf) return fail_run(ctx, "out of memory for the Conv work buffers");
+      std::fill_n(buf + chunk * job.img_stride, NR, 0.0f);
     }
     tj.g = &g;
     tj.dt = st->dtype;
@@ -1505,7 +1555,9 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
   const std::string& d = subsampled ? (transposed ? st->detail_pwts : st->detail_pws)
                         : transposed ? (g.pointwise ? st->detail_pwt : st->detail_gemmt)
-                                     : (g.pointwise ? st->detail_pw : st->detail_gemm);
+                        : g.pointwise ? st->detail_pw
+                        : job.direct_rows ? st->detail_gemm_rows
+                                          : st->detail_gemm;
   if (job.stream)
     g_api->record_usage_detail(ctx, (d + " streamed-Y").c_str());
   else

@@ -526,6 +526,52 @@ def test_pointwise_splits(case, mode):
             tuning.reset("olc_matmul", "Conv", "pointwise_direct", implementation=level, dtype="float32")
 
 
+DIRECT_ROWS_CASES = [
+    # a 7x7 stride-2 stem: rows of 38 (a panel and a 6-wide tail at
+    # AVX-512, 16 + 16 + 6 below)
+    ((1, 3, 40, 75), (8, 3, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+    # two images (the first one's last rows read into the second's copy), a
+    # strip tail of one output channel, uneven pads
+    ((2, 3, 9, 50), (13, 3, 3, 3), {"strides": [2, 2], "pads": [1, 0, 1, 1]}),
+    # W stride 3 with W dilation 2: taps in three phases
+    ((1, 3, 8, 110), (4, 3, 3, 3), {"strides": [2, 3], "dilations": [1, 2], "pads": [1, 2, 1, 2]}),
+    # groups of 4 channels, rows of 37
+    ((1, 8, 6, 37), (6, 4, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    # 1-D (one output row) and 3-D (rows of several depths)
+    ((2, 4, 100), (5, 4, 5), {"dilations": [2], "pads": [2, 2]}),
+    ((1, 2, 4, 5, 40), (3, 2, 3, 3, 3), {"pads": [1, 1, 1, 1, 1, 1]}),
+]
+
+
+@pytest.mark.parametrize("t", ["float32", "float16"])
+@pytest.mark.parametrize("case", DIRECT_ROWS_CASES, ids=[str(i) for i in range(len(DIRECT_ROWS_CASES))])
+def test_direct_rows(case, t):
+    """An image stem's implicit GEMM reading B's rows straight from the
+    padded copy (tuning direct_rows 1: the usage detail says
+    implicit-gemm-rows) and building im2col panels (0): both against the
+    float64 reference on every level, one and two threads (two: each task
+    pads its own rows)."""
+    import olc_core.tuning as tuning
+
+    xs, ws, attrs = case
+    rng = np.random.default_rng(37)
+    x, w, b = make_data(rng, xs, ws, t, True)
+    m = conv_model(t, attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        nr = {"scalar": 8, "avx2": 16, "avx512": 32}[level]
+        for mode in (1, 0):
+            try:
+                tuning.set("olc_matmul", "Conv", "direct_rows", mode, implementation=level, dtype=t)
+                for threads in (1, 2):
+                    y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                    detail = s.kernel_usage_details()[0]
+                    assert ("implicit-gemm-rows" in detail) == (mode == 1 and ref.shape[-1] >= nr), detail
+                    check_close(y, ref, absprod, k_of(ws, attrs), t, f"{level} mode {mode} t{threads}")
+            finally:
+                tuning.reset("olc_matmul", "Conv", "direct_rows", implementation=level, dtype=t)
+
+
 def test_large_input_uses_tiles():
     """A 3x3 convolution whose im2col matrix would be 9 times the input:
     right result on the tiled path, on more than one tile per image."""

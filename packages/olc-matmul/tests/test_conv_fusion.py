@@ -224,11 +224,13 @@ STREAM_GEOMS = [
     ((2, 12, 16, 16), (40, 12, 1, 1), {}),    # pointwise, K <= 16: a strip at a time across the panels
     ((1, 300, 16, 16), (29, 300, 1, 1), {}),  # pointwise, two K blocks: only the last one streams
     ((1, 4, 40), (6, 4, 5), {"pads": [2, 2]}),  # 1-D
+    ((2, 3, 16, 80), (16, 3, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # stem, B's rows read in place
 ]
 
 
 @pytest.mark.parametrize("act", ["none", "Relu", "HardSwish", "Sigmoid"])
-@pytest.mark.parametrize("geom", STREAM_GEOMS, ids=["stem", "aligned", "pointwise-k12", "pointwise-2kb", "1d"])
+@pytest.mark.parametrize("geom", STREAM_GEOMS, ids=["stem", "aligned", "pointwise-k12", "pointwise-2kb", "1d",
+                                                "stem-rows"])
 def test_streamed_output(geom, act):
     """With stream_min_bytes 1 every float32 implicit-GEMM output is written
     with non-temporal stores (the usage detail says streamed-Y), except with

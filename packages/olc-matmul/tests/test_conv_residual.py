@@ -39,7 +39,7 @@ GEOMS = [
     ("depthwise-rows", (3, 4, 9, 40), (4, 1, 3, 3), {"pads": [1, 1, 1, 1], "group": 4}, "depthwise prepacked"),
     ("depthwise-s2", (3, 6, 9, 7), (6, 1, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2], "group": 6},
      "depthwise-channels"),
-    ("1d", (1, 4, 33), (5, 4, 3), {"pads": [1, 1]}, "implicit-gemm prepacked"),
+    ("1d", (1, 4, 33), (5, 4, 3), {"pads": [1, 1]}, "implicit-gemm-rows prepacked"),  # B's rows read in place
 ]
 GEOM_IDS = [g[0] for g in GEOMS]
 
