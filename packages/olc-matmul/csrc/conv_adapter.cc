@@ -195,6 +195,7 @@ struct GemmJob {
   int64_t KC, NC;
   int64_t tn, tm, mstep;
   bool direct_b;  // pointwise float32: X read in place
+  const float* wt;  // direct_b: constant W's W^T panels (the transposed product's), or NULL
   bool pack_rows;  // direct_b: the tile's panels copied row by row per K block
   bool strip_outer;  // direct_b: each strip of rows across the tile's panels, then the next
   // Implicit GEMM: B's rows read straight from the padded input at the
@@ -229,6 +230,49 @@ void pad_tile_rows(const GemmJob& job, int64_t n, int64_t gi, int64_t s0, int64_
   job.ck->pad_copy(&pc);
 }
 
+// The last nr <= MR positions [c0, c0 + nr) of a pointwise tile, output
+// channels [m0, m1) of group gi, as the transposed product: X^T's nr rows
+// (one strip) by the W^T panels, transposed into the planes. A 14x14
+// plane's last 4 of 196 positions cost the normal product a whole vector
+// per strip and k (16 columns for 4: 6 % of a 1x1 1024->256 layer); here
+// nr rows per W^T panel. false: out of memory.
+bool pointwise_tail(const GemmJob& job, int64_t n, int64_t gi, int64_t c0, int nr, int64_t m0, int64_t m1,
+                    int64_t kstep) {
+  const Geom& g = *job.g;
+  const IsaKernels* isa = job.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int64_t npg = (g.Mg + NR - 1) / NR;
+  const int64_t q0 = m0 / NR, q1 = (m1 + NR - 1) / NR;  // the W^T panels covering [m0, m1)
+  const int64_t ldc = (q1 - q0) * NR;
+  float* strip = t_tile.get(static_cast<size_t>(kstep * MR));
+  float* C = t_ctile.get(static_cast<size_t>(nr * ldc));
+  if (!strip || !C) return false;
+  const float* xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp + c0;
+  Epi<float> ep{};
+  ep.alpha = 1.0f;
+  ep.beta = 1.0f;
+  ep.bias_rs = 0;
+  ep.bias_cs = 1;
+  for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
+    const int64_t kc = std::min(kstep, g.Kg - k0);
+    const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
+    for (int64_t r = 0; r < kc; ++r)
+      for (int i = 0; i < nr; ++i) strip[r * MR + i] = xg[(k0 + r) * g.in_sp + i];
+    for (int64_t q = q0; q < q1; ++q) {
+      const int cn = static_cast<int>(std::min<int64_t>(NR, g.Mg - q * NR));
+      ep.bias = job.bias ? job.bias + gi * g.Mg + q * NR : nullptr;
+      isa->ukpf_f32(kc, strip, job.wt + ((gi * npg + q) * g.Kg + k0) * NR, NR, C + (q - q0) * NR, ldc, nr, cn, flags,
+                    &ep, nullptr, 0);
+    }
+  }
+  // [position][channel] into the planes; with a residual, added to what
+  // was stored, then activated.
+  const int64_t o = (n * g.Cout + gi * g.Mg + m0) * g.out_sp + c0;
+  float* y = static_cast<float*>(job.y) + o;
+  job.ck->transpose_store(C + (m0 - q0 * NR), nr, m1 - m0, ldc, y, g.out_sp, job.res ? nullptr : job.act);
+  return !job.res || finish(job.ck, job.act, job.dt, job.res, o, g.out_sp, y, m1 - m0, nr, g.out_sp);
+}
+
 void gemm_range(void* user, int64_t begin, int64_t end) {
   const GemmJob& job = *static_cast<const GemmJob*>(user);
   const Geom& g = *job.g;
@@ -260,6 +304,11 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     const int64_t m0 = mi * job.mstep, m1 = std::min(g.Mg, m0 + job.mstep);
     if (m0 >= m1 || nc <= 0) continue;
     const int64_t ncpad = (nc + NR - 1) / NR * NR;
+    // A last panel of at most MR positions, read in place, with constant
+    // weights: the transposed product (pointwise_tail), after the others.
+    const int64_t tail = nc - (npanels - 1) * NR;
+    const bool tail_t = direct_b && job.wt && tail <= MR;
+    const int64_t nfull = tail_t ? npanels - 1 : npanels;
     const int64_t co0 = gi * g.Mg;
     float* C;
     int64_t ldc;
@@ -332,11 +381,11 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           job.failed->store(true);
           return;
         }
-        const int64_t tail = nc - (npanels - 1) * NR;
         for (int64_t r = 0; r < kc; ++r) {
           const float* src = xg + (k0 + r) * g.in_sp + s0;
           for (int64_t j = 0; j + 1 < npanels; ++j)
             std::memcpy(bpanels + (j * kc + r) * NR, src + j * NR, sizeof(float) * NR);
+          if (tail_t) continue;
           float* d = bpanels + ((npanels - 1) * kc + r) * NR;
           std::memcpy(d, src + (npanels - 1) * NR, sizeof(float) * tail);
           std::memset(d + tail, 0, sizeof(float) * (NR - tail));
@@ -401,7 +450,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       int64_t ldbp;
       if (job.strip_outer) {
         for (int64_t m = m0; m < m1; m += MR)
-          for (int64_t j = 0; j < npanels; ++j) {
+          for (int64_t j = 0; j < nfull; ++j) {
             int64_t col;
             int nr;
             panel_at(j, &col, &nr);
@@ -412,7 +461,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
             }
           }
       } else {
-        for (int64_t j = 0; j < npanels; ++j) {
+        for (int64_t j = 0; j < nfull; ++j) {
           int64_t col;
           int nr;
           panel_at(j, &col, &nr);
@@ -424,6 +473,10 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
             }
         }
       }
+    }
+    if (tail_t && !pointwise_tail(job, n, gi, s0 + nfull * NR, static_cast<int>(tail), m0, m1, kstep)) {
+      job.failed->store(true);
+      return;
     }
     if (!f32) {
       for (int64_t i = 0; i < m1 - m0; ++i) {
@@ -1344,6 +1397,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   job.NC = std::max<int64_t>(NR, std::min<int64_t>(1 << 16, g_api->tuning_read_int(st->t_nc)) / NR * NR);
   job.failed = &failed;
   job.direct_b = direct_b;
+  job.wt = direct_b && packed && st->wtpack ? static_cast<const float*>(st->wtpack->data) : nullptr;
   // Streamed tiles are final when stored: not with an activation applied
   // by a second pass over them (Sigmoid), which would read them back.
   const int64_t stream_min = g_api->tuning_read_int(st->t_stream);

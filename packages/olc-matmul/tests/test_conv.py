@@ -526,6 +526,38 @@ def test_pointwise_splits(case, mode):
             tuning.reset("olc_matmul", "Conv", "pointwise_direct", implementation=level, dtype="float32")
 
 
+POINTWISE_TAIL_CASES = [
+    ((1, 16, 10, 10), (40, 16, 1, 1)),    # 100 positions: a last panel of 4 (2 at AVX2, 4 at the baseline)
+    ((2, 64, 14, 14), (70, 64, 1, 1)),    # 196: a partial last W^T panel of channels, two images
+    ((1, 300, 13, 13), (29, 300, 1, 1)),  # 169: a tail of 9 at AVX-512; two K blocks
+    ((1, 64, 14, 14), (100, 64, 1, 1)),   # two threads: output channels split inside a W^T panel
+]
+
+
+@pytest.mark.parametrize("case", POINTWISE_TAIL_CASES, ids=[str(i) for i in range(len(POINTWISE_TAIL_CASES))])
+def test_pointwise_tail(case):
+    """A pointwise product's last panel of at most MR positions, with
+    constant weights, runs as the transposed product (X^T's rows by the
+    W^T panels); with fed weights as the normal product's column tail:
+    both against the float64 reference and each other, every level, one
+    and two threads."""
+    xs, ws = case
+    rng = np.random.default_rng(41)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    ref, absprod = conv_ref(x, w, b, {})
+    bound = 4 * (k_of(ws, {}) + 2) * 2.0**-24 * absprod + 1e-30
+    for level in LEVELS:
+        for threads in (1, 2):
+            got = []
+            for const in (True, False):
+                m = conv_model("float32", {}, w_const=w if const else None)
+                y, s = run_olc(m, {"X": x, "B": b} | ({} if const else {"W": w}), level, threads)
+                assert "pointwise-gemm" in s.kernel_usage_details()[0], s.kernel_usage_details()
+                check_close(y, ref, absprod, k_of(ws, {}), "float32", f"{level} t{threads} const={const}")
+                got.append(y.astype(np.float64))
+            assert (np.abs(got[0] - got[1]) <= 2 * bound).all(), f"{level} t{threads}"
+
+
 DIRECT_ROWS_CASES = [
     # a 7x7 stride-2 stem: rows of 38 (a panel and a 6-wide tail at
     # AVX-512, 16 + 16 + 6 below)
