@@ -230,6 +230,18 @@ void pad_tile_rows(const GemmJob& job, int64_t n, int64_t gi, int64_t s0, int64_
   job.ck->pad_copy(&pc);
 }
 
+// The epilogue of a product whose bias runs along its rows (the output
+// channels of the normal product) or its columns (the transposed one's),
+// with alpha = beta = 1; the caller sets bias and activation.
+Epi<float> bias_epilogue(bool per_column) {
+  Epi<float> ep{};
+  ep.alpha = 1.0f;
+  ep.beta = 1.0f;
+  ep.bias_rs = per_column ? 0 : 1;
+  ep.bias_cs = per_column ? 1 : 0;
+  return ep;
+}
+
 // The last nr <= MR positions [c0, c0 + nr) of a pointwise tile, output
 // channels [m0, m1) of group gi, as the transposed product: X^T's nr rows
 // (one strip) by the W^T panels, transposed into the planes. A 14x14
@@ -248,11 +260,7 @@ bool pointwise_tail(const GemmJob& job, int64_t n, int64_t gi, int64_t c0, int n
   float* C = t_ctile.get(static_cast<size_t>(nr * ldc));
   if (!strip || !C) return false;
   const float* xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp + c0;
-  Epi<float> ep{};
-  ep.alpha = 1.0f;
-  ep.beta = 1.0f;
-  ep.bias_rs = 0;
-  ep.bias_cs = 1;
+  Epi<float> ep = bias_epilogue(true);
   for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
     const int64_t kc = std::min(kstep, g.Kg - k0);
     const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
@@ -356,11 +364,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       *col = first(p) - s0;
       *nr = static_cast<int>(std::min<int64_t>(NR, job.direct_rows ? OW - p % segs * NR : nc - j * NR));
     };
-    Epi<float> ep{};
-    ep.alpha = 1.0f;
-    ep.beta = 1.0f;
-    ep.bias_rs = 1;
-    ep.bias_cs = 0;
+    Epi<float> ep = bias_epilogue(false);
     // A float32 residual and the activation (but Sigmoid) go into the
     // microkernel's epilogue: the tile's rows lie a plane apart, and read
     // back by a second pass they cost a 7x7 stem with Relu an eighth of its
@@ -651,11 +655,7 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       int64_t* r = runs.data() + si * (3 * MR + 1);
       r[0] = strip_runs(g, job.l, job.img_stride, si * MR, std::min<int64_t>(MR, rows - si * MR), r + 1);
     }
-    Epi<float> ep{};
-    ep.alpha = 1.0f;
-    ep.beta = 1.0f;
-    ep.bias_rs = 0;
-    ep.bias_cs = 1;
+    Epi<float> ep = bias_epilogue(true);
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
