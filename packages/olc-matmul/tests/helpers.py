@@ -22,6 +22,31 @@ EPS = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-24, "bfloat16"
 OUT_EPS = {"float32": 2.0**-24, "float64": 2.0**-53, "float16": 2.0**-11, "bfloat16": 2.0**-8}
 
 
+# onnxruntime's uint8 x int8 integer GEMM on x86 CPUs without VNNI (AVX2's
+# vpmaddubsw) saturates the int16 sum of each pair of adjacent products, so
+# there it is no exact oracle for such products; olc's kernels do not
+# saturate (their exact references are the tests' oracle everywhere).
+_FEATURES = olc_core.simd.detected_cpu_features()
+ORT_U8S8_SATURATES = bool(_FEATURES.get("avx2")) and not any(
+    _FEATURES.get(f) for f in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+def ort_u8s8_exact(a, b):
+    """Mask of the outputs of a @ b (uint8 a, int8 b, numpy broadcasting)
+    that onnxruntime computes exactly on this host: all of them, except
+    where ORT_U8S8_SATURATES and a pair of adjacent products (k even, k + 1)
+    sums outside int16."""
+    shape = np.broadcast_shapes(np.shape(a)[:-2], np.shape(b)[:-2]) + (np.shape(a)[-2], np.shape(b)[-1])
+    if not ORT_U8S8_SATURATES or np.asarray(a).dtype != np.uint8 or np.asarray(b).dtype != np.int8:
+        return np.ones(shape, bool)
+    a64, b64 = np.asarray(a).astype(np.int64), np.asarray(b).astype(np.int64)
+    if a64.shape[-1] % 2:  # a zero product pairs with the odd last k
+        a64 = np.concatenate([a64, np.zeros(a64.shape[:-1] + (1,), np.int64)], -1)
+        b64 = np.concatenate([b64, np.zeros(b64.shape[:-2] + (1, b64.shape[-1]), np.int64)], -2)
+    pair = (a64[..., :, 0::2, None] * b64[..., None, 0::2, :] + a64[..., :, 1::2, None] * b64[..., None, 1::2, :])
+    return ~((pair > 32767) | (pair < -32768)).any(-2)
+
+
 # The Conv pass tests' graphs also hold BatchNormalization and elementwise
 # nodes (the unfused form, and what the pass must leave alone), whose
 # kernels come from olc-normalization and olc-elementwise. With those

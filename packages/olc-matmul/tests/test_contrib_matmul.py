@@ -13,7 +13,7 @@ import zlib
 import numpy as np
 import onnxruntime as ort
 import pytest
-from helpers import LEVELS, NP, ONNX, OUT_EPS, check_close
+from helpers import LEVELS, NP, ONNX, OUT_EPS, check_close, ort_u8s8_exact
 from onnx import helper, numpy_helper
 
 import olc_core
@@ -256,9 +256,11 @@ def test_matmul_integer_to_float_against_onnxruntime(st):
                 assert y.dtype == yo.dtype == NP[st] and y.shape == yo.shape
                 ref, mag = mif_ref(a, b, a_scale, b_scale, a_zp, b_zp, bv)
                 check_float_out(y, ref, mag, st, "olc")
-                # onnxruntime: the same float32 steps (float16 outputs within a rounding).
+                # onnxruntime: the same float32 steps (float16 outputs within a rounding),
+                # where its kernel is exact on this host.
                 tol = 4 * 2.0**-24 * mag + 2 * OUT_EPS[st] * np.abs(ref) + 1e-30
-                assert (np.abs(y.astype(np.float64) - yo.astype(np.float64)) <= tol).all(), (ta, tb, sa, sb)
+                close = np.abs(y.astype(np.float64) - yo.astype(np.float64)) <= tol
+                assert close[ort_u8s8_exact(a, b)].all(), (ta, tb, sa, sb)
     assert compared >= len(MIF)
 
 
@@ -339,7 +341,8 @@ def test_dynamic_quantize_matmul_against_onnxruntime():
             m, feeds = ms_model("DynamicQuantizeMatMul", ins, const=("b",))
             y, yo = olc_run(m, feeds, threads=2), ort_run(m, feeds)
             _, mag, _ = dq_ref(a, b, b_scale, b_zp, bv)
-            assert (np.abs(y.astype(np.float64) - yo) <= 4 * 2.0**-24 * mag + 1e-30).all(), (tb, sa, sb)
+            close = np.abs(y.astype(np.float64) - yo) <= 4 * 2.0**-24 * mag + 1e-30
+            assert close[ort_u8s8_exact(dql_ref(a)[0].astype(np.uint8), b)].all(), (tb, sa, sb)
 
 
 def test_dynamic_quantize_matmul_edges():

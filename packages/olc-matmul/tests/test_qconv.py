@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
-from helpers import LEVELS, NP, model
+from helpers import LEVELS, NP, ORT_U8S8_SATURATES, model
 from onnx.reference import ReferenceEvaluator
 from test_conv import conv_ref
 
@@ -189,6 +189,8 @@ def test_qlinearconv_against_onnxruntime(signs):
     rng = np.random.default_rng(21)
     for xs, ws, attrs in (CASES[1], CASES[7], CASES[11]):
         x, w, xz, wz, xsc, wsc, ysc, yz, b = qparams(rng, xs, ws, xt, wt, yt, True)
+        if ORT_U8S8_SATURATES and (xt, wt) == ("uint8", "int8"):
+            x = x >> 1  # 7-bit activations: no pair of products leaves int16 (test_qlinearconv covers 8 bits)
         m = qlinear_model(xt, wt, yt, attrs, w=w, per_channel=True)
         feeds = {"x": x, "x_scale": np.array(xsc), "x_zero_point": np.array(xz), "w_scale": np.array(wsc),
                  "w_zero_point": np.array(wz), "y_scale": np.array(ysc), "y_zero_point": np.array(yz), "B": b}
