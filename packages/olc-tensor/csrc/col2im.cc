@@ -284,6 +284,7 @@ Kernel* make_col2im_kernel(const olc_node_info* node, std::string* error) {
 class MaxUnpool final : public Kernel {
  public:
   int32_t dtype = 0;
+  SampleF32 isa;  // for its index check
   std::vector<int64_t> kernel, pads, strides;
   bool has_pads = false, has_strides = false;
 
@@ -341,6 +342,9 @@ class MaxUnpool final : public Kernel {
     bool local = true;  // every index stays in its own plane
     for (int64_t p = 0; p < planes; ++p) {
       const int64_t lo = p * inf_plane, hi = lo + inf_plane;
+      // One vectorized pass settles the usual plane; only a plane with an
+      // index outside it is looked at index by index.
+      if (isa.within(I + p * in_plane, in_plane, lo, inf_plane)) continue;
       for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) {
         if (I[i] >= lo && I[i] < hi) continue;
         if (I[i] < 0 || I[i] >= total_inf)
@@ -407,6 +411,7 @@ Kernel* make_max_unpool_kernel(const olc_node_info* node, std::string* error) {
     return nullptr;
   }
   auto k = std::make_unique<MaxUnpool>();
+  k->isa = pick_sample();
   k->dtype = node->input_dtypes[0];
   switch (k->dtype) {
     case OLC_DTYPE_FLOAT: case OLC_DTYPE_DOUBLE: case OLC_DTYPE_FLOAT16: break;

@@ -1,8 +1,8 @@
-// The sampling loops shared by RoiAlign and GridSample, and the row adds of
-// Col2Im. Both samplers first build a tap plan (see sample_plan.h): for each
-// output point, T taps (an index into one input plane and a weight), the
-// same for every channel; the per-channel work is then one pass of
-// gathers over the plan:
+// The sampling loops shared by RoiAlign and GridSample, the row adds of
+// Col2Im and MaxUnpool's index check. Both samplers first build a tap plan
+// (see sample_plan.h): for each output point, T taps (an index into one
+// input plane and a weight), the same for every channel; the per-channel
+// work is then one pass of gathers over the plan:
 //   taps_sum: y[p] = (sum over t < T of w[p, t] * x[idx[p, t]]) / divisor
 //   taps_max: y[p] = max over t < T of w[p, t] * x[idx[p, t]] (NaN ignored;
 //             NaN only when every term is NaN)
@@ -30,6 +30,9 @@ struct SampleF32 {
   void (*taps_max)(float* y, const float* x, const int32_t* idx, const float* w, int64_t taps, int64_t n);
   // dst[r * dst_stride + i] += src[r * src_stride + i], i < n, r < rows
   void (*add_rows)(float* dst, int64_t dst_stride, const float* src, int64_t src_stride, int64_t n, int64_t rows);
+  // Whether every idx[i], i < n, lies in [lo, lo + span) (MaxUnpool: a
+  // plane's indices within that plane)
+  bool (*within)(const int64_t* idx, int64_t n, int64_t lo, int64_t span);
   const char* isa;
 };
 
