@@ -123,7 +123,9 @@ static inline __m256 olc_v256_erf(__m256 x) { return olc_vm::erf<olc_vm::OpsV256
 static inline __m256 olc_v256_sin(__m256 x) { return olc_vm::sin<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_cos(__m256 x) { return olc_vm::cos<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_softplus(__m256 x) { return olc_vm::softplus<olc_vm::OpsV256>(x); }
-static inline __m256 olc_v256_gelu_erf(__m256 x) { return olc_vm::gelu_erf<olc_vm::OpsV256>(x); }
+// gelu_erf likewise takes R(a) as one rational function (no lookups); its
+// scalar twin is olc_s_gelu_erf_rational.
+static inline __m256 olc_v256_gelu_erf(__m256 x) { return olc_vm::gelu_erf_rational<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_gelu_tanh(__m256 x) { return olc_vm::gelu_tanh<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_mish(__m256 x) { return olc_vm::mish<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_tan(__m256 x) { return olc_vm::tan<olc_vm::OpsV256>(x); }

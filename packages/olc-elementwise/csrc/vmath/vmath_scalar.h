@@ -88,6 +88,7 @@ static inline float olc_s_log1p(float x) { return olc_vm::log1p<olc_vm::OpsScala
 static inline float olc_s_tanh(float x) { return olc_vm::tanh<olc_vm::OpsScalar>(x); }
 // The AVX2 level's lookup-free tanh (olc_v256_tanh), for its scalar checks.
 static inline float olc_s_tanh_rational(float x) { return olc_vm::tanh_rational<olc_vm::OpsScalar>(x); }
+static inline float olc_s_gelu_erf_rational(float x) { return olc_vm::gelu_erf_rational<olc_vm::OpsScalar>(x); }
 static inline float olc_s_sigmoid(float x) { return olc_vm::sigmoid<olc_vm::OpsScalar>(x); }
 static inline float olc_s_erf(float x) { return olc_vm::erf<olc_vm::OpsScalar>(x); }
 static inline float olc_s_sin(float x) { return olc_vm::sin<olc_vm::OpsScalar>(x); }

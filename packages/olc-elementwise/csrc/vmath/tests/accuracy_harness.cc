@@ -157,14 +157,24 @@ struct Fn {
      for (; i < n; ++i) y[i] = olc_s_tanh_rational(x[i]);                           \
    },                                                                               \
    olc_s_tanh_rational, ref_tanh, INFINITY, 0.0L}
+// So is its gelu_erf (R as one rational function): olc_s_gelu_erf_rational.
+#define GELU_ERF_FN                                                                     \
+  {"gelu_erf",                                                                          \
+   [](const float* x, float* y, size_t n) {                                             \
+     size_t i = 0;                                                                      \
+     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, olc_v256_gelu_erf(_mm256_loadu_ps(x + i))); \
+     for (; i < n; ++i) y[i] = olc_s_gelu_erf_rational(x[i]);                           \
+   },                                                                                   \
+   olc_s_gelu_erf_rational, ref_gelu_erf, 5.5f, 1e-11L}
 #else
 #define TANH_FN FN2(tanh, INFINITY)
+#define GELU_ERF_FN FNF(gelu_erf, 5.5f, 1e-11L)
 #endif
 const Fn kFns[] = {
     FN2(exp, INFINITY),     FN(expm1, INFINITY),    FN(log, INFINITY),
     FN(log1p, INFINITY),    TANH_FN,    FN2(sigmoid, INFINITY),
     FN2(erf, INFINITY),     FN(sin, INFINITY),      FN(cos, INFINITY),
-    FN(softplus, INFINITY), FNF(gelu_erf, 5.5f, 1e-11L), FN(gelu_tanh, 5.5f),
+    FN(softplus, INFINITY), GELU_ERF_FN,     FN(gelu_tanh, 5.5f),
     FN(mish, INFINITY),     FN(tan, INFINITY),      FN(asin, INFINITY),
     FN(acos, INFINITY),     FN(atan, INFINITY),     FN(sinh, INFINITY),
     FN(cosh, INFINITY),     FN(asinh, INFINITY),    FN(acosh, INFINITY),
