@@ -384,7 +384,11 @@ class MaxUnpool final : public Kernel {
     for (int64_t p = p0; p < p1; ++p) {
       std::fill(y + p * out_plane, y + (p + 1) * out_plane, U(0));
       if (!local) continue;
-      for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) y[same ? I[i] : to_output(I[i], inf, out)] = x[i];
+      if (same) {  // the usual case, its loop kept free of the remapping
+        for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) y[I[i]] = x[i];
+      } else {
+        for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) y[to_output(I[i], inf, out)] = x[i];
+      }
     }
     if (!local)  // indices that cross planes: every plane zeroed first
       for (int64_t i = p0 * in_plane; i < p1 * in_plane; ++i) y[same ? I[i] : to_output(I[i], inf, out)] = x[i];
