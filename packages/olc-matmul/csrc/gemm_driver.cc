@@ -871,16 +871,21 @@ GemmTuning gemm_tuning_for_caches(const CacheInfo& c, int32_t dtype) {
   // Blocking from the caches of one thread (a cache shared by SMT siblings
   // counts as its share). kc: an MR x kc strip of A and a kc x NR panel of
   // B in L1, 256 from 32 KiB per thread up. nc: the kc x nc block of packed
-  // B, which every row block of the task reads again, in half of L2. The
-  // defaults were tuned where that gives 512 (2 MiB L2 on Sapphire Rapids,
-  // 1 MiB on Zen 4); a 512 KiB L2 (Zen 2/3, older Intel) gives 256, so that
-  // the block is not fetched from L3 once per row block, which is where
-  // the second thread's gain went when both threads streamed from L3.
+  // B, which every row block of the task reads again. From 1 MiB of L2 up,
+  // the block fills half of it: 512, as tuned on Sapphire Rapids (2 MiB)
+  // and Zen 4 (1 MiB). Below, an eighth: the task's rows of A stream
+  // through L2 past the block, and on a Zen 2 (512 KiB L2, float32 kc 256)
+  // a half-L2 block (nc 256) cost the two-thread runs 15-25 % (512^3 1.60
+  // against 2.10 ms, 1024^3 13.2 against 15.7, 512x512x2048 6.5 against
+  // 8.5; one thread and M = 128 even) where an eighth (nc 64) did not.
   const int64_t elem = dtype == OLC_DTYPE_DOUBLE ? 8 : 4;  // float16/bfloat16 pack as float32
   const int64_t l1 = c.l1d / std::max(1, c.l1d_sharers), l2 = c.l2 / std::max(1, c.l2_sharers);
   t.kc = (l1 == 0 || l1 >= (32 << 10)) ? 256 : 128;
   t.nc = 512;
-  if (l2 > 0) t.nc = std::max<int64_t>(64, std::min<int64_t>(512, l2 / 2 / (t.kc * elem) / 64 * 64));
+  if (l2 > 0) {
+    const int64_t share = l2 >= (1 << 20) ? l2 / 2 : l2 / 8;
+    t.nc = std::max<int64_t>(64, std::min<int64_t>(512, share / (t.kc * elem) / 64 * 64));
+  }
   t.split_k_min = 1024;
   t.gemv_max = 4;
   t.direct_b_max_mblocks = 3;

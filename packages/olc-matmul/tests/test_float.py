@@ -314,16 +314,18 @@ def test_prepacked_b_panel_order_and_prefetch(level, threads):
 
 def test_gemm_blocking_follows_the_caches():
     """kc keeps an A strip and a B panel in L1, nc the packed B block in half
-    of L2, per thread (a cache SMT siblings share counts as its share); the
-    tuned defaults (256, 512) where the caches allow them."""
+    of an L2 of 1 MiB or more, an eighth of a smaller one, per thread (a
+    cache SMT siblings share counts as its share); the tuned defaults (256,
+    512) where the caches allow them."""
     from olc_matmul import _ext
 
     K = 1024
     assert _ext.gemm_blocking(48 * K, 1, 2048 * K, 1) == (256, 512)  # Sapphire Rapids
     assert _ext.gemm_blocking(32 * K, 1, 1024 * K, 1) == (256, 512)  # Zen 4
-    assert _ext.gemm_blocking(32 * K, 1, 512 * K, 1) == (256, 256)   # Zen 2/3: a 512 KiB L2
-    assert _ext.gemm_blocking(32 * K, 2, 512 * K, 2) == (128, 256)   # both vCPUs on one core
-    assert _ext.gemm_blocking(32 * K, 1, 512 * K, 1, float64=True) == (256, 128)
+    assert _ext.gemm_blocking(32 * K, 1, 512 * K, 1) == (256, 64)    # Zen 2/3: a 512 KiB L2
+    assert _ext.gemm_blocking(32 * K, 2, 512 * K, 2) == (128, 64)    # both vCPUs on one core
+    assert _ext.gemm_blocking(32 * K, 1, 1024 * K, 1, float64=True) == (256, 256)
+    assert _ext.gemm_blocking(32 * K, 1, 512 * K, 1, float64=True) == (256, 64)
     assert _ext.gemm_blocking(0, 1, 0, 1) == (256, 512)  # caches unknown
     # This host's defaults are the ones its caches give.
     c = _ext.cache_info()
