@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace olc_mm {
 
@@ -52,26 +53,48 @@ struct Epi {
   T act_b;
 };
 
-// x (a vector or a scalar of T) through the epilogue's activation, computed
+// x in every lane of V (V may be T itself): a broadcast. (V{} + x would add
+// x to 0 first, an addition the compiler keeps because it turns -0 into +0.)
+template <typename V, typename T>
+static inline V epi_splat(T x) {
+  if constexpr (std::is_same<V, T>::value) {
+    return x;
+  } else {
+    V v;
+    for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(T)); ++i) v[i] = x;
+    return v;
+  }
+}
+
+// x (a vector or a scalar of T) through the epilogue's activation kAct, computed
 // as the convolution kernels' act_vec does; comparisons written so that a
 // NaN takes the branch that returns it.
+template <int kAct, typename T, typename V>
+static inline V epi_activate_as(const Epi<T>& ep, V x) {
+  const V zero = V{} + T(0), one = V{} + T(1);
+  if constexpr (kAct == kEpiClamp) {
+    const V t = x < ep.act_a ? epi_splat<V>(ep.act_a) : x;
+    return t > ep.act_b ? epi_splat<V>(ep.act_b) : t;
+  } else if constexpr (kAct == kEpiLeakyRelu) {
+    return x < T(0) ? x * ep.act_a : x;
+  } else if constexpr (kAct == kEpiHardSigmoid) {
+    const V t = x * ep.act_a + ep.act_b;
+    return t < T(0) ? zero : (t > T(1) ? one : t);
+  } else if constexpr (kAct == kEpiHardSwish) {
+    const V t = x * (T(1) / 6) + T(0.5);
+    return x * (t < T(0) ? zero : (t > T(1) ? one : t));
+  } else {
+    return x;
+  }
+}
+// The same with the activation read from ep.
 template <typename T, typename V>
 static inline V epi_activate(const Epi<T>& ep, V x) {
-  const V zero = V{} + T(0), one = V{} + T(1);
   switch (ep.act) {
-    case kEpiClamp: {
-      const V t = x < ep.act_a ? V{} + ep.act_a : x;
-      return t > ep.act_b ? V{} + ep.act_b : t;
-    }
-    case kEpiLeakyRelu: return x < T(0) ? x * ep.act_a : x;
-    case kEpiHardSigmoid: {
-      const V t = x * ep.act_a + ep.act_b;
-      return t < T(0) ? zero : (t > T(1) ? one : t);
-    }
-    case kEpiHardSwish: {
-      const V t = x * (T(1) / 6) + T(0.5);
-      return x * (t < T(0) ? zero : (t > T(1) ? one : t));
-    }
+    case kEpiClamp: return epi_activate_as<kEpiClamp>(ep, x);
+    case kEpiLeakyRelu: return epi_activate_as<kEpiLeakyRelu>(ep, x);
+    case kEpiHardSigmoid: return epi_activate_as<kEpiHardSigmoid>(ep, x);
+    case kEpiHardSwish: return epi_activate_as<kEpiHardSwish>(ep, x);
     default: return x;
   }
 }
