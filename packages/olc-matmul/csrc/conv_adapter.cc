@@ -46,6 +46,13 @@ thread_local FloatScratch t_tile, t_ctile, t_xplane, t_yplane, t_pad, t_res;
 // about as much as an allocation): the tasks' panel runs, the run's tap
 // offsets.
 thread_local std::vector<int64_t> t_runs, t_koff;
+// A panel of the implicit GEMM reading rows directly (gemm_range).
+struct RowPanel {
+  int64_t col;
+  int nr;
+  const float* bp;
+};
+thread_local std::vector<RowPanel> t_row_panels;
 
 // At least n elements, every one of which the caller writes before reading:
 // only grown, never shrunk (resize after a smaller layer zero-filled the
@@ -358,6 +365,28 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         }
       }
     }
+    // Reading rows directly: each panel's first position in the tile, width
+    // and start in the padded input of tap 0, walked once per task by
+    // counting (panel_at and panel below take six 64-bit divisions a panel).
+    std::vector<RowPanel>& rp = t_row_panels;
+    if (job.direct_rows) {
+      if (rp.size() < static_cast<size_t>(nfull)) rp.resize(static_cast<size_t>(nfull));  // only grown
+      int64_t q = p0 / segs, sg = p0 % segs;  // output row (of the image) and segment
+      int64_t od = q / g.out[1], oh = q % g.out[1];
+      for (int64_t j = 0; j < nfull; ++j) {
+        rp[j].col = q * OW + sg * NR - s0;
+        rp[j].nr = static_cast<int>(std::min<int64_t>(NR, OW - sg * NR));
+        rp[j].bp = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq + sg * NR;
+        if (++sg == segs) {
+          sg = 0;
+          ++q;
+          if (++oh == g.out[1]) {
+            oh = 0;
+            ++od;
+          }
+        }
+      }
+    }
     // Panel j of the tile: its first position in the tile and its width.
     auto panel_at = [&](int64_t j, int64_t* col, int* nr) {
       const int64_t p = p0 + j;
@@ -376,6 +405,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       // Each strip's weights of the next K block (from L3 or memory in a
       // model), a slice prefetched per panel.
       const int64_t next_bytes = std::min(kstep, g.Kg - k0 - kc) * MR * int64_t{sizeof(float)};
+      const PrefetchSlices next_slices(next_bytes > 0 ? job.wp : nullptr, next_bytes, npanels);
       float* bpanels = nullptr;
       if (job.pack_rows) {
         // The tile's kc rows of X each read as one run of nc values (a
@@ -433,8 +463,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
         const float* ap = job.wp + ((gi * nstrips + m / MR) * g.Kg + k0) * MR;
         int64_t pf_lines;
-        const char* pf =
-            PrefetchSlices(next_bytes > 0 ? ap + kc * MR : nullptr, next_bytes, npanels).at(j, kc, &pf_lines);
+        const char* pf = next_slices.of(ap + kc * MR).at(j, kc, &pf_lines);
         ep.bias = job.bias ? job.bias + co0 + m : nullptr;
         float* ct = C + (m - m0) * ldc + col;
         const int64_t ro = (n * g.Cout + co0 + m) * g.out_sp + s0 + col;  // the tile's first residual value
@@ -468,8 +497,15 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         for (int64_t j = 0; j < nfull; ++j) {
           int64_t col;
           int nr;
-          panel_at(j, &col, &nr);
-          panel(j, col, nr, &bp, &ldbp);
+          if (job.direct_rows) {
+            col = rp[j].col;
+            nr = rp[j].nr;
+            bp = rp[j].bp;
+            ldbp = 0;
+          } else {
+            panel_at(j, &col, &nr);
+            panel(j, col, nr, &bp, &ldbp);
+          }
           for (int64_t m = m0; m < m1; m += MR)
             if (!block(m, j, col, nr, bp, ldbp)) {
               job.failed->store(true);

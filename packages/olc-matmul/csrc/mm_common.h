@@ -142,6 +142,13 @@ class PrefetchSlices {
   }
   // The next slice, call after call.
   const char* take(int64_t kc, int64_t* lines) { return at(next_++, kc, lines); }
+  // The same slicing of another block of the same size (no division: the
+  // constructor's is a 64-bit one, dear once per microkernel call).
+  PrefetchSlices of(const void* block) const {
+    PrefetchSlices p = *this;
+    p.base_ = static_cast<const char*>(block);
+    return p;
+  }
 
  private:
   const char* base_ = nullptr;
