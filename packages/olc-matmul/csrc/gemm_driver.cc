@@ -379,6 +379,13 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   // 2-3 % faster; K 768 to 3072 even).
   int64_t KC = job.tun->kc;
   if (pk && direct_a) KC = ceil_div(kb - ka, ceil_div(kb - ka, KC + KC / 2));
+  // The panel walk (below) reads the task's whole K block of A once per
+  // panel: from L2 while it fits there, else from L3 every time (Zen 2,
+  // 512 KiB L2: the QKV projection 512x2304x768, whose 768 KB blocks of A
+  // did not fit, ran at 87 GFLOP/s walking the panels, x by rows).
+  const bool panel_walk =
+      pk && direct_a && mlen * KC * static_cast<int64_t>(sizeof(T)) <= job.tun->panel_walk_max_a;
+  if (pk && direct_a && !panel_walk) KC = job.tun->kc;
 
   T* apack = static_cast<T*>(t_apack.get(sizeof(T) * MR * KC));
   T* bpack = pk ? nullptr : static_cast<T*>(t_bpack.get(sizeof(T) * KC * ((NC + NR - 1) / NR * NR)));
@@ -452,7 +459,7 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
         }
       };
       const int64_t panels = ceil_div(nc, NR);
-      if (pk && direct_a) {
+      if (panel_walk) {
         // Prepacked B arrives from L3 or memory (a model's weights are
         // far larger than L2): panel by panel, each used by every row
         // block while it is in cache, the row blocks prefetching the next
@@ -890,6 +897,7 @@ GemmTuning gemm_tuning_for_caches(const CacheInfo& c, int32_t dtype) {
   t.gemv_max = 4;
   t.direct_b_max_mblocks = 3;
   t.direct_a = 1;
+  if (l2 > 0) t.panel_walk_max_a = l2 / 2;
   return t;
 }
 

@@ -78,7 +78,11 @@ struct GemmTuning {
   int64_t split_k_min;
   int64_t gemv_max;  // M or N up to this: the GEMV family (B not prepacked)
   int64_t direct_b_max_mblocks;
-  int64_t direct_a;  // 1: a row-major float32/float64 A is read in place, not packed  // up to this many row blocks per task: B read in place
+  int64_t direct_a;  // 1: a row-major float32/float64 A is read in place, not packed
+  // Prepacked B walked panel by panel while a task's K block of A (bytes)
+  // is at most this (it must stay in L2 across the panels), else row block
+  // by row block.
+  int64_t panel_walk_max_a = 256 << 10;
 };
 // Data cache sizes of CPU 0 as Linux reports them (sysfs), with the number
 // of logical CPUs sharing each; 0 where unknown (then fixed defaults).
