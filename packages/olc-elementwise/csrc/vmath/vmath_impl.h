@@ -405,6 +405,24 @@ OLC_VM_INLINE typename O::V tanh(typename O::V x) {
   return vor<O>(y, vsign<O>(x));
 }
 
+// The numerator and denominator of a rational function, P(x) and Q(x) by
+// Horner's rule with the two (independent) chains interleaved step by
+// step; coefficients from the highest degree down, at least two each.
+template <class O, int NP, int NQ>
+OLC_VM_INLINE void horner2(typename O::V x, const float (&P)[NP], const float (&Q)[NQ], typename O::V* p,
+                           typename O::V* q) {
+  static_assert(NP >= 2 && NQ >= 2, "degree 1 at least");
+  typename O::V pv = O::fma(x, O::f(P[0]), O::f(P[1]));
+  typename O::V qv = O::fma(x, O::f(Q[0]), O::f(Q[1]));
+#pragma GCC unroll 16
+  for (int i = 2; i < (NP > NQ ? NP : NQ); ++i) {
+    if (i < NP) pv = O::fma(x, pv, O::f(P[i]));
+    if (i < NQ) qv = O::fma(x, qv, O::f(Q[i]));
+  }
+  *p = pv;
+  *q = qv;
+}
+
 // tanh for levels where a 16-entry lookup is expensive (AVX2: two vpermps
 // and a blend for each of the eight coefficients): two degree-4
 // polynomials and one division, no lookups. NaN passes the clamp.
@@ -413,14 +431,8 @@ OLC_VM_INLINE typename O::V tanh_rational(typename O::V x) {
   typedef typename O::V V;
   const V a = O::min_(O::f(kTanhRatClamp), vabs<O>(x));
   const V u = O::mul(a, a);
-  V p = O::fma(u, O::f(kTanhRP4), O::f(kTanhRP3));
-  V q = O::fma(u, O::f(kTanhRQ4), O::f(kTanhRQ3));
-  p = O::fma(u, p, O::f(kTanhRP2));
-  q = O::fma(u, q, O::f(kTanhRQ2));
-  p = O::fma(u, p, O::f(kTanhRP1));
-  q = O::fma(u, q, O::f(kTanhRQ1));
-  p = O::fma(u, p, O::f(1.0f));
-  q = O::fma(u, q, O::f(1.0f));
+  V p, q;
+  horner2<O>(u, {kTanhRP4, kTanhRP3, kTanhRP2, kTanhRP1, 1.0f}, {kTanhRQ4, kTanhRQ3, kTanhRQ2, kTanhRQ1, 1.0f}, &p, &q);
   const V y = O::div(O::mul(a, p), q);
   return vor<O>(y, vsign<O>(x));
 }
@@ -520,15 +532,9 @@ template <class O>
 OLC_VM_INLINE typename O::V gelu_erf_rational(typename O::V x) {
   typedef typename O::V V;
   const V a = O::min_(vabs<O>(x), O::f(8.0f));
-  V p = O::fma(a, O::f(kGeluRP4), O::f(kGeluRP3));
-  V q = O::fma(a, O::f(kGeluRQ5), O::f(kGeluRQ4));
-  p = O::fma(a, p, O::f(kGeluRP2));
-  q = O::fma(a, q, O::f(kGeluRQ3));
-  p = O::fma(a, p, O::f(kGeluRP1));
-  q = O::fma(a, q, O::f(kGeluRQ2));
-  p = O::fma(a, p, O::f(kGeluRP0));
-  q = O::fma(a, q, O::f(kGeluRQ1));
-  q = O::fma(a, q, O::f(1.0f));
+  V p, q;
+  horner2<O>(a, {kGeluRP4, kGeluRP3, kGeluRP2, kGeluRP1, kGeluRP0},
+             {kGeluRQ5, kGeluRQ4, kGeluRQ3, kGeluRQ2, kGeluRQ1, 1.0f}, &p, &q);
   return gelu_from_r<O>(x, a, O::div(p, q));
 }
 

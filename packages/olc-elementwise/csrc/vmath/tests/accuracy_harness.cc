@@ -148,24 +148,19 @@ struct Fn {
 #define FN2(NAME, CORE) {#NAME, VLOOP2(NAME), olc_s_##NAME, ref_##NAME, CORE, 0.0L}
 #define FNF(NAME, CORE, FLOOR) {#NAME, VLOOP(NAME), olc_s_##NAME, ref_##NAME, CORE, FLOOR}
 #if OLC_HARNESS_ISA == 1
-// The AVX2 tanh is the rational form; its scalar twin is olc_s_tanh_rational.
-#define TANH_FN                                                                     \
-  {"tanh",                                                                          \
-   [](const float* x, float* y, size_t n) {                                         \
-     size_t i = 0;                                                                  \
-     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, olc_v256_tanh(_mm256_loadu_ps(x + i))); \
-     for (; i < n; ++i) y[i] = olc_s_tanh_rational(x[i]);                           \
-   },                                                                               \
-   olc_s_tanh_rational, ref_tanh, INFINITY, 0.0L}
-// So is its gelu_erf (R as one rational function): olc_s_gelu_erf_rational.
-#define GELU_ERF_FN                                                                     \
-  {"gelu_erf",                                                                          \
+// An AVX2 form whose scalar twin is not olc_s_NAME: the tail and the
+// scalar comparison go through TWIN (tanh and gelu_erf are rational
+// functions at this level: olc_s_tanh_rational, olc_s_gelu_erf_rational).
+#define FN_TWIN(NAME, TWIN, CORE, FLOOR)                                                \
+  {#NAME,                                                                               \
    [](const float* x, float* y, size_t n) {                                             \
      size_t i = 0;                                                                      \
-     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, olc_v256_gelu_erf(_mm256_loadu_ps(x + i))); \
-     for (; i < n; ++i) y[i] = olc_s_gelu_erf_rational(x[i]);                           \
+     for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, olc_v256_##NAME(_mm256_loadu_ps(x + i))); \
+     for (; i < n; ++i) y[i] = TWIN(x[i]);                                              \
    },                                                                                   \
-   olc_s_gelu_erf_rational, ref_gelu_erf, 5.5f, 1e-11L}
+   TWIN, ref_##NAME, CORE, FLOOR}
+#define TANH_FN FN_TWIN(tanh, olc_s_tanh_rational, INFINITY, 0.0L)
+#define GELU_ERF_FN FN_TWIN(gelu_erf, olc_s_gelu_erf_rational, 5.5f, 1e-11L)
 #else
 #define TANH_FN FN2(tanh, INFINITY)
 #define GELU_ERF_FN FNF(gelu_erf, 5.5f, 1e-11L)
