@@ -383,15 +383,23 @@ class MaxUnpool final : public Kernel {
     // Plane by plane, so the zeroed plane is still in cache when its values land.
     for (int64_t p = p0; p < p1; ++p) {
       std::fill(y + p * out_plane, y + (p + 1) * out_plane, U(0));
-      if (!local) continue;
-      if (same) {  // the usual case, its loop kept free of the remapping
-        for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) y[I[i]] = x[i];
-      } else {
-        for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) y[to_output(I[i], inf, out)] = x[i];
-      }
+      if (local) scatter_values(x, I, y, p * in_plane, (p + 1) * in_plane, same, inf, out);
     }
-    if (!local)  // indices that cross planes: every plane zeroed first
-      for (int64_t i = p0 * in_plane; i < p1 * in_plane; ++i) y[same ? I[i] : to_output(I[i], inf, out)] = x[i];
+    // Indices that cross planes: every plane zeroed first.
+    if (!local) scatter_values(x, I, y, p0 * in_plane, p1 * in_plane, same, inf, out);
+  }
+
+  // y[I[i]] = x[i] for i in [i0, i1), I's flat indices over the inferred
+  // shape remapped to the output's unless they are the same shape (the
+  // usual case, its loop kept free of the remapping).
+  template <class U>
+  static void scatter_values(const U* x, const int64_t* I, U* y, int64_t i0, int64_t i1, bool same,
+                             const std::vector<int64_t>& inf, const std::vector<int64_t>& out) {
+    if (same) {
+      for (int64_t i = i0; i < i1; ++i) y[I[i]] = x[i];
+    } else {
+      for (int64_t i = i0; i < i1; ++i) y[to_output(I[i], inf, out)] = x[i];
+    }
   }
 
   // A flat index over the inferred shape as a flat index over the output
