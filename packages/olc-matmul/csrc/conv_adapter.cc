@@ -367,7 +367,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     }
     // Reading rows directly: each panel's first position in the tile, width
     // and start in the padded input of tap 0, walked once per task by
-    // counting (panel_at and panel below take six 64-bit divisions a panel).
+    // counting (derived per panel, they took six 64-bit divisions a panel).
     std::vector<RowPanel>& rp = t_row_panels;
     if (job.direct_rows) {
       if (rp.size() < static_cast<size_t>(nfull)) rp.resize(static_cast<size_t>(nfull));  // only grown
@@ -389,9 +389,13 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     }
     // Panel j of the tile: its first position in the tile and its width.
     auto panel_at = [&](int64_t j, int64_t* col, int* nr) {
-      const int64_t p = p0 + j;
-      *col = first(p) - s0;
-      *nr = static_cast<int>(std::min<int64_t>(NR, job.direct_rows ? OW - p % segs * NR : nc - j * NR));
+      if (job.direct_rows) {
+        *col = rp[j].col;
+        *nr = rp[j].nr;
+        return;
+      }
+      *col = first(p0 + j) - s0;
+      *nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
     };
     Epi<float> ep = bias_epilogue(false);
     // A float32 residual and the activation (but Sigmoid) go into the
@@ -429,9 +433,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       // bp is the panel's first position in the padded input of tap 0.
       auto panel = [&](int64_t j, int64_t col, int nr, const float** bp, int64_t* ldbp) {
         if (job.direct_rows) {
-          const int64_t r = (s0 + col) / OW, ow = (s0 + col) % OW;
-          const int64_t od = r / g.out[1], oh = r % g.out[1];
-          *bp = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq + ow;
+          *bp = rp[j].bp;
           *ldbp = 0;
         } else if (bpanels) {
           *bp = bpanels + j * kc * NR;
@@ -497,15 +499,8 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         for (int64_t j = 0; j < nfull; ++j) {
           int64_t col;
           int nr;
-          if (job.direct_rows) {
-            col = rp[j].col;
-            nr = rp[j].nr;
-            bp = rp[j].bp;
-            ldbp = 0;
-          } else {
-            panel_at(j, &col, &nr);
-            panel(j, col, nr, &bp, &ldbp);
-          }
+          panel_at(j, &col, &nr);
+          panel(j, col, nr, &bp, &ldbp);
           for (int64_t m = m0; m < m1; m += MR)
             if (!block(m, j, col, nr, bp, ldbp)) {
               job.failed->store(true);

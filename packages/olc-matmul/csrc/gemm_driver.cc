@@ -377,15 +377,14 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   // K blocks may be longer: equal blocks of at most 1.5 kc, fewer passes
   // over C (K 384 in one block rather than 256 + 128: MiniLM's projections
   // 2-3 % faster; K 768 to 3072 even).
-  int64_t KC = job.tun->kc;
-  if (pk && direct_a) KC = ceil_div(kb - ka, ceil_div(kb - ka, KC + KC / 2));
   // The panel walk (below) reads the task's whole K block of A once per
   // panel: from L2 while it fits there, else from L3 every time (Zen 2,
   // 512 KiB L2: the QKV projection 512x2304x768, whose 768 KB blocks of A
   // did not fit, ran at 87 GFLOP/s walking the panels, x by rows).
+  const int64_t walk_kc = ceil_div(kb - ka, ceil_div(kb - ka, job.tun->kc + job.tun->kc / 2));
   const bool panel_walk =
-      pk && direct_a && mlen * KC * static_cast<int64_t>(sizeof(T)) <= job.tun->panel_walk_max_a;
-  if (pk && direct_a && !panel_walk) KC = job.tun->kc;
+      pk && direct_a && mlen * walk_kc * static_cast<int64_t>(sizeof(T)) <= job.tun->panel_walk_max_a;
+  const int64_t KC = panel_walk ? walk_kc : job.tun->kc;
 
   T* apack = static_cast<T*>(t_apack.get(sizeof(T) * MR * KC));
   T* bpack = pk ? nullptr : static_cast<T*>(t_bpack.get(sizeof(T) * KC * ((NC + NR - 1) / NR * NR)));

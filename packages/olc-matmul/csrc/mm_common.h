@@ -61,6 +61,7 @@ static inline V epi_splat(T x) {
     return x;
   } else {
     V v;
+#pragma GCC unroll 16
     for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(T)); ++i) v[i] = x;
     return v;
   }
