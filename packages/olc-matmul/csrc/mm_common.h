@@ -53,17 +53,17 @@ struct Epi {
   T act_b;
 };
 
-// x in every lane of V (V may be T itself): a broadcast. (V{} + x would add
-// x to 0 first, an addition the compiler keeps because it turns -0 into +0.)
+// x in every lane of V (V may be T itself): a broadcast, written as x - 0,
+// which is x for every x (-0 included) and which the compiler folds to one
+// broadcast instruction. (0 + x is not x for x = -0, so the add stays; a
+// lane-by-lane fill was merged by GCC with a neighbouring splat into narrow
+// stack stores and a wide reload, a store-forwarding stall per splat.)
 template <typename V, typename T>
 static inline V epi_splat(T x) {
   if constexpr (std::is_same<V, T>::value) {
     return x;
   } else {
-    V v;
-#pragma GCC unroll 16
-    for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(T)); ++i) v[i] = x;
-    return v;
+    return x - V{};
   }
 }
 
