@@ -10,6 +10,7 @@
 
 #include "conv_kernels.h"
 #include "mm_common.h"
+#include "olc/avx2_tail.h"
 
 namespace olc_mm {
 namespace avx2 {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ml_kernels.h"
+#include "olc/avx2_tail.h"
 
 namespace olc_ml {
 namespace avx2 {
@@ -25,7 +26,7 @@ struct V {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   }
   static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
-  static void store_part(float* p, R v, int64_t k) { _mm256_maskstore_ps(p, first(k), v); }
+  static void store_part(float* p, R v, int64_t k) { olc::avx2::store_first(p, v, k); }
   static R set1(float v) { return _mm256_set1_ps(v); }
   static R sub(R a, R b) { return _mm256_sub_ps(a, b); }
   static R mul(R a, R b) { return _mm256_mul_ps(a, b); }

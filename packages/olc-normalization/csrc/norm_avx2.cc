@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "exp_consts.h"
+#include "olc/avx2_tail.h"
 #include "norm_common.h"
 
 namespace olc_norm {
@@ -37,7 +38,7 @@ struct V8 {
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
   }
   static void store(T* p, R v) { _mm256_storeu_ps(p, v); }
-  static void store_part(T* p, R v, int64_t k) { _mm256_maskstore_ps(p, first_lanes(k), v); }
+  static void store_part(T* p, R v, int64_t k) { olc::avx2::store_first(p, v, k); }
   // Rows of W or more end with their last whole vector instead of masked
   // lanes (the tail rule, eng_whole_tail in row_engine.inc): vmaskmovps
   // stores are microcoded on AMD Zen.

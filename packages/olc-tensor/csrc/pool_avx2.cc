@@ -2,12 +2,13 @@
 // written past n: a row of a vector or more ends with one more whole
 // vector ending at n (its first lanes stored twice, the same values: the
 // destination is apart from the sources), a shorter row runs through
-// masked loads and stores (vmaskmovps, whose store form is microcoded on
-// AMD Zen).
+// masked loads and olc/avx2_tail.h's partial stores (not vmaskmovps, whose
+// store form is microcoded on AMD Zen).
 #include <immintrin.h>
 
 #include <cmath>
 
+#include "olc/avx2_tail.h"
 #include "pool_kernels.h"
 
 namespace olc_tn {
@@ -80,7 +81,7 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
       const __m256i mk = tail_mask(n - i);
       __m256 m = _mm256_maskload_ps(x + i, mk);
       for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_maskload_ps(x + i + j * d, mk));
-      _mm256_maskstore_ps(t + i, mk, m);
+      olc::avx2::store_first(t + i, m, n - i);
     }
     return;
   }
@@ -130,7 +131,7 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
       for (int64_t j = 1; j < k; ++j)
         m = op<Max>(m, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p + j * d, lane, _mm256_castsi256_ps(mk), 4));
       if (i + 8 <= n) _mm256_storeu_ps(t + i, m);
-      else _mm256_maskstore_ps(t + i, mk, m);
+      else olc::avx2::store_first(t + i, m, n - i);
     }
   }
   for (; i < n; ++i) {
@@ -178,7 +179,7 @@ void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
     const __m256i mk = tail_mask(n - i);
     __m256 v = _mm256_maskload_ps(rows[0] + i, mk);
     for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_maskload_ps(rows[r] + i, mk));
-    _mm256_maskstore_ps(dst + i, mk, v);
+    olc::avx2::store_first(dst + i, v, n - i);
   }
 }
 void window_max(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t st) { window<true>(t, x, n, k, d, st); }
