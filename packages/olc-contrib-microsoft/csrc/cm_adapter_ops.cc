@@ -302,23 +302,28 @@ int cdist_nv(const IsaKernels* k, int dt, int64_t N) {
 int64_t cdist_panels(int64_t N, int64_t nr) { return (N + nr - 1) / nr; }
 
 constexpr int64_t kRowChunk = 48;  // rows of A per work item (a multiple of every tile height)
+// Panels per work item: enough columns that packing the chunk's slice of A
+// once per item costs little beside its products.
+constexpr int64_t kPanelGroup = 16;
 
 struct CDistJob {
   const KernelState* st;
   CDistArgs args;
-  int64_t row_chunks;
+  int64_t panels;
+  int64_t groups;  // panel groups per row chunk
 };
 
-// Items are (panel, row chunk) pairs, panel-major: a range keeps its B
-// panels in cache while the rows of A stream.
+// Items are (row chunk, panel group) pairs, chunk-major: a range of items
+// keeps the chunk's rows of A in cache while the panels of B stream.
 void cdist_items(void* user, int64_t begin, int64_t end) {
   const CDistJob& j = *static_cast<const CDistJob*>(user);
   const int dt = j.st->dt;
   for (int64_t t = begin; t < end;) {
-    const int64_t p = t / j.row_chunks, rc0 = t % j.row_chunks;
-    const int64_t rc1 = std::min(j.row_chunks, rc0 + (end - t));
-    j.st->k->cdist_rows[dt](&j.args, rc0 * kRowChunk, std::min(j.args.M, rc1 * kRowChunk), p, p + 1);
-    t += rc1 - rc0;
+    const int64_t rc = t / j.groups, g0 = t % j.groups;
+    const int64_t g1 = std::min(j.groups, g0 + (end - t));
+    j.st->k->cdist_rows[dt](&j.args, rc * kRowChunk, std::min(j.args.M, (rc + 1) * kRowChunk), g0 * kPanelGroup,
+                            std::min(j.panels, g1 * kPanelGroup));
+    t += g1 - g0;
   }
 }
 
@@ -417,8 +422,10 @@ int32_t run_cdist(Ctx& c, const olc_tensor* in, int32_t n_inputs) {
   }
   st->k->cdist_sumsq[dt](A.data, M, K, a_ss.data());
   a.a_ss = a_ss.data();
-  j.row_chunks = (M + kRowChunk - 1) / kRowChunk;
-  for_ranges(c.ctx, parallel, panels * j.row_chunks, 1, &cdist_items, &j);
+  j.panels = panels;
+  j.groups = (panels + kPanelGroup - 1) / kPanelGroup;
+  const int64_t row_chunks = (M + kRowChunk - 1) / kRowChunk;
+  for_ranges(c.ctx, parallel, row_chunks * j.groups, 1, &cdist_items, &j);
   return OLC_OK;
 }
 

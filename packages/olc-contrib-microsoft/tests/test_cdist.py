@@ -18,7 +18,7 @@ OP = "CDist"
 METRICS = ("sqeuclidean", "euclidean")
 # M: 1..8 take the exact few-row path, more the packed products.
 SHAPES = [(1, 5, 7), (3, 17, 1), (8, 33, 768), (9, 1, 7), (13, 16, 4095), (50, 65, 33), (97, 100, 768),
-          (130, 7, 64)]
+          (130, 7, 64), (53, 1030, 260)]
 
 
 def formula(A, B, metric):
