@@ -603,18 +603,18 @@ bool prefer_transposed(int64_t out_sp, int64_t Mg, int NR) {
 // in NR-wide panels (transposed); the implicit GEMM 9 per output, the
 // positions in NR-wide panels per image (normal) or as strips
 // (transposed, when its panels exist). The normal product shares out its
-// tile panels only: with fewer of them than threads (one 16-tile panel of an
-// 8x8 output) it runs on one thread, and the transposed one, which shares
-// out the output channels, goes instead (3x3 128 channels at 8x8, two
-// threads, Zen 2 AVX2: 113 us before, as on one thread; 83 us after; 3x3
-// 512 channels at 7x7 0.68 -> 1.42 of onnxruntime).
+// tile panels only: with fewer of them than threads (one 16-tile panel of
+// an 8x8 output) it runs on one thread, so it is counted as that against
+// the others, which share out output channels (3x3 128 channels at 8x8,
+// two threads, Zen 2 AVX2: 113 us before, as on one thread, 83 us
+// transposed; 3x3 512 channels at 7x7 0.68 -> 1.42 of onnxruntime).
 enum class Wino { kNone, kNormal, kTransposed };
 
 Wino choose_winograd(const Geom& g, int NR, bool wino_t, bool implicit_t, int64_t threads) {
   auto pad = [NR](int64_t v) { return double((v + NR - 1) / NR * NR); };
   const int64_t tiles = g.N * ((g.out[1] + 1) / 2) * ((g.out[2] + 1) / 2);
   const bool normal_serial = threads > 1 && g.G * ((tiles + NR - 1) / NR) < threads;
-  const double wn = 16.0 * pad(tiles) * double(g.Mg) * 1.25 * (normal_serial && wino_t ? double(threads) : 1.0);
+  const double wn = 16.0 * pad(tiles) * double(g.Mg) * 1.25 * (normal_serial ? double(threads) : 1.0);
   const double wt = wino_t ? 16.0 * double(tiles) * pad(g.Mg) * 1.35 : 1e300;
   double direct = 9.0 * double(g.N) * pad(g.out_sp) * double(g.Mg);
   if (implicit_t) direct = std::min(direct, 9.0 * double(g.N * g.out_sp) * pad(g.Mg));
