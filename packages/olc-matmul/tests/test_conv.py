@@ -191,6 +191,10 @@ CASES = [
     ((2, 48, 8, 8), (64, 48, 1, 1), {"strides": [2, 2]}),
     ((2, 40, 2, 2), (70, 40, 1, 1), {"strides": [2, 2]}),
     ((1, 5, 3, 3), (4, 5, 1, 1), {"strides": [4, 5]}),
+    # strides past 2 with padding: the padded copy's phase-by-phase split
+    # (an audio stem's stride 4; each phase starting at its own column)
+    ((1, 2, 203), (6, 2, 9), {"strides": [4], "pads": [3, 4]}),
+    ((1, 3, 13, 17), (5, 3, 3, 5), {"strides": [3, 4], "pads": [1, 2, 0, 3]}),
     # 3x3 depthwise rows sharing their input loads (eight rows a pass at
     # AVX-512, four below, the rest one at a time): H stride 2 with W
     # dilation 2, and a channel multiplier at W stride 2 with uneven pads
