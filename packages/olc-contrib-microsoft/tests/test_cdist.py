@@ -123,10 +123,11 @@ def test_guard_pages(M, N, K, at, level):
 
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("M", [5, 300])
-def test_threads(M, threads):
+@pytest.mark.parametrize("N", [200, 600])  # 600: work items of several panel groups per row chunk
+def test_threads(M, N, threads):
     rng = np.random.default_rng(8)
     A = rng.standard_normal((M, 256)).astype(np.float32)
-    B = rng.standard_normal((200, 256)).astype(np.float32)
+    B = rng.standard_normal((N, 256)).astype(np.float32)
     m = model("float32", "sqeuclidean")
     (one,) = run_checked(m, OP, {"a": A, "b": B}, LEVELS[-1])
     (many,) = run_checked(m, OP, {"a": A, "b": B}, LEVELS[-1], threads=threads)
