@@ -53,17 +53,20 @@ struct Epi {
   T act_b;
 };
 
-// x in every lane of V (V may be T itself): a broadcast, written as x - 0,
-// which is x for every x (-0 included) and which the compiler folds to one
-// broadcast instruction. (0 + x is not x for x = -0, so the add stays; a
-// lane-by-lane fill was merged by GCC with a neighbouring splat into narrow
-// stack stores and a wide reload, a store-forwarding stall per splat.)
+// x in every lane of V (V may be T itself): a broadcast. (V{} + x would add
+// x to 0 first, an addition the compiler keeps because it turns -0 into +0.)
+// The conv kernels' GEMV splats as x - 0 instead (conv_kernels.inc: vsplat);
+// here that form made the general epilogue (FusedMatMul's alpha) slower:
+// attention scores QK^T/8 (1, 12, 128, 64), one thread, 358 -> 383 us.
 template <typename V, typename T>
 static inline V epi_splat(T x) {
   if constexpr (std::is_same<V, T>::value) {
     return x;
   } else {
-    return x - V{};
+    V v;
+#pragma GCC unroll 16
+    for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(T)); ++i) v[i] = x;
+    return v;
   }
 }
 
