@@ -18,13 +18,7 @@ struct V {
   static constexpr int64_t W = 8;
   static R zero() { return _mm256_setzero_ps(); }
   static R load(const float* p) { return _mm256_loadu_ps(p); }
-  static R load_part(const float* p, int64_t k) {
-    const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_maskload_ps(p, _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), idx));
-  }
-  static __m256i first(int64_t k) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  }
+  static R load_part(const float* p, int64_t k) { return olc::avx2::load_first(p, k); }
   static void store(float* p, R v) { _mm256_storeu_ps(p, v); }
   static void store_part(float* p, R v, int64_t k) { olc::avx2::store_first(p, v, k); }
   static R set1(float v) { return _mm256_set1_ps(v); }

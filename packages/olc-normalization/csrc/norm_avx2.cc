@@ -18,12 +18,6 @@ namespace avx2 {
 
 namespace {
 
-// Lane mask with the first k (0 <= k <= 8) lanes set.
-inline __m256i first_lanes(int64_t k) {
-  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(k)), idx);
-}
-
 struct V8 {
   using T = float;
   using R = __m256;
@@ -34,7 +28,7 @@ struct V8 {
   static void fence() { _mm_sfence(); }
   static R load(const T* p) { return _mm256_loadu_ps(p); }
   static R load_part(const T* p, int64_t k, T fill) {
-    const __m256i m = first_lanes(k);
+    const __m256i m = olc::avx2::first_lanes(k);
     return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(p, m), _mm256_castsi256_ps(m));
   }
   static void store(T* p, R v) { _mm256_storeu_ps(p, v); }

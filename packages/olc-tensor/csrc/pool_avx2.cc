@@ -23,10 +23,6 @@ inline __m256 vfmax(__m256 a, __m256 b) {
   return _mm256_blendv_ps(_mm256_max_ps(a, b), a, _mm256_cmp_ps(b, b, _CMP_UNORD_Q));
 }
 
-inline __m256i tail_mask(int64_t r) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(r)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 template <bool Max>
 void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n);
 void rows_max_n(float* dst, const float* const* rows, int64_t m, int64_t n) { rows_n<true>(dst, rows, m, n); }
@@ -78,7 +74,7 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
     if (i < n && n >= 8) {
       whole(n - 8);
     } else if (i < n) {
-      const __m256i mk = tail_mask(n - i);
+      const __m256i mk = olc::avx2::first_lanes(n - i);
       __m256 m = _mm256_maskload_ps(x + i, mk);
       for (int64_t j = 1; j < k; ++j) m = op<Max>(m, _mm256_maskload_ps(x + i + j * d, mk));
       olc::avx2::store_first(t + i, m, n - i);
@@ -125,7 +121,7 @@ void window(float* t, const float* x, int64_t n, int64_t k, int64_t d, int64_t s
                                             _mm256_set1_epi32(static_cast<int>(st)));
     for (; i < n; i += 8) {
       if (i + 8 > n && n >= 8) i = n - 8;
-      const __m256i mk = tail_mask(n - i);
+      const __m256i mk = olc::avx2::first_lanes(n - i);
       const float* p = x + i * st;
       __m256 m = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), p, lane, _mm256_castsi256_ps(mk), 4);
       for (int64_t j = 1; j < k; ++j)
@@ -176,7 +172,7 @@ void rows_n(float* dst, const float* const* rows, int64_t m, int64_t n) {
   if (i < n && n >= 8) {
     whole(n - 8);
   } else if (i < n) {
-    const __m256i mk = tail_mask(n - i);
+    const __m256i mk = olc::avx2::first_lanes(n - i);
     __m256 v = _mm256_maskload_ps(rows[0] + i, mk);
     for (int64_t r = 1; r < m; ++r) v = op<Max>(v, _mm256_maskload_ps(rows[r] + i, mk));
     olc::avx2::store_first(dst + i, v, n - i);
@@ -203,7 +199,7 @@ float sum(const float* x, int64_t n) {
     a1 = _mm256_add_ps(a1, _mm256_loadu_ps(x + i + 8));
   }
   for (; i + 8 <= n; i += 8) a0 = _mm256_add_ps(a0, _mm256_loadu_ps(x + i));
-  if (i < n) a1 = _mm256_add_ps(a1, _mm256_maskload_ps(x + i, tail_mask(n - i)));
+  if (i < n) a1 = _mm256_add_ps(a1, _mm256_maskload_ps(x + i, olc::avx2::first_lanes(n - i)));
   return hsum(_mm256_add_ps(a0, a1));
 }
 float max(const float* x, int64_t n) {
@@ -228,7 +224,7 @@ float max(const float* x, int64_t n) {
 void plane_sums(const float* x, int64_t n, int64_t count, float* out) {
   int64_t c = 0;
   if (n >= 8) {
-    const __m256i mk = tail_mask(n % 8);
+    const __m256i mk = olc::avx2::first_lanes(n % 8);
     const int64_t full = n - n % 8;
     for (; c + 4 <= count; c += 4) {
       const float* p0 = x + c * n;
