@@ -253,6 +253,16 @@ struct Quant {
   std::vector<int32_t> zb_full;  // zb' expanded to N
 };
 
+// Whether the vpdpbusd kernel reads A in place (uint8, whole groups of 4):
+// the condition for AMX too.
+bool reads_a_in_place(const IntKernel& ik, const Operand& opa, int64_t K) {
+  return ik.uk_da && ik.group == 4 && !opa.is_signed && K % 4 == 0;
+}
+
+// The AMX blocks' rows: a task's rows start on a block so that all but
+// the product's last rows run as whole 32 x 32 AMX blocks.
+constexpr int64_t kAmxRows = 32;
+
 struct IntJob {
   const IntState* st;
   Operand opa, opb;
@@ -357,7 +367,7 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
   const int64_t KC = kGroupsPerBlock * g;
   const int64_t mlen = m1 - m0, nlen = n1 - n0;
   const int64_t ng_total = (job.K + g - 1) / g;
-  const bool direct_a = ik.uk_da && g == 4 && !job.opa.is_signed && job.K % 4 == 0;
+  const bool direct_a = reads_a_in_place(ik, job.opa, job.K);
   const bool amx = direct_a && job.st->amx;
   int32_t* C;
   int64_t ldc;
@@ -505,15 +515,15 @@ constexpr int64_t kISumsParallel = int64_t(1) << 18;
 // B (unless prepacked), the reading of its rows of A and the compensation
 // pass; splitting M repeats the packing of B. Rounds of tasks times the
 // largest, plus half a task for the uneven finish.
-void choose_int_grid(const IntKernel& ik, int64_t M, int64_t N, int64_t K, bool packed, int64_t threads,
-                     int64_t* tm_out, int64_t* tn_out) {
-  const int64_t bm = cdiv(M, ik.mr), bn = cdiv(N, ik.nr);
+void choose_int_grid(const IntKernel& ik, int64_t row_unit, int64_t M, int64_t N, int64_t K, bool packed,
+                     int64_t threads, int64_t* tm_out, int64_t* tn_out) {
+  const int64_t bm = cdiv(M, row_unit), bn = cdiv(N, ik.nr);
   const int64_t maxt = threads * kIMaxPer;
   double best = 0;
   bool have = false;
   for (int64_t tm = 1; tm <= std::min(bm, maxt); ++tm) {
     for (int64_t tn = 1; tn <= std::min(bn, maxt); ++tn) {
-      const int64_t mstep = cdiv(bm, tm) * ik.mr, nstep = cdiv(bn, tn) * ik.nr;
+      const int64_t mstep = cdiv(bm, tm) * row_unit, nstep = cdiv(bn, tn) * ik.nr;
       if (cdiv(M, mstep) != tm || cdiv(N, nstep) != tn) continue;
       const int64_t tasks = tm * tn;
       if (tasks > maxt || (tasks < threads && (tm < bm || tn < bn))) continue;
@@ -890,7 +900,12 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
                use_packed ? static_cast<const uint32_t*>(st->packed->data) : nullptr, cs, rowsum.data(), &q,
                za_per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, &failed, 1,
                1, 0, 0};
-    const int64_t bm = cdiv(ms.M, st->ik.mr), bn = cdiv(ms.N, st->ik.nr);
+    // Tasks' rows in whole AMX blocks where AMX runs: at MR-row steps (12)
+    // two threads split 128 rows as 72 + 56, and the 8 and 24 rows past
+    // their AMX blocks ran on vpdpbusd at a fraction of the rate (M = 128,
+    // K = 768, N = 3072, two threads: no faster than one).
+    const int64_t row_unit = st->amx && reads_a_in_place(st->ik, opa, ms.K) ? kAmxRows : st->ik.mr;
+    const int64_t bm = cdiv(ms.M, row_unit), bn = cdiv(ms.N, st->ik.nr);
     if (threads > 1) {
       // Whole rows per thread where there are enough of them: each task
       // reads its own rows of A and writes whole rows of C (measured faster
@@ -900,10 +915,10 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
         job.tm = threads;
         job.tn = 1;
       } else {
-        choose_int_grid(st->ik, ms.M, ms.N, ms.K, use_packed, threads, &job.tm, &job.tn);
+        choose_int_grid(st->ik, row_unit, ms.M, ms.N, ms.K, use_packed, threads, &job.tm, &job.tn);
       }
     }
-    job.mstep = cdiv(bm, job.tm) * st->ik.mr;
+    job.mstep = cdiv(bm, job.tm) * row_unit;
     job.nstep = cdiv(bn, job.tn) * st->ik.nr;
     job.tm = cdiv(ms.M, job.mstep);
     job.tn = cdiv(ms.N, job.nstep);
