@@ -713,40 +713,97 @@ bool read_zp(olc_context* ctx, const olc_tensor* t, int32_t dtype, int64_t per, 
   return true;
 }
 
+// A's range [lo, hi] (widened to hold 0) over x[0, n); false when x holds
+// NaN or an infinity.
+bool a_range(const IntKernel& ik, const float* x, int64_t n, float* lo, float* hi) {
+  if (ik.range) return ik.range(x, n, lo, hi);
+  // x - x is 0 for every finite x and NaN for an infinity or NaN, which
+  // the sum keeps.
+  float l = 0.0f, h = 0.0f, bad = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+    bad += x[i] - x[i];
+  }
+  *lo = l;
+  *hi = h;
+  return bad == 0.0f;
+}
+
+// x[0, n) to uint8 at scale s and zero point z.
+void a_quant(const IntKernel& ik, const float* x, int64_t n, float s, float z, uint8_t* q) {
+  if (ik.quant_u8) return ik.quant_u8(x, n, s, static_cast<int32_t>(z), q);
+  // x / s is within [-255, 255]: the 1.5 * 2^23 shift rounds it to the
+  // nearest integer, ties to even, in the default rounding mode.
+  constexpr float kShift = 12582912.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = (x[i] / s + kShift) - kShift;
+    q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, r + z)));
+  }
+}
+
+// The two passes over A shared out in chunks (the quantization divides
+// each value, as the schema's x / scale must: M = 128, K = 3072 took a
+// quarter of the product's one-thread time, and all of it ran on the
+// calling thread while the others waited).
+struct QuantAJob {
+  const IntKernel* ik;
+  const float* x;
+  int64_t n, chunk;
+  uint8_t* q;
+  float s, z;
+  std::vector<float> lo, hi;
+  std::vector<char> finite;
+};
+
+void a_range_chunks(void* user, int64_t begin, int64_t end) {
+  QuantAJob& j = *static_cast<QuantAJob*>(user);
+  for (int64_t c = begin; c < end; ++c) {
+    const int64_t i0 = c * j.chunk, len = std::min(j.chunk, j.n - i0);
+    j.finite[c] = a_range(*j.ik, j.x + i0, len, &j.lo[c], &j.hi[c]);
+  }
+}
+
+void a_quant_chunks(void* user, int64_t begin, int64_t end) {
+  const QuantAJob& j = *static_cast<const QuantAJob*>(user);
+  for (int64_t c = begin; c < end; ++c) {
+    const int64_t i0 = c * j.chunk;
+    a_quant(*j.ik, j.x + i0, std::min(j.chunk, j.n - i0), j.s, j.z, j.q + i0);
+  }
+}
+
+// From 64K values A's passes go to the threads.
+constexpr int64_t kQuantAParallel = int64_t(1) << 16;
+
 // DynamicQuantizeMatMul's A: uint8 per tensor as DynamicQuantizeLinear
 // defines it (the range widened to hold 0, scale = range / 255, zero point
 // and values rounded half to even and saturated), with a range of 0 taken
 // as scale 1 as onnxruntime does. Returns false when A holds NaN or an
 // infinity (no scale exists).
-bool quantize_a_u8(const IntKernel& ik, const float* x, int64_t n, uint8_t* q, float* scale, int32_t* zp) {
-  float lo = 0.0f, hi = 0.0f, bad = 0.0f;
-  if (ik.range) {
-    if (!ik.range(x, n, &lo, &hi)) return false;
-  } else {
-    // x - x is 0 for every finite x and NaN for an infinity or NaN, which
-    // the sum keeps.
-    for (int64_t i = 0; i < n; ++i) {
-      lo = x[i] < lo ? x[i] : lo;
-      hi = x[i] > hi ? x[i] : hi;
-      bad += x[i] - x[i];
-    }
+bool quantize_a_u8(const IntKernel& ik, olc_context* ctx, int64_t threads, const float* x, int64_t n, uint8_t* q,
+                   float* scale, int32_t* zp) {
+  QuantAJob j{&ik, x, n, n, q, 1.0f, 0.0f, {}, {}, {}};
+  const int64_t chunks = threads > 1 && n >= kQuantAParallel ? 4 * threads : 1;
+  const int64_t per = (n + chunks - 1) / chunks;
+  j.chunk = std::max<int64_t>(16, (per + 15) / 16 * 16);  // whole vectors but the last
+  const int64_t nc = std::max<int64_t>(1, (n + j.chunk - 1) / j.chunk);
+  j.lo.assign(nc, 0.0f);
+  j.hi.assign(nc, 0.0f);
+  j.finite.assign(nc, 1);
+  if (nc > 1) g_api->parallel_for(ctx, nc, 1, 0, &a_range_chunks, &j);
+  else a_range_chunks(&j, 0, nc);
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t c = 0; c < nc; ++c) {
+    if (!j.finite[c]) return false;
+    lo = std::min(lo, j.lo[c]);
+    hi = std::max(hi, j.hi[c]);
   }
-  if (bad != 0.0f) return false;
-  const float s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
-  const float z = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / s)));
-  if (ik.quant_u8) {
-    ik.quant_u8(x, n, s, static_cast<int32_t>(z), q);
-  } else {
-    // x / s is within [-255, 255]: the 1.5 * 2^23 shift rounds it to the
-    // nearest integer, ties to even, in the default rounding mode.
-    constexpr float kShift = 12582912.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      const float r = (x[i] / s + kShift) - kShift;
-      q[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, r + z)));
-    }
-  }
-  *scale = s;
-  *zp = static_cast<int32_t>(z);
+  j.s = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  j.z = std::nearbyint(std::min(255.0f, std::max(0.0f, 0.0f - lo / j.s)));
+  if (nc > 1) g_api->parallel_for(ctx, nc, 1, 0, &a_quant_chunks, &j);
+  else a_quant_chunks(&j, 0, nc);
+  *scale = j.s;
+  *zp = static_cast<int32_t>(j.z);
   return true;
 }
 
@@ -813,7 +870,8 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     aq.resize(static_cast<size_t>(na));
     float sa = 1.0f;
     int32_t za = 0;
-    a_finite = quantize_a_u8(st->ik, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
+    const int64_t qthreads = ms.M * ms.N * ms.K * ms.nbatch >= kIMinMacs ? g_api->concurrency(ctx) : 1;
+    a_finite = quantize_a_u8(st->ik, ctx, qthreads, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
     q.sa.assign(1, sa);
     q.za.assign(1, za + opa.offset());
     a_data = aq.data();

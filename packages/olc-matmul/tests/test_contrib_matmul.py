@@ -280,6 +280,9 @@ DQ = [  # (A shape, B shape, b_scale per column, b_zp per column (None: absent),
     ((5, 16), (16, 24), False, None, False), ((7, 33), (33, 65), True, True, True),
     ((1, 768), (768, 96), True, None, True), ((2, 9, 64), (64, 31), False, False, False),
     ((2, 3, 40), (2, 40, 17), True, True, True), ((129, 70), (70, 130), True, False, True),
+    # 77,100 values of A: on two threads its range and quantization run in
+    # chunks, the last one partial.
+    ((300, 257), (257, 40), True, None, True),
 ]
 
 
@@ -359,6 +362,19 @@ def test_dynamic_quantize_matmul_edges():
         a[1, 3] = np.inf
         assert np.isnan(olc_run(m, {"a": a}, level)).all()
         assert olc_run(m, {"a": np.zeros((0, 16), F32)}, level).shape == (0, 8)
+    # The same on two threads, where A's passes run in chunks: the one
+    # value outside [0, 0] (or the NaN) in the last chunk only.
+    b = rand_q(rng, (256, 64), "int8")
+    m, _ = ms_model("DynamicQuantizeMatMul", [("a", np.zeros((300, 256), F32)), ("b", b),
+                                              ("b_scale", np.array(0.1, F32))], const=("b", "b_scale"))
+    for level in LEVELS:
+        a = np.zeros((300, 256), F32)
+        a[-1, -1] = -2.5
+        q, sa, za = dql_ref(a)
+        ref = (int_product(q, b, za, 0) * (F32(sa) * F32(0.1))).astype(F32)
+        assert np.allclose(olc_run(m, {"a": a}, level, threads=2), ref, rtol=1e-6, atol=0)
+        a[-1, -1] = np.nan
+        assert np.isnan(olc_run(m, {"a": a}, level, threads=2)).all()
 
 
 def test_integer_to_float_errors():
