@@ -92,7 +92,24 @@ void quant_u8_avx512(const float* x, int64_t n, float scale, int32_t zp, uint8_t
 
 bool range_avx512(const float* x, int64_t n, float* lo, float* hi) {
   __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps(), bad = _mm512_setzero_ps();
-  for (int64_t i = 0; i < n; i += 16) {
+  int64_t i = 0;
+  // Four vectors a step into their own accumulators: one min, max and add
+  // chain ran at one vector per 4-cycle latency.
+  if (n >= 64) {
+    __m512 lo4[4], hi4[4], bad4[4];
+    for (int u = 0; u < 4; ++u) lo4[u] = hi4[u] = bad4[u] = _mm512_setzero_ps();
+    for (; i + 64 <= n; i += 64)
+      for (int u = 0; u < 4; ++u) {
+        const __m512 v = _mm512_loadu_ps(x + i + 16 * u);
+        lo4[u] = _mm512_min_ps(lo4[u], v);
+        hi4[u] = _mm512_max_ps(hi4[u], v);
+        bad4[u] = _mm512_add_ps(bad4[u], _mm512_sub_ps(v, v));
+      }
+    vlo = _mm512_min_ps(_mm512_min_ps(lo4[0], lo4[1]), _mm512_min_ps(lo4[2], lo4[3]));
+    vhi = _mm512_max_ps(_mm512_max_ps(hi4[0], hi4[1]), _mm512_max_ps(hi4[2], hi4[3]));
+    bad = _mm512_add_ps(_mm512_add_ps(bad4[0], bad4[1]), _mm512_add_ps(bad4[2], bad4[3]));
+  }
+  for (; i < n; i += 16) {
     const __mmask16 m = n - i >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << (n - i)) - 1u);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     vlo = _mm512_min_ps(vlo, v);
