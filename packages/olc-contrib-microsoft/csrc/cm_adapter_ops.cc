@@ -302,6 +302,9 @@ int cdist_nv(const IsaKernels* k, int dt, int64_t N) {
 int64_t cdist_panels(int64_t N, int64_t nr) { return (N + nr - 1) / nr; }
 
 constexpr int64_t kRowChunk = 48;  // rows of A per work item (a multiple of every tile height)
+// Rows per item where 48-row chunks make too few items for the threads (a
+// multiple of every tile height too).
+constexpr int64_t kSmallRowChunk = 24;
 // Panels per work item: enough columns that packing the chunk's slice of A
 // once per item costs little beside its products.
 constexpr int64_t kPanelGroup = 16;
@@ -311,6 +314,7 @@ struct CDistJob {
   CDistArgs args;
   int64_t panels;
   int64_t groups;  // panel groups per row chunk
+  int64_t rows;    // rows of A per row chunk
 };
 
 // Items are (row chunk, panel group) pairs, chunk-major: a range of items
@@ -321,7 +325,7 @@ void cdist_items(void* user, int64_t begin, int64_t end) {
   for (int64_t t = begin; t < end;) {
     const int64_t rc = t / j.groups, g0 = t % j.groups;
     const int64_t g1 = std::min(j.groups, g0 + (end - t));
-    j.st->k->cdist_rows[dt](&j.args, rc * kRowChunk, std::min(j.args.M, (rc + 1) * kRowChunk), g0 * kPanelGroup,
+    j.st->k->cdist_rows[dt](&j.args, rc * j.rows, std::min(j.args.M, (rc + 1) * j.rows), g0 * kPanelGroup,
                             std::min(j.panels, g1 * kPanelGroup));
     t += g1 - g0;
   }
@@ -424,7 +428,13 @@ int32_t run_cdist(Ctx& c, const olc_tensor* in, int32_t n_inputs) {
   a.a_ss = a_ss.data();
   j.panels = panels;
   j.groups = (panels + kPanelGroup - 1) / kPanelGroup;
-  const int64_t row_chunks = (M + kRowChunk - 1) / kRowChunk;
+  // 128 rows against 256 columns were three items (48 + 48 + 32 rows, the
+  // 256 columns one panel group): two threads ran them as two and one, no
+  // faster than one thread. Halved chunks when items are few: 6 here.
+  j.rows = kRowChunk;
+  const int64_t threads = parallel ? g_api->concurrency(c.ctx) : 1;
+  if (threads > 1 && (M + kRowChunk - 1) / kRowChunk * j.groups < 4 * threads) j.rows = kSmallRowChunk;
+  const int64_t row_chunks = (M + j.rows - 1) / j.rows;
   for_ranges(c.ctx, parallel, row_chunks * j.groups, 1, &cdist_items, &j);
   return OLC_OK;
 }
