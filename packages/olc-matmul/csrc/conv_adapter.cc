@@ -2172,10 +2172,14 @@ const olc_kernel_vtable kConvTranspose = {OLC_ABI_VERSION, 0, "olc_matmul::ConvT
 // 2.5-3.2 on one thread, 2.5-3.4 -> 1.8-1.9 on two; 7x7 s2 3->64 (24 MiB)
 // 20.7-23.1 -> 19.9 and 11.8-12.1 -> 10.3-10.9; 1x1 256->64 at 56x56 batch
 // 8 (6 MiB) 4 % slower streamed; batch-1 stems (1.5 MiB) the same either
-// way.
+// way. At most 32 MiB of L3 is counted: a VM may report its host's whole
+// L3 (480 MiB on a 2-vCPU guest of a large Xeon), of which it holds a small
+// share, and there the 180 MiB that 3/8 of it gave kept every batch-8 layer
+// off the stream (one thread, ms: 7x7 s2 3->64 stem 14.6 -> 12.1, 1x1
+// 16->96 at 112x112 8.5 -> 3.5; two threads 7.9 -> 6.4 and 3.1 -> 1.8).
 int64_t conv_stream_min_bytes(const CacheInfo& c) {
   if (c.l3 <= 0) return int64_t(12) << 20;
-  return std::max<int64_t>(int64_t(4) << 20, c.l3 / 8 * 3);
+  return std::max<int64_t>(int64_t(4) << 20, std::min<int64_t>(c.l3, int64_t(32) << 20) / 8 * 3);
 }
 
 void set_conv_api(const olc_core_api* api) { g_api = api; }
