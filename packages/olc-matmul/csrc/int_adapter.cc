@@ -867,6 +867,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
       if (!read_scale(ctx, *tb, ms.N, "bias", "per column of B", &q.bias)) return OLC_ERROR;
     }
   }
+  const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= kIMinMacs) ? g_api->concurrency(ctx) : 1;
   // DynamicQuantizeMatMul: A to uint8 with its scale and zero point.
   std::vector<uint8_t> aq;
   const void* a_data = a.data;
@@ -876,8 +877,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     aq.resize(static_cast<size_t>(na));
     float sa = 1.0f;
     int32_t za = 0;
-    const int64_t qthreads = ms.M * ms.N * ms.K * ms.nbatch >= kIMinMacs ? g_api->concurrency(ctx) : 1;
-    a_finite = quantize_a_u8(st->ik, ctx, qthreads, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
+    a_finite = quantize_a_u8(st->ik, ctx, threads, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
     q.sa.assign(1, sa);
     q.za.assign(1, za + opa.offset());
     a_data = aq.data();
@@ -917,7 +917,6 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   // za' is (symmetric int8 weights, uint8 activations without zero point).
   const bool need_row = std::any_of(q.zb.begin(), q.zb.end(), [](int32_t v) { return v != 0; });
   const bool need_col = std::any_of(q.za.begin(), q.za.end(), [](int32_t v) { return v != 0; });
-  const int64_t threads = (ms.M * ms.N * ms.K * ms.nbatch >= kIMinMacs) ? g_api->concurrency(ctx) : 1;
   for (int64_t t = 0; t < ms.nbatch; ++t) {
     const uint8_t* A = static_cast<const uint8_t*>(a_data) + ms.a_index[t] * ms.M * ms.K;
     const uint8_t* B = static_cast<const uint8_t*>(b.data) + ms.b_index[t] * ms.K * ms.N;
