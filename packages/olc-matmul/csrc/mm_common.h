@@ -58,15 +58,25 @@ struct Epi {
 // The conv kernels' GEMV splats as x - 0 instead (conv_kernels.inc: vsplat);
 // here that form made the general epilogue (FusedMatMul's alpha) slower:
 // attention scores QK^T/8 (1, 12, 128, 64), one thread, 358 -> 383 us.
+// Written lane by lane, GCC built a splat of a value read from memory (the
+// epilogue's per-row bias) as one masked broadcast per lane, 16 loads and 16
+// mask moves for a 512-bit vector: a 12 x 32 tile's epilogue cost more than
+// its K = 16 products. A shuffle of lane 0 is one vbroadcastss.
 template <typename V, typename T>
 static inline V epi_splat(T x) {
   if constexpr (std::is_same<V, T>::value) {
     return x;
   } else {
+#if defined(__clang__)
     V v;
-#pragma GCC unroll 16
     for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(T)); ++i) v[i] = x;
     return v;
+#else
+    typedef std::conditional_t<sizeof(T) == 8, int64_t, std::conditional_t<sizeof(T) == 4, int32_t, int16_t>> Lane;
+    typedef Lane Index __attribute__((vector_size(sizeof(V))));
+    const V v = {x};
+    return __builtin_shuffle(v, Index{});
+#endif
   }
 }
 
