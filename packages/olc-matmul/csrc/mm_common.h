@@ -52,6 +52,9 @@ struct Epi {
   T act_a;
   T act_b;
 };
+// ukernel_tile (mm_kernels.inc) copies these fields one by one: a new field
+// must be added there too.
+static_assert(sizeof(Epi<float>) == 64 && sizeof(Epi<double>) == 80, "Epi changed: update ukernel_tile's copy");
 
 // x in every lane of V (V may be T itself): a broadcast. (V{} + x would add
 // x to 0 first, an addition the compiler keeps because it turns -0 into +0.)
