@@ -195,6 +195,8 @@ CASES = [
     # (an audio stem's stride 4; each phase starting at its own column)
     ((1, 2, 203), (6, 2, 9), {"strides": [4], "pads": [3, 4]}),
     ((1, 3, 13, 17), (5, 3, 3, 5), {"strides": [3, 4], "pads": [1, 2, 0, 3]}),
+    # more phases than the copy works out per row (past 16: rows zeroed whole)
+    ((2, 2, 75), (3, 2, 4), {"strides": [17], "pads": [2, 5]}),
     # 3x3 depthwise rows sharing their input loads (eight rows a pass at
     # AVX-512, four below, the rest one at a time): H stride 2 with W
     # dilation 2, and a channel multiplier at W stride 2 with uneven pads
