@@ -224,16 +224,26 @@ struct GemmJob {
 };
 
 thread_local FloatScratch t_opad, t_bpanels;
+thread_local std::vector<int64_t> t_task_koff;
 
-// Image n, group gi of X into dst in PadLayout l (one padded depth), only
-// the padded rows that output positions [s0, s0 + nc) read.
-void pad_tile_rows(const GemmJob& job, int64_t n, int64_t gi, int64_t s0, int64_t nc, float* dst) {
+// The padded rows [r0, r1) that output positions [s0, s0 + nc) read (one
+// padded depth).
+void tile_rows(const GemmJob& job, int64_t s0, int64_t nc, int64_t* r0, int64_t* r1) {
+  const Geom& g = *job.g;
+  const int64_t oh0 = s0 / g.out[2], oh1 = (s0 + nc - 1) / g.out[2];
+  *r0 = oh0 * g.s[1];
+  *r1 = std::min(job.l.Hp, oh1 * g.s[1] + (g.k[1] - 1) * g.d[1] + 1);
+}
+
+// Image n, group gi of X into dst: padded rows [r0, r1) of each channel,
+// in layout lt (the job's, cut to those rows).
+void pad_tile_rows(const GemmJob& job, int64_t n, int64_t gi, int64_t r0, int64_t r1, const PadLayout& lt,
+                   float* dst) {
   const Geom& g = *job.g;
   const size_t es = job.dt == OLC_DTYPE_FLOAT ? 4 : 2;
   const void* x = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
-  const int64_t oh0 = s0 / g.out[2], oh1 = (s0 + nc - 1) / g.out[2];
-  const PadCopy pc = pad_copy_of(g, job.l, x, job.dt, g.Cg, dst, oh0 * g.s[1],
-                                 std::min(job.l.Hp, oh1 * g.s[1] + (g.k[1] - 1) * g.d[1] + 1));
+  PadCopy pc = pad_copy_of(g, lt, x, job.dt, g.Cg, dst, r0, r1);
+  pc.dst_r0 = r0;
   job.ck->pad_copy(&pc);
 }
 
@@ -341,18 +351,35 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
     }
     const float* xg = nullptr;  // direct_b: X[n, g] itself, rows of in_sp values
     const float* srcg = nullptr;
+    const int64_t* koff = job.koff;
+    int64_t row_shift = 0;  // own_pad: where the task's first padded row lies in the job's layout
     if (direct_b) {
       xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp;
     } else {
       if (job.own_pad) {
-        float* P = t_opad.get(static_cast<size_t>(g.Cg * job.l.cs + NR));
+        // The task's rows in a layout of their own, channel after channel:
+        // laid out like the whole image, one tile's rows of 128 channels
+        // lay a padded plane apart and every tile wrote fresh lines.
+        int64_t r0, r1;
+        tile_rows(job, s0, nc, &r0, &r1);
+        PadLayout lt = job.l;
+        lt.Hp = r1 - r0;
+        lt.cs = lt.Hp * lt.sw * lt.Wq;
+        float* P = t_opad.get(static_cast<size_t>(g.Cg * lt.cs + NR));
         if (!P) {
           job.failed->store(true);
           return;
         }
-        pad_tile_rows(job, n, gi, s0, nc, P);
-        std::fill_n(P + g.Cg * job.l.cs, NR, 0.0f);  // what direct rows read past the last row's end
+        pad_tile_rows(job, n, gi, r0, r1, lt, P);
+        std::fill_n(P + g.Cg * lt.cs, NR, 0.0f);  // what direct rows read past the last row's end
         srcg = P;
+        row_shift = r0 * lt.sw * lt.Wq;
+        // The im2col offsets at this channel stride (channel 0's are the job's).
+        std::vector<int64_t>& tk = t_task_koff;
+        index_buffer(tk, g.Kg);
+        for (int64_t c = 0; c < g.Cg; ++c)
+          for (int64_t t = 0; t < g.ksz; ++t) tk[c * g.ksz + t] = job.koff[t] + c * lt.cs;
+        koff = tk.data();
       } else {
         srcg = job.src + (n - job.n0) * job.img_stride + gi * g.Cg * job.l.cs;
       }
@@ -362,6 +389,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         for (int64_t j = 0; j < npanels; ++j) {
           int64_t* r = runs.data() + j * (3 * NR + 1);
           r[0] = panel_runs(g, job.l, s0 + j * NR, std::min<int64_t>(NR, nc - j * NR), r + 1);
+          for (int64_t i = 0; i < r[0]; ++i) r[1 + 3 * i + 2] -= row_shift;
         }
       }
     }
@@ -376,7 +404,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       for (int64_t j = 0; j < nfull; ++j) {
         rp[j].col = q * OW + sg * NR - s0;
         rp[j].nr = static_cast<int>(std::min<int64_t>(NR, OW - sg * NR));
-        rp[j].bp = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq + sg * NR;
+        rp[j].bp = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift + sg * NR;
         if (++sg == segs) {
           sg = 0;
           ++q;
@@ -454,7 +482,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           // This panel of the im2col matrix, built just before use: it
           // stays in L1 while every strip of the task's rows reads it.
           const int64_t* r = runs.data() + j * (3 * NR + 1);
-          PanelB pb{srcg, job.koff + k0, kc, r + 1, r[0], nr, NR, tile};
+          PanelB pb{srcg, koff + k0, kc, r + 1, r[0], nr, NR, tile};
           job.ck->panel(&pb);
           *bp = tile;
           *ldbp = NR;
@@ -474,7 +502,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
           ep.ld_res = g.out_sp;
         }
         if (job.direct_rows)
-          isa->ukrows_f32(kc, ap, bp, job.koff + k0, ct, ldc, mr, nr, flags, &ep);
+          isa->ukrows_f32(kc, ap, bp, koff + k0, ct, ldc, mr, nr, flags, &ep);
         else
           isa->ukpf_f32(kc, ap, bp, ldbp, ct, ldc, mr, nr, flags, &ep, pf, pf_lines);
         // The tile is final and still in L1.

@@ -61,7 +61,9 @@ struct PadLayout {
 // pb pads at the start of each axis (and zeros up to the layout's end).
 // rows: when set (r1 > r0, one padded depth only), only padded rows
 // [r0, r1) of each channel are written (the Winograd tasks copy the rows
-// their tiles read); r0 = r1 = 0: the whole layout.
+// their tiles read); r0 = r1 = 0: the whole layout. dst_r0: the padded row
+// at each channel's start in dst (a layout of only the rows a task reads,
+// l.Hp of them); 0: the layout's first.
 struct PadCopy {
   const void* x;
   int32_t dtype;
@@ -70,6 +72,7 @@ struct PadCopy {
   PadLayout l;
   float* dst;
   int64_t r0 = 0, r1 = 0;
+  int64_t dst_r0 = 0;
 };
 
 // One kc x NR panel of the im2col matrix, k-major (NR floats per k row),

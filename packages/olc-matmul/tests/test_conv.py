@@ -346,6 +346,33 @@ def test_depthwise_padding_survives_other_geometries():
                 assert s.kernel_usage() == [KERNEL]
 
 
+OWN_PAD_CASES = [
+    ((1, 6, 70, 66), (10, 6, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),          # 4 tiles, cut mid-row
+    ((2, 5, 61, 47), (7, 5, 3, 5), {"strides": [2, 3], "pads": [2, 1, 0, 2], "dilations": [2, 1]}),
+    ((1, 3, 96, 90), (16, 3, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),          # a stem: rows read directly
+    ((1, 4, 40, 80), (8, 4, 7, 7), {"strides": [2, 2], "pads": [3, 3, 3, 3]}),
+]
+
+
+@pytest.mark.parametrize("t", ["float32", "float16"])
+@pytest.mark.parametrize("case", OWN_PAD_CASES, ids=[str(i) for i in range(len(OWN_PAD_CASES))])
+def test_tasks_pad_their_own_rows(case, t):
+    """On several threads each task pads the input rows its tile of output
+    positions reads into a buffer of those rows only: tiles that start and
+    end mid-row, strides, dilations and uneven pads give the reference's
+    result on 2 and 3 threads as on one."""
+    xs, ws, attrs = case
+    rng = np.random.default_rng(23)
+    x, w, b = make_data(rng, xs, ws, t, True)
+    m = conv_model(t, attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        for threads in (1, 2, 3):
+            y, _ = run_olc(m, {"X": x, "B": b}, level, threads)
+            assert y.shape == ref.shape and y.dtype == NP[t]
+            check_close(y, ref, absprod, k_of(ws, attrs), t, f"{t} {level} t{threads}")
+
+
 def test_transposed_product_over_chunks_of_images():
     """The transposed product stacks whole images into its rows, at most
     transposed_max_rows per chunk: several chunks give the same result."""
