@@ -617,8 +617,16 @@ size_t wt_floats(int64_t G, int64_t Mg, int64_t Kg, int NR) {
 
 // Output columns of the normal product that do useful work, against the
 // transposed product's: true when the transposed one wastes clearly less.
+// A plane of at most half a panel runs the one-vector microkernel: it
+// counts as half a panel. Counted as a whole one, a 4x4 plane (16 positions
+// at AVX-512) went to the transposed product, whose transposes of X and Y
+// cost more than the half panel (one thread, alternating: 1x1 240->40 at
+// 4x4 5.3-6.4 -> 4.2-4.5 us, 40->240 4.3 -> 3.8, 48->576 8.4-9.0 -> 7.6-8.1).
+// Wider planes count whole panels: at AVX2, 7x7's last column counted as
+// half a panel sent 512->2048 to the normal product, 15 % slower.
 bool prefer_transposed(int64_t out_sp, int64_t Mg, int NR) {
-  const double normal = double(out_sp) / double((out_sp + NR - 1) / NR * NR);
+  const int64_t padded = out_sp <= NR / 2 ? NR / 2 : (out_sp + NR - 1) / NR * NR;
+  const double normal = double(out_sp) / double(padded);
   const double transposed = double(Mg) / double((Mg + NR - 1) / NR * NR);
   return transposed > 1.15 * normal;
 }

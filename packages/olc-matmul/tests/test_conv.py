@@ -513,6 +513,7 @@ SPLIT_CASES = [
     ((3, 16, 6, 6), (128, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3-transposed"),
     # Positions as rows: five panels of output channels in two shares; two groups, a share each
     ((1, 96, 3, 3), (160, 96, 1, 1), {}, "pointwise-gemm-transposed"),
+    ((1, 240, 4, 4), (40, 240, 1, 1), {}, "pointwise-gemm "),  # 16 positions: half a panel, not transposed
     ((1, 64, 9, 9), (128, 32, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
 ]
 

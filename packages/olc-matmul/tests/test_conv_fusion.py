@@ -30,7 +30,7 @@ GEOMS = [
     ((1, 6, 9, 7), (12, 1, 3, 3), {"group": 6, "pads": [1, 1, 1, 1], "strides": [2, 2]}),    # depthwise x2
     ((1, 4, 33), (5, 4, 3), {"pads": [1, 1]}),                                                # 1-D
     ((1, 16, 16, 15), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                               # Winograd
-    ((1, 24, 4, 4), (64, 24, 1, 1), {}),                                                      # transposed
+    ((1, 24, 3, 3), (64, 24, 1, 1), {}),                                                      # transposed
     ((1, 16, 10, 10), (40, 16, 1, 1), {}),                     # pointwise, a tail of 4 positions transposed
 ]
 GEOM_IDS = ["implicit", "pointwise", "depthwise", "1d", "winograd", "transposed", "pointwise-tail"]

@@ -33,7 +33,7 @@ GEOMS = [
     ("group2", (1, 8, 7, 9), (8, 4, 3, 3), {"pads": [1, 1, 1, 1], "group": 2}, "implicit-gemm prepacked"),
     ("pointwise-b3", (3, 16, 7, 9), (12, 16, 1, 1), {}, "pointwise-gemm prepacked"),
     ("pointwise-tail", (2, 16, 10, 10), (40, 16, 1, 1), {}, "pointwise-gemm prepacked"),  # 4 positions transposed
-    ("transposed", (1, 24, 4, 4), (64, 24, 1, 1), {}, "pointwise-gemm-transposed"),
+    ("transposed", (1, 24, 3, 3), (64, 24, 1, 1), {}, "pointwise-gemm-transposed"),
     ("winograd", (1, 16, 16, 15), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3 prepacked"),
     ("winograd-b3", (3, 16, 7, 9), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3"),
     ("winograd-t", (1, 32, 4, 4), (32, 32, 3, 3), {"pads": [1, 1, 1, 1]}, "winograd-f2x2-3x3-transposed"),
