@@ -129,6 +129,7 @@ struct DwBlock {
 struct WinoIn {
   const float* src;
   PadLayout l;
+  int64_t row0 = 0;  // the padded row at each channel's start in src (l cut to the rows the tiles read)
   int64_t img_stride;
   int64_t nch;    // channels transformed (from src, to dst)
   int64_t ld_ch;  // channels per panel in the layout (>= nch: a range of them)

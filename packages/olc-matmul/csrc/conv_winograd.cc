@@ -55,21 +55,32 @@ struct Job {
   std::atomic<bool>* failed;
 };
 
+// The padded rows [*r0, *r1) that tiles [t0, t1) read, when they lie in
+// one image (tile rows tha .. thb read padded rows 2 tha .. 2 thb + 3);
+// false, and every row, when they span images.
+bool tile_rows(const Job& job, int64_t t0, int64_t t1, int64_t* r0, int64_t* r1) {
+  *r0 = *r1 = 0;
+  if (t0 / job.T != (t1 - 1) / job.T) return false;
+  *r0 = 2 * ((t0 % job.T) / job.TW);
+  *r1 = std::min(job.l.Hp, 2 * (((t1 - 1) % job.T) / job.TW) + 4);
+  return true;
+}
+
 // The padded input of tiles [t0, t1), channels [c0, c1): images ia .. ib
 // of the chunk (ia = t0 / T) into dst (images img_stride apart, channel c
-// at (c - c0) cs), only the padded rows the tiles read when they lie in
-// one image. Returns ia.
-int64_t pad_tiles(const Job& job, int64_t t0, int64_t t1, int64_t c0, int64_t c1, float* dst, int64_t img_stride) {
+// at (c - c0) l.cs), only the padded rows the tiles read when they lie in
+// one image; with own_rows, l holds those rows only (dst starts at the
+// first). Returns ia.
+int64_t pad_tiles(const Job& job, const PadLayout& l, int64_t t0, int64_t t1, int64_t c0, int64_t c1, float* dst,
+                  int64_t img_stride, bool own_rows) {
   const Geom& g = *job.g;
   const int64_t ia = t0 / job.T, ib = (t1 - 1) / job.T;
-  int64_t r0 = 0, r1 = 0;
-  if (ia == ib) {  // tile rows tha .. thb read padded rows 2 tha .. 2 thb + 3
-    r0 = 2 * ((t0 % job.T) / job.TW);
-    r1 = std::min(job.l.Hp, 2 * (((t1 - 1) % job.T) / job.TW) + 4);
-  }
+  int64_t r0, r1;
+  tile_rows(job, t0, t1, &r0, &r1);
   for (int64_t i = ia; i <= ib; ++i) {
-    const PadCopy pc = pad_copy_of(g, job.l, job.r->x + ((job.n0 + i) * g.C + c0) * g.in_sp, OLC_DTYPE_FLOAT,
-                                   c1 - c0, dst + (i - ia) * img_stride, r0, r1);
+    PadCopy pc = pad_copy_of(g, l, job.r->x + ((job.n0 + i) * g.C + c0) * g.in_sp, OLC_DTYPE_FLOAT, c1 - c0,
+                             dst + (i - ia) * img_stride, r0, r1);
+    if (own_rows) pc.dst_r0 = r0;
     job.r->ck->pad_copy(&pc);
   }
   return ia;
@@ -91,7 +102,17 @@ void range(void* user, int64_t begin, int64_t end) {
     const int64_t bi = t % job.nblk, gi = t / job.nblk;
     const int64_t t0 = bi * job.npan / job.nblk * NR, t1 = std::min(job.nt, (bi + 1) * job.npan / job.nblk * NR);
     const int64_t npan = (t1 - t0 + NR - 1) / NR, ld = npan * NR;
-    const int64_t nimg = (t1 - 1) / job.T - t0 / job.T + 1, pstride = g.Cg * job.l.cs;
+    // Tiles of one image: their padded rows in a layout of those rows only
+    // (laid out like the whole image, the rows of each channel lay a
+    // padded plane apart and every block wrote fresh lines).
+    PadLayout lt = job.l;
+    int64_t r0, r1;
+    const bool own_rows = tile_rows(job, t0, t1, &r0, &r1);
+    if (own_rows) {
+      lt.Hp = r1 - r0;
+      lt.cs = lt.Hp * lt.sw * lt.Wq;
+    }
+    const int64_t nimg = (t1 - 1) / job.T - t0 / job.T + 1, pstride = g.Cg * lt.cs;
     const int64_t xsv = xi_stride(g.Cg * ld), xsm = xi_stride(g.Mg * ld);
     float* V = t_v.get(static_cast<size_t>(16 * xsv));
     float* M = t_m.get(static_cast<size_t>(16 * xsm));
@@ -100,10 +121,11 @@ void range(void* user, int64_t begin, int64_t end) {
       job.failed->store(true);
       return;
     }
-    const int64_t ia = pad_tiles(job, t0, t1, gi * g.Cg, (gi + 1) * g.Cg, P, pstride);
+    const int64_t ia = pad_tiles(job, lt, t0, t1, gi * g.Cg, (gi + 1) * g.Cg, P, pstride, own_rows);
     WinoIn in;
     in.src = P;
-    in.l = job.l;
+    in.l = lt;
+    in.row0 = r0;
     in.img_stride = pstride;
     in.nch = g.Cg;
     in.ld_ch = g.Cg;
@@ -179,7 +201,7 @@ void transform_channels(const Job& job, int64_t gi, int64_t bi, int64_t c0, int6
   const int64_t t0 = bi * job.nb, t1 = std::min(job.nt, t0 + job.nb);
   const int64_t rows = (t1 - t0 + MR - 1) / MR * MR;
   const int64_t cg0 = gi * g.Cg;
-  const int64_t ia = pad_tiles(job, t0, t1, cg0 + c0, cg0 + c1, pad + c0 * job.l.cs, pstride);
+  const int64_t ia = pad_tiles(job, job.l, t0, t1, cg0 + c0, cg0 + c1, pad + c0 * job.l.cs, pstride, false);
   WinoIn in;
   in.src = pad + c0 * job.l.cs;
   in.l = job.l;
