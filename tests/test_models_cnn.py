@@ -94,3 +94,39 @@ def test_cnn_every_simd_level(cnn):
     (want,) = _ort(model, 1).run(None, {input_name: x})
     for level, (got,) in run_on_every_level(model, {input_name: x}).items():
         _close(got, want, f"{name} at {level}")
+
+
+def _weights_as_constant_nodes(model):
+    """The model with every initializer written as a Constant node before the
+    others, as paddle2onnx exports (its OCR models hold no initializer)."""
+    import onnx
+    from onnx import helper
+
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    consts = [helper.make_node("Constant", [], [init.name], name=f"const_{init.name}", value=init) for init in g.initializer]
+    nodes = consts + list(g.node)
+    del g.initializer[:]
+    del g.node[:]
+    g.node.extend(nodes)
+    return out
+
+
+def test_weights_in_constant_nodes_are_folded_and_packed(cnn):
+    """Weights held by Constant nodes are constants as initializers are: the
+    BatchNormalization after each Conv is folded into it, the weights are
+    packed once (prepacked-W), and the answer is onnxruntime's."""
+    name, model, input_name, shape = cnn
+    model = _weights_as_constant_nodes(model)
+    assert not len(model.graph.initializer)
+    sess = olc_core.Session(model, threads=1, strict=True, record_usage=True)
+    x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    (got,) = sess.run(None, {input_name: x})
+    (want,) = _ort(model, 1).run(None, {input_name: x})
+    _close(got, want, f"{name} with Constant-node weights")
+    usage = set(sess.kernel_usage())
+    assert EXPECTED_FUSED[name] <= usage, EXPECTED_FUSED[name] - usage
+    assert "olc_normalization::BatchNormalization" not in usage
+    convs = [d for d in sess.kernel_usage_details() if d.startswith("olc_matmul::FusedConv")]
+    assert convs and all("prepacked-W" in d for d in convs), convs

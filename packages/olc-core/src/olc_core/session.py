@@ -940,6 +940,15 @@ class Session:
             constants.append((slot_of(name), value))
             if name not in graph_inputs:
                 self._constants[name] = value
+        # A Constant node's tensor is a constant as an initializer is: models
+        # whose exporter writes every weight as one (paddle2onnx's OCR models
+        # hold no initializer at all) had no weight packing and no
+        # Conv + BatchNormalization folding without this.
+        for node in graph.node:
+            if node.op_type == "Constant" and normalize_domain(node.domain) == "ai.onnx" and len(node.output) == 1:
+                value = _constant_value(node)
+                if value is not None:
+                    self._constants.setdefault(node.output[0], value)
 
         fused = self._apply_graph_passes(graph, opsets) if self._fusion else {}
         replaced = {i for _, indices, _, _ in fused.values() for i in indices}
@@ -1093,7 +1102,9 @@ class Session:
                     ))
                     continue
             if node.op_type == "Constant" and domain == "ai.onnx" and not outer and len(out_slots) == 1:
-                constant = _constant_value(node)
+                constant = self._constants.get(node.output[0])
+                if constant is None:
+                    constant = _constant_value(node)
                 if constant is not None:
                     # A plan constant, read from the node's attribute once,
                     # here: nothing runs for it (strict mode accepts it).
