@@ -1158,7 +1158,8 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
     }
   }
   if (st->bn && !st->wpack) return fail_create(error, esize, "out of memory packing the folded weights");
-  static const char* const kActNames[] = {"", "Relu", "Clip", "LeakyRelu", "HardSigmoid", "Sigmoid", "HardSwish"};
+  static const char* const kActNames[] = {"",        "Relu",      "Clip", "LeakyRelu", "HardSigmoid",
+                                          "Sigmoid", "HardSwish", "Swish"};
   if (st->bn) pack_note += " +BatchNormalization";
   if (st->res_idx) pack_note += " +Add";
   if (st->act.kind != ActKind::kNone) pack_note += std::string(" +") + kActNames[static_cast<int>(st->act.kind)];

@@ -199,7 +199,8 @@ static bool parse_activation(AttrReader& ar, Activation* act, char* error, size_
     size_t nparams;
   } kinds[] = {{"Relu", ActKind::kRelu, 0},       {"Clip", ActKind::kClip, 2},
                {"LeakyRelu", ActKind::kLeakyRelu, 1}, {"HardSigmoid", ActKind::kHardSigmoid, 2},
-               {"Sigmoid", ActKind::kSigmoid, 0}, {"HardSwish", ActKind::kHardSwish, 0}};
+               {"Sigmoid", ActKind::kSigmoid, 0}, {"HardSwish", ActKind::kHardSwish, 0},
+               {"Swish", ActKind::kSwish, 1}};
   for (const Kind& k : kinds) {
     if (std::strcmp(k.name, a->s) != 0) continue;
     if (p.size() != k.nparams)

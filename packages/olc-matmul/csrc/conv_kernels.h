@@ -17,7 +17,8 @@ namespace olc_mm {
 //   HardSigmoid  max(0, min(1, a x + b))
 //   Sigmoid      1 / (1 + exp(-x))
 //   HardSwish    x max(0, min(1, x / 6 + 1 / 2))
-enum class ActKind : int32_t { kNone = 0, kRelu, kClip, kLeakyRelu, kHardSigmoid, kSigmoid, kHardSwish };
+//   Swish        x sigmoid(a x) (SiLU at a = 1: x * Sigmoid(x) as exporters write it)
+enum class ActKind : int32_t { kNone = 0, kRelu, kClip, kLeakyRelu, kHardSigmoid, kSigmoid, kHardSwish, kSwish };
 struct Activation {
   ActKind kind = ActKind::kNone;
   float a = 0.0f, b = 0.0f;

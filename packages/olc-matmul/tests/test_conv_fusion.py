@@ -46,7 +46,18 @@ ACTS = {
     "Clip": ("Clip", {}, (-0.5, 1.5), 13),
     "Clip-min": ("Clip", {}, (0.0, None), 13),
     "Clip-6": ("Clip", {"min": -1.0, "max": 0.75}, None, 10),  # bounds as attributes before opset 11
+    "SiLU": ("SiLU", {}, None, 13),  # Mul(y, Sigmoid(y)), as exporters write it: the kernel's Swish
 }
+
+
+def act_names(act):
+    """The names of the nodes activation_node() makes for act."""
+    return [] if act == "none" else ["sig0", "act0"] if act == "SiLU" else ["act0"]
+
+
+def act_label(act):
+    """The activation as the FusedConv's usage detail names it."""
+    return "Swish" if act == "SiLU" else ACTS[act][0]
 
 
 def act_ref(name, y):
@@ -64,6 +75,8 @@ def act_ref(name, y):
         return 1 / (1 + np.exp(-y)), 0.25
     if op == "HardSwish":
         return y * np.clip(y / 6 + 0.5, 0, 1), 1.5
+    if op == "SiLU":
+        return y * (1 / (1 + np.exp(-y))), 1.1
     lo, hi = (attrs["min"], attrs["max"]) if bounds is None else bounds
     return np.clip(y, -np.inf if lo is None else lo, np.inf if hi is None else hi), 1.0
 
@@ -76,9 +89,13 @@ def bn_params(rng, c, t="float32"):
 
 
 def activation_node(act, x, t, inits):
-    """The activation ACTS[act] of x as node act0 (output act_out); Clip's
-    bounds become initializers appended to inits (an absent one left out)."""
+    """The activation ACTS[act] of x as a list of nodes, the last one act0
+    (output act_out); Clip's bounds become initializers appended to inits
+    (an absent one left out); SiLU is Sigmoid sig0 and the Mul act0."""
     op, a_attrs, bounds, _ = ACTS[act]
+    if op == "SiLU":
+        return [helper.make_node("Sigmoid", [x], ["sig_out"], name="sig0"),
+                helper.make_node("Mul", [x, "sig_out"], ["act_out"], name="act0")]
     a_in = [x]
     for n, v in zip(("lo", "hi"), bounds or ()):
         if v is None:
@@ -88,7 +105,7 @@ def activation_node(act, x, t, inits):
             a_in.append(n)
     while a_in[-1] == "":
         a_in.pop()
-    return helper.make_node(op, a_in, ["act_out"], name="act0", **a_attrs)
+    return [helper.make_node(op, a_in, ["act_out"], name="act0", **a_attrs)]
 
 
 def build(t, attrs, act, *, bn=None, w=None, b=None, eps=1e-3, opset=None, bn_inputs_fed=False, extra=()):
@@ -122,7 +139,7 @@ def build(t, attrs, act, *, bn=None, w=None, b=None, eps=1e-3, opset=None, bn_in
         nodes.append(helper.make_node("BatchNormalization", [last] + names, ["bn_out"], name="bn0", **bn_attrs))
         last = "bn_out"
     if spec is not None:
-        nodes.append(activation_node(act, last, t, inits))
+        nodes.extend(activation_node(act, last, t, inits))
         last = "act_out"
     nodes[-1].output[0] = "Y"
     outputs = [helper.make_tensor_value_info("Y", ONNX[t], None)]
@@ -203,7 +220,7 @@ def test_fused_matches_reference_unfused_and_onnxruntime(geom, bn, act):
                 assert y.shape == want.shape and y.dtype == np.float32, what
                 assert s.kernel_usage() == [FUSED], (what, s.kernel_usage())
                 (entry,) = fused_entries(s)
-                expect = ["conv0"] + (["bn0"] if bn else []) + (["act0"] if act != "none" else [])
+                expect = ["conv0"] + (["bn0"] if bn else []) + act_names(act)
                 assert [n for n, _ in entry.fused_nodes] == expect, what
                 assert_within(y, want, bound, what)
                 assert_within(y, unfused.astype(np.float64), 2 * bound, what + " vs unfused")
@@ -214,7 +231,7 @@ def test_fused_matches_reference_unfused_and_onnxruntime(geom, bn, act):
                 if path and level == "avx512":
                     assert path in detail, detail
                 if act != "none":
-                    assert "+" + ACTS[act][0] in detail, detail
+                    assert "+" + act_label(act) in detail, detail
 
 
 # (X shape, W shape, Conv attributes) of implicit-GEMM outputs written with
@@ -432,6 +449,49 @@ def test_not_fused_conv_output_is_graph_output():
     m.graph.output.append(helper.make_tensor_value_info("conv_out", TensorProto.FLOAT, None))
     s = olc_core.Session(m, strict=OTHERS_STRICT)
     assert not fused_entries(s)
+
+
+def test_silu_fused_only_when_its_values_are_private():
+    """Mul(y, Sigmoid(y)) goes into the Conv as Swish only when y is read by
+    those two alone and the Sigmoid by the Mul alone, neither an output."""
+    xs, ws, attrs = GEOMS[0]
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    fused = build("float32", attrs, "SiLU", w=w)
+    s = olc_core.Session(fused, strict=OTHERS_STRICT)
+    (entry,) = fused_entries(s)
+    assert [n for n, _ in entry.fused_nodes] == ["conv0", "sig0", "act0"]
+    third = build("float32", attrs, "SiLU", w=w, extra=[helper.make_node("Neg", ["conv_out"], ["out_neg"], name="n0")])
+    sig_read = build("float32", attrs, "SiLU", w=w, extra=[helper.make_node("Neg", ["sig_out"], ["out_neg"], name="n0")])
+    sig_out = build("float32", attrs, "SiLU", w=w)
+    sig_out.graph.output.append(helper.make_tensor_value_info("sig_out", TensorProto.FLOAT, None))
+    for m in (third, sig_read, sig_out):
+        s = olc_core.Session(m, strict=OTHERS_STRICT)
+        assert not fused_entries(s), _plan_ops(s)
+        _check_unfused_equal(m, {"X": x})
+
+
+def test_swish_op_fused():
+    """Swish (opset 24, alpha an attribute) after a Conv and a normalization:
+    one FusedConv, against the float64 reference and onnxruntime."""
+    xs, ws, attrs = GEOMS[0]
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = (rng.standard_normal(ws) / np.sqrt(np.prod(ws[1:]))).astype(np.float32)
+    p = bn_params(rng, ws[0])
+    m = build("float32", attrs, "none", bn=p, w=w, eps=1e-3, opset=24)
+    m.graph.node[-1].output[0] = "bn_out"
+    m.graph.node.append(helper.make_node("Swish", ["bn_out"], ["Y"], name="act0", alpha=0.7))
+    y64, bound = reference(x, w, None, attrs, p, 1e-3, "none")
+    want = y64 / (1 + np.exp(-0.7 * y64))
+    for level in LEVELS:
+        with olc_core.simd_cap(level):
+            s = olc_core.Session(m, strict=True, record_usage=True)
+        (y,) = s.run(None, {"X": x})
+        assert s.kernel_usage() == [FUSED] and "+Swish" in s.kernel_usage_details()[0]
+        assert_within(y, want, 1.2 * bound + 4 * 2.0**-24 * np.abs(want), level)
+    assert_within(ort_run(m, {"X": x}), want, 1.2 * bound + 4 * 2.0**-24 * np.abs(want), "onnxruntime")
 
 
 def test_bn_output_read_twice_folds_bn_only():

@@ -19,7 +19,17 @@ import pytest
 from helpers import LEVELS, NP, ONNX, OTHERS_STRICT, OUT_EPS
 from onnx import TensorProto, helper, numpy_helper
 from test_conv import conv_ref
-from test_conv_fusion import ACTS, act_ref, activation_node, assert_within, bn_params, fused_entries, ort_run, reference
+from test_conv_fusion import (
+    ACTS,
+    act_names,
+    act_ref,
+    activation_node,
+    assert_within,
+    bn_params,
+    fused_entries,
+    ort_run,
+    reference,
+)
 
 import olc_core
 from olc_core import testing
@@ -78,7 +88,7 @@ def build(t, xs, ws, attrs, act, *, w, b=None, bn=None, eps=1e-3, swap=False, r_
     nodes.append(helper.make_node("Add", ["R", last] if swap else [last, "R"], ["sum"], name="add0"))
     last = "sum"
     if spec is not None:
-        nodes.append(activation_node(act, last, t, inits))
+        nodes.extend(activation_node(act, last, t, inits))
     nodes[-1].output[0] = "Y"
     outputs = [helper.make_tensor_value_info("Y", ONNX[t], None)]
     for n in extra:
@@ -110,7 +120,7 @@ def data(rng, xs, ws, with_bn, t="float32"):
 # ---------------------------------------------------------------- fused results
 
 
-@pytest.mark.parametrize("act", ["none", "Relu", "HardSigmoid"])
+@pytest.mark.parametrize("act", ["none", "Relu", "HardSigmoid", "SiLU"])
 @pytest.mark.parametrize("bn", [True, False], ids=["bn", "nobn"])
 @pytest.mark.parametrize("geom", GEOMS, ids=GEOM_IDS)
 def test_residual_matches_reference_unfused_and_onnxruntime(geom, bn, act):
@@ -127,7 +137,7 @@ def test_residual_matches_reference_unfused_and_onnxruntime(geom, bn, act):
         ort_y = ort_run(m, feeds)
         assert_within(unfused, want, bound, "unfused olc")
         assert_within(ort_y, want, bound, "onnxruntime")
-        expect = ["conv0"] + (["bn0"] if bn else []) + ["add0"] + (["act0"] if act != "none" else [])
+        expect = ["conv0"] + (["bn0"] if bn else []) + ["add0"] + act_names(act)
         for level in LEVELS:
             for threads in (1, 2):
                 what = f"{gid} {level} t{threads} swap={swap}"

@@ -17,7 +17,10 @@
 - ``Conv [-> BatchNormalization] [-> Add] -> activation``: ``Relu``,
   ``Clip`` (bounds as attributes before opset 11, constant scalar inputs
   after), ``LeakyRelu``, ``HardSigmoid``, ``Sigmoid``, ``HardSwish``,
-  applied by the kernel to each output tile as it is stored.
+  ``Swish`` (opset 24), and SiLU as exporters write it, ``Mul(y,
+  Sigmoid(y))`` (either operand order; the Sigmoid read by the Mul alone,
+  ``y`` by the two alone), taken as ``Swish`` with alpha 1: applied by the
+  kernel to each output tile as it is stored.
 
 The FusedConv's inputs: X, W, B (``""`` when absent), then the
 normalization's scale, B, mean and var when one is folded in, then R when
@@ -104,8 +107,8 @@ def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | No
     op = node.op_type
     if op in ("Relu", "Sigmoid", "HardSwish"):
         return (op, [])
-    if op == "LeakyRelu":
-        return (op, [float(_attr(node, "alpha", 0.01))])
+    if op in ("LeakyRelu", "Swish"):
+        return (op, [float(_attr(node, "alpha", 0.01 if op == "LeakyRelu" else 1.0))])
     if op == "HardSigmoid":
         return (op, [float(_attr(node, "alpha", 0.2)), float(_attr(node, "beta", 0.5))])
     if op == "Clip":
@@ -121,6 +124,32 @@ def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | No
             bounds[k] = float(c.astype(np.float64).reshape(()))
         return (op, bounds)
     return None
+
+
+def _silu(g: _Graph, value: str) -> tuple[int, int] | None:
+    """(Sigmoid, Mul) indices of ``Mul(value, Sigmoid(value))`` (either
+    operand order) when `value` is read by those two alone and the
+    Sigmoid by the Mul alone, neither a graph output."""
+    if value in g.ctx.graph_outputs:
+        return None
+    readers = list(g.ctx.consumers.get(value, ()))
+    if len(readers) != 2:
+        return None
+    sig = next((i for i in readers if g.nodes[i].op_type == "Sigmoid"), None)
+    mul = next((i for i in readers if i != sig), None)
+    if sig is None or mul is None:
+        return None
+    s_node, m_node = g.nodes[sig], g.nodes[mul]
+    if s_node.domain not in _DEFAULT or list(s_node.input) != [value] or len(s_node.output) != 1:
+        return None
+    if m_node.op_type != "Mul" or m_node.domain not in _DEFAULT or sorted(m_node.input) != sorted([value, s_node.output[0]]):
+        return None
+    if len(m_node.output) != 1 or not m_node.output[0] or g.sole_reader(s_node.output[0]) != mul:
+        return None
+    t = g.ctx.elem_type(value)
+    if g.ctx.elem_type(s_node.output[0]) != t or g.ctx.elem_type(m_node.output[0]) != t:
+        return None
+    return sig, mul
 
 
 def _known_shape(g: _Graph, value: str) -> tuple[int | str, ...] | None:
@@ -198,7 +227,13 @@ def _fuse(g: _Graph, ci: int, claimed: set[int]) -> Rewrite | None:
             residual = r
             out = g.nodes[nxt].output[0]
             nxt = g.sole_reader(out)
-    if nxt is not None:
+    silu = _silu(g, out) if nxt is None else None
+    if silu is not None:
+        group.extend(silu)
+        attrs["activation"] = "Swish"
+        attrs["activation_params"] = [1.0]
+        out = g.nodes[silu[1]].output[0]
+    elif nxt is not None:
         act_node = g.nodes[nxt]
         act = _activation(g, act_node)
         if act is not None and act_node.input[0] == out and g.ctx.elem_type(act_node.output[0]) == t:
@@ -238,5 +273,5 @@ GRAPH_PASS = GraphPass(
     # activation after a Conv into a plan of their own first.
     order=-1,
     description="Conv [+ BatchNormalization folded into its weights] [+ residual Add] [+ Relu/Clip/LeakyRelu/"
-                "HardSigmoid/Sigmoid/HardSwish] -> one olc.fused::FusedConv",
+                "HardSigmoid/Sigmoid/HardSwish/Swish, or x * Sigmoid(x)] -> one olc.fused::FusedConv",
 )
