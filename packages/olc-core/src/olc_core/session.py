@@ -946,9 +946,9 @@ class Session:
         # Conv + BatchNormalization folding without this.
         for node in graph.node:
             if node.op_type == "Constant" and normalize_domain(node.domain) == "ai.onnx" and len(node.output) == 1:
-                value = _constant_value(node)
-                if value is not None:
-                    self._constants.setdefault(node.output[0], value)
+                held = _constant_value(node)
+                if held is not None:
+                    self._constants.setdefault(node.output[0], held)
 
         fused = self._apply_graph_passes(graph, opsets) if self._fusion else {}
         replaced = {i for _, indices, _, _ in fused.values() for i in indices}
