@@ -132,6 +132,8 @@ from typing import Any
 
 import numpy as np
 
+from olc_core.compare import SETTLE_MAX_S, settle  # noqa: F401 - SETTLE_MAX_S: tests read it here
+
 DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
 QUICK_SIZES = (4096, 65536)
 DEFAULT_THREADS = (1, 2)
@@ -605,32 +607,6 @@ def _map_values(maps: list[dict[Any, Any]]) -> np.ndarray:
 # olc 8.3 ms while ORT's worker spun, 5.9 ms after it stopped).
 BLOCK_NS = 50_000_000
 MAX_BLOCK_RUNS = 1000
-SETTLE_S = 0.05
-SETTLE_MAX_S = 1.0
-QUIET_WINDOW_S = 0.005
-QUIET_CPU_NS = 250_000  # other threads may use 5 % of one CPU in a quiet window
-
-
-def _other_threads_cpu_ns() -> int | None:
-    """CPU time used so far by this process's threads other than the calling
-    one (Linux schedstat, nanoseconds); None where /proc does not say."""
-    me = threading.get_native_id()
-    total = 0
-    try:
-        tids = os.listdir("/proc/self/task")
-    except OSError:
-        return None
-    for tid in tids:
-        if tid == str(me):
-            continue
-        try:
-            with open(f"/proc/self/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # the thread ended meanwhile
-    return total
-
-
 # A case during whose timed runs other processes (or the hypervisor) took
 # more than this many CPUs on average is listed as disturbed in the report.
 DISTURBED_CPUS = 0.1
@@ -662,22 +638,6 @@ def _interference(before: tuple[float, float, float] | None, after: tuple[float,
         return {}
     busy, stolen, own = (a - b for a, b in zip(after, before))
     return {"other_cpus": round(max(0.0, busy - own) / wall_s, 3), "steal_cpus": round(max(0.0, stolen) / wall_s, 3)}
-
-
-def settle() -> None:
-    """Sleeps SETTLE_S, then until the other threads of the process are idle
-    (spinning workers have gone to sleep), at most SETTLE_MAX_S in all."""
-    time.sleep(SETTLE_S)
-    before = _other_threads_cpu_ns()
-    if before is None:
-        return
-    deadline = time.perf_counter() + SETTLE_MAX_S - SETTLE_S
-    while time.perf_counter() < deadline:
-        time.sleep(QUIET_WINDOW_S)
-        now = _other_threads_cpu_ns()
-        if now is None or now - before < QUIET_CPU_NS:
-            return
-        before = now
 
 
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,

@@ -31,3 +31,53 @@ def onnxruntime_session(model: onnx.ModelProto, threads: int, profile: bool = Fa
     so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
     return ort.InferenceSession(model.SerializeToString(), sess_options=so, providers=["CPUExecutionProvider"])
+
+
+# Between timing one runtime and the other: onnxruntime's intra-op workers
+# spin for a while after a run (and olc's briefly), and on a two-core host a
+# spinning worker takes a core from the next run of the other runtime.
+SETTLE_S = 0.05
+SETTLE_MAX_S = 1.0
+QUIET_WINDOW_S = 0.005
+QUIET_CPU_NS = 250_000  # other threads may use 5 % of one CPU in a quiet window
+
+
+def other_threads_cpu_ns() -> int | None:
+    """CPU time used so far by this process's threads other than the calling
+    one (Linux schedstat, nanoseconds); None where /proc does not say."""
+    import os
+    import threading
+
+    me = threading.get_native_id()
+    total = 0
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return None
+    for tid in tids:
+        if tid == str(me):
+            continue
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended meanwhile
+    return total
+
+
+def settle() -> None:
+    """Sleeps SETTLE_S, then until the other threads of the process are idle
+    (spinning workers have gone to sleep), at most SETTLE_MAX_S in all."""
+    import time
+
+    time.sleep(SETTLE_S)
+    before = other_threads_cpu_ns()
+    if before is None:
+        return
+    deadline = time.perf_counter() + SETTLE_MAX_S - SETTLE_S
+    while time.perf_counter() < deadline:
+        time.sleep(QUIET_WINDOW_S)
+        now = other_threads_cpu_ns()
+        if now is None or now - before < QUIET_CPU_NS:
+            return
+        before = now
