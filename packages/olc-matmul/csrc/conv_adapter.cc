@@ -404,7 +404,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       for (int64_t j = 0; j < nfull; ++j) {
         rp[j].col = q * OW + sg * NR - s0;
         rp[j].nr = static_cast<int>(std::min<int64_t>(NR, OW - sg * NR));
-        rp[j].bp = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift + sg * NR;
+        rp[j].bp = srcg + ((od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift + sg * NR);
         if (++sg == segs) {
           sg = 0;
           ++q;
