@@ -362,9 +362,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
         // lay a padded plane apart and every tile wrote fresh lines.
         int64_t r0, r1;
         tile_rows(job, s0, nc, &r0, &r1);
-        PadLayout lt = job.l;
-        lt.Hp = r1 - r0;
-        lt.cs = lt.Hp * lt.sw * lt.Wq;
+        const PadLayout lt = rows_layout(job.l, r0, r1);
         float* P = t_opad.get(static_cast<size_t>(g.Cg * lt.cs + NR));
         if (!P) {
           job.failed->store(true);

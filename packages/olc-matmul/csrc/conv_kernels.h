@@ -57,6 +57,15 @@ struct PadLayout {
   int64_t Dp, Hp, sw, Wq, cs;
 };
 
+// l cut to padded rows [r0, r1) of one depth: the layout of a task's own
+// copy of the rows it reads (PadCopy::dst_r0 = r0 writes into it).
+inline PadLayout rows_layout(PadLayout l, int64_t r0, int64_t r1) {
+  l.Dp = 1;
+  l.Hp = r1 - r0;
+  l.cs = l.Hp * l.sw * l.Wq;
+  return l;
+}
+
 // Channels [0, nch) of x (float32, float16 or bfloat16: dtype an ONNX code;
 // each channel in[0] x in[1] x in[2] values) into dst in that layout, with
 // pb pads at the start of each axis (and zeros up to the layout's end).

@@ -105,13 +105,9 @@ void range(void* user, int64_t begin, int64_t end) {
     // Tiles of one image: their padded rows in a layout of those rows only
     // (laid out like the whole image, the rows of each channel lay a
     // padded plane apart and every block wrote fresh lines).
-    PadLayout lt = job.l;
     int64_t r0, r1;
     const bool own_rows = tile_rows(job, t0, t1, &r0, &r1);
-    if (own_rows) {
-      lt.Hp = r1 - r0;
-      lt.cs = lt.Hp * lt.sw * lt.Wq;
-    }
+    const PadLayout lt = own_rows ? rows_layout(job.l, r0, r1) : job.l;
     const int64_t nimg = (t1 - 1) / job.T - t0 / job.T + 1, pstride = g.Cg * lt.cs;
     const int64_t xsv = xi_stride(g.Cg * ld), xsm = xi_stride(g.Mg * ld);
     float* V = t_v.get(static_cast<size_t>(16 * xsv));
