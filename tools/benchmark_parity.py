@@ -132,7 +132,7 @@ from typing import Any
 
 import numpy as np
 
-from olc_core.compare import SETTLE_MAX_S, settle  # noqa: F401 - SETTLE_MAX_S: tests read it here
+from olc_core.compare import settle
 
 DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
 QUICK_SIZES = (4096, 65536)

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from olc_core import FUSED_DOMAIN, GraphPass, GraphPassContext, Rewrite
 
@@ -64,11 +64,6 @@ class _Graph:
     def __init__(self, ctx: GraphPassContext):
         self.ctx = ctx
         self.nodes = list(ctx.graph.node)
-        self.producer: dict[str, int] = {}
-        for i, n in enumerate(self.nodes):
-            for o in n.output:
-                if o:
-                    self.producer[o] = i
         self.opset = int(ctx.opsets.get("ai.onnx", ctx.opsets.get("", 0)))
 
     def sole_reader(self, value: str) -> int | None:
@@ -79,25 +74,10 @@ class _Graph:
         return readers[0] if len(readers) == 1 else None
 
     def constant(self, value: str) -> np.ndarray | None:
-        """An initializer no feed replaces, or a Constant node's value."""
+        """An initializer no feed replaces, or a Constant node's value (the
+        session puts both in the context's constants)."""
         c = self.ctx.constants.get(value)
-        if c is not None:
-            return np.asarray(c)
-        i = self.producer.get(value)
-        if i is None:
-            return None
-        n = self.nodes[i]
-        if n.op_type != "Constant" or n.domain not in _DEFAULT or len(n.attribute) != 1:
-            return None
-        a = n.attribute[0]
-        try:
-            if a.name == "value":
-                return np.asarray(numpy_helper.to_array(a.t))
-            if a.name == "value_float":
-                return np.asarray(a.f, np.float32)
-        except Exception:  # noqa: BLE001 - a malformed constant: none
-            return None
-        return None
+        return None if c is None else np.asarray(c)
 
 
 def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | None:
