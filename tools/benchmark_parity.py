@@ -366,7 +366,7 @@ def family_module(suite: str) -> Any:
 # A suite drawn from several families: suite -> [(family suite, its groups)].
 COMPOSITE_SUITES: dict[str, list[tuple[str, frozenset[str]]]] = {
     "conv": [("matmul", frozenset({"conv", "conv_layers"})), ("tensor", frozenset({"pool", "resize"})),
-             ("models", frozenset({"cnn"}))],
+             ("models", frozenset({"cnn", "cnn_more"}))],
 }
 
 

@@ -309,6 +309,51 @@ def mobilenet_stack(seed: int = 0, size: int = 64, classes: int = 100) -> onnx.M
     return g.model([_image_input("image", 3, size, size)], x, "logits", ["batch", classes], "mobilenet_stack")
 
 
+def lcnet_stack(seed: int = 0, height: int = 48, width: int = 160, classes: int = 100) -> onnx.ModelProto:
+    """PP-LCNetV3-style, as paddle2onnx writes the PP-OCRv4 models: every
+    Conv (its branches re-parameterized into one, with a bias) is followed
+    by a learnable scalar affine ``Mul(s) Add(b)``, HardSwish written out as
+    ``x * Clip(x + 3, 0, 6) / 6``, and another learnable affine; depthwise
+    3x3 and 5x5 and pointwise layers, squeeze-excite gates (Relu,
+    HardSigmoid) in the last blocks; GlobalAveragePool, Flatten, Gemm. Its
+    scalars are one-element constants. Input ``image`` [batch, 3, height,
+    width] (both multiples of 16), output ``logits`` [batch, classes]."""
+    g = _ConvGraph(np.random.default_rng(seed))
+
+    def scalar(v: float) -> str:
+        name = g.name("scalar")
+        g.inits.append(numpy_helper.from_array(np.array([v], np.float32), name))
+        return name
+
+    def affine(x: str) -> str:
+        y = g.one("Mul", [scalar(float(1 + 0.1 * g.rng.standard_normal())), x])
+        return g.one("Add", [y, scalar(float(0.05 * g.rng.standard_normal()))])
+
+    def hardswish(x: str) -> str:
+        c = g.one("Clip", [g.one("Add", [x, scalar(3.0)]), g.const(np.array(0.0, np.float32)),
+                           g.const(np.array(6.0, np.float32))])
+        return g.one("Div", [g.one("Mul", [x, c]), scalar(6.0)])
+
+    def layer(x: str, c_in: int, c_out: int, k: int, stride: int = 1, group: int = 1) -> str:
+        return affine(hardswish(affine(g.conv(x, c_in, c_out, k, stride, group=group, bias=True))))
+
+    def se(x: str, c: int) -> str:
+        s = g.one("GlobalAveragePool", [x])
+        s = g.one("Relu", [g.conv(s, c, c // 4, 1, bias=True)])
+        s = g.one("HardSigmoid", [g.conv(s, c // 4, c, 1, bias=True)], alpha=0.2, beta=0.5)
+        return g.one("Mul", [x, s])
+
+    x = layer("image", 3, 16, 3, stride=2)
+    for c_in, c_out, k, stride, use_se in ((16, 32, 3, 1, False), (32, 64, 3, 2, False), (64, 64, 3, 1, False),
+                                           (64, 128, 3, 2, False), (128, 128, 5, 1, True), (128, 256, 5, 2, True)):
+        x = layer(x, c_in, c_in, k, stride, group=c_in)
+        if use_se:
+            x = se(x, c_in)
+        x = layer(x, c_in, c_out, 1)
+    x = g.gemm_head(x, 256, classes)
+    return g.model([_image_input("image", 3, height, width)], x, "logits", ["batch", classes], "lcnet_stack")
+
+
 def unet(seed: int = 0, size: int = 64, classes: int = 4) -> onnx.ModelProto:
     """A U-Net at 32-64-128-256 channels: an encoder of double 3x3 Conv-BN-Relu
     stages and 2x2 MaxPools, a decoder that upsamples with ConvTranspose 2x2
@@ -366,7 +411,10 @@ CNN_MODELS = {
     "mobilenet": (mobilenet_stack, "image", (1, 3, 64, 64)),
     "unet": (unet, "image", (1, 3, 64, 64)),
     "audio": (audio_stack, "audio", (1, 1, 8000)),
+    "lcnet": (lcnet_stack, "image", (1, 3, 48, 160)),
 }
+# Measured in the conv and models suites, not under the block-stack gate.
+CNN_UNGATED = {"lcnet"}
 
 
 # --------------------------------------------------------------- decoder LLM
@@ -635,10 +683,11 @@ def benchmark_cases(sizes: object = None) -> list[dict[str, object]]:
         "outputs": ["float32", "float32"], "rtol": 1e-3, "atol": 1e-4,
     }]
     labels = {"resnet": "ResNet-style stack", "mobilenet": "MobileNetV3-style stack", "unet": "U-Net",
-              "audio": "M5-style audio stack"}
+              "audio": "M5-style audio stack", "lcnet": "PP-LCNetV3-style stack"}
     for key, (builder, _, shape) in CNN_MODELS.items():
         cases.append({
-            "suite": "models", "op": key, "name": f"{labels[key]} {list(shape)}", "group": "cnn",
+            "suite": "models", "op": key, "name": f"{labels[key]} {list(shape)}",
+            "group": "cnn_more" if key in CNN_UNGATED else "cnn",
             "model": builder, "size": int(np.prod(shape)),
             "inputs": [{"shape": list(shape), "dtype": "float32", "generator": "normal"}],
             "outputs": ["float32"], "rtol": 1e-3, "atol": 1e-3,

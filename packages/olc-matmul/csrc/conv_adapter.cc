@@ -110,8 +110,9 @@ bool finish(const ConvKernels* ck, const Activation* act, int32_t dt, const void
 }
 
 // The activation of act as the float microkernels' epilogue applies it, set
-// into ep; false for one it does not (Sigmoid).
+// into ep; false for one it does not (Sigmoid, Swish, an affine after it).
 bool epilogue_activation(const Activation* act, Epi<float>* ep) {
+  if (act && act->post) return false;
   switch (act ? act->kind : ActKind::kNone) {
     case ActKind::kNone: return true;
     case ActKind::kRelu:
@@ -995,13 +996,14 @@ bool check_float_inputs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, c
   return true;
 }
 
-// BatchNormalization folded into constant weights: per output channel
-// f = scale / sqrt(var + eps), W' = W f, B' = (B - mean) f + bias, in
-// float64 from the inputs' own types, rounded once to float32. Fills
-// `w` (the folded W, float32) and st->fbias; false (error set) when an
-// input is not a constant of the expected shape.
-bool fold_batchnorm(const olc_node_info* node, ConvState* st, const olc_tensor& cw, std::vector<float>* w, char* error,
-                    size_t esize) {
+// What FusedConv folds into constant weights, per output channel: a
+// BatchNormalization, f = scale / sqrt(var + eps), W' = W f, B' = (B - mean)
+// f + bias; then the channel affine, W'' = W' s, B'' = B' s + t. In float64
+// from the inputs' own types, rounded once to float32. Fills `w` (the
+// folded W, float32) and st->fbias; false (error set) when an input is not
+// a constant of the expected shape.
+bool fold_weights(const olc_node_info* node, ConvState* st, const olc_tensor& cw, std::vector<float>* w, char* error,
+                  size_t esize) {
   const int64_t cout = cw.shape[0];
   const int64_t n = olc_element_count(&cw);
   const olc_tensor* c = node->input_constants;
@@ -1020,18 +1022,38 @@ bool fold_batchnorm(const olc_node_info* node, ConvState* st, const olc_tensor& 
     }
     return true;
   };
-  std::vector<double> scale, bias, mean, var, b0(static_cast<size_t>(cout), 0.0);
-  if (!vec(3, "scale", &scale) || !vec(4, "B", &bias) || !vec(5, "mean", &mean) || !vec(6, "var", &var)) return false;
-  if (node->n_inputs > 2 && node->input_dtypes[2] != OLC_DTYPE_UNDEFINED && !vec(2, "(the Conv bias)", &b0))
+  for (auto [name, v] : {std::pair{"channel_scale", &st->ch_scale}, std::pair{"channel_shift", &st->ch_shift}})
+    if (v->size() > 1 && v->size() != static_cast<size_t>(cout))
+      return fail_create(error, esize, "attribute '%s' has %zu values: 1 or one per output channel (%lld) expected",
+                         name, v->size(), (long long)cout),
+             false;
+  std::vector<double> f(static_cast<size_t>(cout), 1.0), b(static_cast<size_t>(cout), 0.0);
+  if (node->n_inputs > 2 && node->input_dtypes[2] != OLC_DTYPE_UNDEFINED && !vec(2, "(the Conv bias)", &b))
     return false;
+  if (st->bn) {
+    std::vector<double> scale, bias, mean, var;
+    if (!vec(3, "scale", &scale) || !vec(4, "B", &bias) || !vec(5, "mean", &mean) || !vec(6, "var", &var))
+      return false;
+    for (size_t co = 0; co < f.size(); ++co) {
+      f[co] = scale[co] / std::sqrt(var[co] + st->bn_eps);
+      b[co] = (b[co] - mean[co]) * f[co] + bias[co];
+    }
+  }
+  auto at = [](const std::vector<double>& v, size_t i, double def) {
+    return v.empty() ? def : v[v.size() == 1 ? 0 : i];
+  };
+  for (size_t co = 0; co < f.size(); ++co) {
+    const double s = at(st->ch_scale, co, 1.0);
+    f[co] *= s;
+    b[co] = b[co] * s + at(st->ch_shift, co, 0.0);
+  }
   const int64_t per = n / cout;
   w->resize(static_cast<size_t>(n));
   st->fbias.resize(static_cast<size_t>(cout));
   for (int64_t co = 0; co < cout; ++co) {
-    const double f = scale[co] / std::sqrt(var[co] + st->bn_eps);
-    st->fbias[co] = static_cast<float>((b0[co] - mean[co]) * f + bias[co]);
+    st->fbias[co] = static_cast<float>(b[co]);
     for (int64_t i = co * per; i < (co + 1) * per; ++i)
-      (*w)[i] = static_cast<float>(static_cast<double>(elem(st->dtype, cw.data, i)) * f);
+      (*w)[i] = static_cast<float>(static_cast<double>(elem(st->dtype, cw.data, i)) * f[co]);
   }
   return true;
 }
@@ -1071,17 +1093,18 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // Constant W: packed once, in the layout its shape calls for.
   std::string pack_note;
   const olc_tensor* cw = node->input_constants ? &node->input_constants[1] : nullptr;
-  if (st->bn && !(cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5 && olc_element_count(cw) > 0 &&
-                  cw->shape[0] % st->group == 0))
-    return fail_create(error, esize, "folding BatchNormalization needs a constant W whose channels divide by group");
+  if (st->folds() && !(cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5 &&
+                       olc_element_count(cw) > 0 && cw->shape[0] % st->group == 0))
+    return fail_create(error, esize, "folding %s needs a constant W whose channels divide by group",
+                       st->bn ? "BatchNormalization" : "channel_scale/channel_shift");
   std::vector<float> folded;
-  if (st->bn && !fold_batchnorm(node, st.get(), *cw, &folded, error, esize)) return nullptr;
+  if (st->folds() && !fold_weights(node, st.get(), *cw, &folded, error, esize)) return nullptr;
   if (cw && cw->data && cw->dtype == dt && cw->ndim >= 3 && cw->ndim <= 5) {
     const int64_t n = olc_element_count(cw);
-    // With BatchNormalization folded, the weights packed are the folded
-    // float32 ones.
-    const int32_t wdt = st->bn ? OLC_DTYPE_FLOAT : dt;
-    const void* wsrc = st->bn ? static_cast<const void*>(folded.data()) : cw->data;
+    // With BatchNormalization or an affine folded, the weights packed are
+    // the folded float32 ones.
+    const int32_t wdt = st->folds() ? OLC_DTYPE_FLOAT : dt;
+    const void* wsrc = st->folds() ? static_cast<const void*>(folded.data()) : cw->data;
     const int64_t cout = cw->shape[0], cg = cw->shape[1];
     // The run takes the depthwise loop for one input channel per group,
     // unless the convolution is pointwise (1x1, stride 1, no padding).
@@ -1155,12 +1178,14 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
       }
     }
   }
-  if (st->bn && !st->wpack) return fail_create(error, esize, "out of memory packing the folded weights");
+  if (st->folds() && !st->wpack) return fail_create(error, esize, "out of memory packing the folded weights");
   static const char* const kActNames[] = {"",        "Relu",      "Clip", "LeakyRelu", "HardSigmoid",
                                           "Sigmoid", "HardSwish", "Swish"};
   if (st->bn) pack_note += " +BatchNormalization";
+  if (!st->ch_scale.empty() || !st->ch_shift.empty()) pack_note += " +affine";
   if (st->res_idx) pack_note += " +Add";
   if (st->act.kind != ActKind::kNone) pack_note += std::string(" +") + kActNames[static_cast<int>(st->act.kind)];
+  if (st->act.post) pack_note += " +affine";
   const std::string isa = st->ks.isa_name;
   st->detail_gemm = isa + " implicit-gemm" + pack_note;
   st->detail_gemm_rows = isa + " implicit-gemm-rows" + pack_note;
@@ -1261,8 +1286,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (!check_input(ctx, st, x, 0) || !check_input(ctx, st, w, 1) || (b && !check_input(ctx, st, *b, 2)) ||
       (rt && !check_input(ctx, st, *rt, st->res_idx)))
     return OLC_ERROR;
-  if (st->bn && w.data != st->wdata)
-    return fail_run(ctx, "W is not the constant BatchNormalization was folded into at creation");
+  if (st->folds() && w.data != st->wdata)
+    return fail_run(ctx, "W is not the constant the folded weights were made from at creation");
   Geom g;
   char err[400];
   if (!resolve(st, x, w, b, &g, err, sizeof err)) return fail_run(ctx, "%s", err);
@@ -1280,7 +1305,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   if (!y && total > 0) return OLC_ERROR;
   if (total == 0) return OLC_OK;
   std::vector<float> biasv;
-  const float* bias = st->bn ? st->fbias.data() : bias_as_float(st->dtype, b, g.Cout, &biasv);
+  const float* bias = st->folds() ? st->fbias.data() : bias_as_float(st->dtype, b, g.Cout, &biasv);
   const Activation* act = st->act.kind == ActKind::kNone ? nullptr : &st->act;
   const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
                       std::equal(st->wshape.begin(), st->wshape.end(), w.shape) && st->wpack_dw == g.depthwise;

@@ -40,6 +40,13 @@ struct ConvAttrs {
   Activation act;
   bool bn = false;
   double bn_eps = 1e-5;
+  // FusedConv: Mul and Add by constants after the Conv (and any
+  // BatchNormalization), y * ch_scale + ch_shift per output channel, folded
+  // into the constant weights and bias too; one value (every channel) or
+  // one per output channel; empty: none.
+  std::vector<double> ch_scale, ch_shift;
+  // Whether the packed weights and the bias are folded ones.
+  bool folds() const { return bn || !ch_scale.empty() || !ch_shift.empty(); }
   // FusedConv's residual: the input added to the output before the
   // activation (index 3, or 7 after the BatchNormalization inputs); 0: none.
   int32_t res_idx = 0;

@@ -214,6 +214,31 @@ static bool parse_activation(AttrReader& ar, Activation* act, char* error, size_
   return fail_create(error, esize, "unknown activation '%s'", a->s), false;
 }
 
+// A FusedConv's two affines: channel_scale / channel_shift (floats, folded
+// into the weights) and post_scale / post_shift (floats of one value, after
+// the activation, which they need).
+static bool parse_affines(AttrReader& ar, ConvAttrs* st, char* error, size_t esize) {
+  for (auto [name, out] : {std::pair{"channel_scale", &st->ch_scale}, std::pair{"channel_shift", &st->ch_shift}}) {
+    const olc_attribute* a = ar.find(name);
+    if (!a) continue;
+    if (a->type != OLC_ATTR_FLOATS || a->count < 1)
+      return fail_create(error, esize, "attribute '%s' must be one or more floats", name), false;
+    out->assign(a->floats, a->floats + a->count);
+  }
+  const olc_attribute* ps = ar.find("post_scale");
+  const olc_attribute* pb = ar.find("post_shift");
+  if (!ps && !pb) return true;
+  if (st->act.kind == ActKind::kNone)
+    return fail_create(error, esize, "attributes 'post_scale' and 'post_shift' need an 'activation'"), false;
+  for (const olc_attribute* a : {ps, pb})
+    if (a && a->type != OLC_ATTR_FLOAT)
+      return fail_create(error, esize, "attribute '%s' must be a float", a == ps ? "post_scale" : "post_shift"), false;
+  st->act.post = true;
+  st->act.post_scale = ps ? static_cast<float>(ps->f) : 1.0f;
+  st->act.post_shift = pb ? static_cast<float>(pb->f) : 0.0f;
+  return true;
+}
+
 bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* error, size_t esize) {
   const bool transpose = kind == ConvOp::kTranspose;
   const bool fused = kind == ConvOp::kFusedConv;
@@ -221,9 +246,10 @@ bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* er
   AttrReader ar{node, error, esize};
   if (fused) {
     if (!ar.check_known({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides", "activation",
-                         "activation_params", "bn_epsilon"}))
+                         "activation_params", "bn_epsilon", "channel_scale", "channel_shift", "post_scale",
+                         "post_shift"}))
       return false;
-    if (!parse_activation(ar, &st->act, error, esize)) return false;
+    if (!parse_activation(ar, &st->act, error, esize) || !parse_affines(ar, st, error, esize)) return false;
     st->bn_eps = ar.get_float("bn_epsilon", 1e-5);
     if (!ar.ok) return false;
   } else if (transpose) {

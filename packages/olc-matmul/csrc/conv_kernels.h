@@ -18,10 +18,15 @@ namespace olc_mm {
 //   Sigmoid      1 / (1 + exp(-x))
 //   HardSwish    x max(0, min(1, x / 6 + 1 / 2))
 //   Swish        x sigmoid(a x) (SiLU at a = 1: x * Sigmoid(x) as exporters write it)
+// then, when `post` is set, y * post_scale + post_shift (a scalar affine
+// after the activation, as PP-LCNet's blocks have: the microkernels'
+// epilogue does not apply it, the conv loops' act_vec does).
 enum class ActKind : int32_t { kNone = 0, kRelu, kClip, kLeakyRelu, kHardSigmoid, kSigmoid, kHardSwish, kSwish };
 struct Activation {
   ActKind kind = ActKind::kNone;
   float a = 0.0f, b = 0.0f;
+  bool post = false;
+  float post_scale = 1.0f, post_shift = 0.0f;
 };
 
 // Whether the direct depthwise loop runs a plane's rows eight at a time
