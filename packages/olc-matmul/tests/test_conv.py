@@ -211,7 +211,13 @@ CASES = [
     ((1, 18, 6, 13), (18, 1, 3, 5), {"group": 18, "pads": [1, 2, 1, 2]}),
     ((1, 16, 9, 11), (16, 1, 3, 3), {"group": 16, "dilations": [2, 1], "strides": [2, 1], "pads": [2, 1, 2, 1]}),
     ((2, 17, 11), (17, 1, 3), {"group": 17, "strides": [2], "pads": [1, 1]}),
+    # 5x5 rows up to 96 positions wide go across channels too (PP-LCNet's
+    # 12x80 planes): 83 positions, H stride 2; a 97-wide row stays direct
+    ((1, 20, 7, 83), (20, 1, 5, 5), {"group": 20, "pads": [2, 2, 2, 2]}),
+    ((2, 9, 9, 96), (18, 1, 5, 5), {"group": 9, "strides": [2, 1], "pads": [2, 2, 1, 2]}),
+    ((1, 3, 5, 97), (3, 1, 5, 5), {"group": 3, "pads": [2, 2, 2, 2]}),
 ]
+WIDE5 = CASES[-3:]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 
 
@@ -689,7 +695,9 @@ STRIDED_9 = ((2, 48, 6, 6), (64, 48, 1, 1), {"strides": [2, 2]})
                                        (TRANSPOSED[1], "implicit-gemm-transposed"),
                                        (CASES[40], "depthwise-channels"),
                                        (CASES[14], "pointwise-gemm-subsampled"),
-                                       (STRIDED_9, "pointwise-gemm-transposed-subsampled")])
+                                       (STRIDED_9, "pointwise-gemm-transposed-subsampled"),
+                                       (WIDE5[0], "depthwise-channels"), (WIDE5[1], "depthwise-channels"),
+                                       (WIDE5[2], "depthwise]")])
 def test_algorithm_recorded(case, path):
     xs, ws, attrs = case
     rng = np.random.default_rng(1)
