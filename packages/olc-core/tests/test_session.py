@@ -637,6 +637,35 @@ def test_constant_nodes_are_plan_constants_and_strict_accepts_them():
         olc_core.Session(strings, strict=True)
 
 
+def test_graph_pass_contexts_hold_constant_node_values():
+    """build_context adds the graph's Constant node tensors to the
+    constants it is given (an initializer of the same name wins); a
+    malformed Constant tensor is left out there and refused at session
+    creation, naming the node."""
+    from olc_core.graph_passes import build_context
+
+    n = helper.make_node
+    nodes = [n("Constant", [], ["c"], value=helper.make_tensor("v", TensorProto.FLOAT, [2], [1.5, -2.0])),
+             n("Constant", [], ["i"], value_ints=[3, 4]),
+             n("Constant", [], ["s"], value=helper.make_tensor("v", TensorProto.STRING, [1], [b"a"])),
+             n("Add", ["x", "c"], ["y"])]
+    g = helper.make_graph(nodes, "g", [tensor("x")], [tensor("y")])
+    ctx = build_context(g, [f"n{i}" for i in range(4)], {}, {"i": np.array([9], np.int64)}, {"ai.onnx": 17},
+                        [()] * 4)
+    np.testing.assert_array_equal(ctx.constants["c"], np.array([1.5, -2.0], np.float32))
+    np.testing.assert_array_equal(ctx.constants["i"], [9])
+    assert "s" not in ctx.constants and "y" not in ctx.constants
+    bad = helper.make_tensor("v", TensorProto.FLOAT, [4], [1.0, 2.0, 3.0, 4.0])
+    bad.ClearField("float_data")
+    bad.raw_data = b"\0" * 3  # 3 bytes for 4 floats
+    broken = make_model([n("Constant", [], ["c"], name="broken_const", value=bad), n("Add", ["x", "c"], ["y"])],
+                        [tensor("x")], [tensor("y")])
+    g2 = broken.graph
+    assert "c" not in build_context(g2, ["a", "b"], {}, {}, {"ai.onnx": 17}, [()] * 2).constants
+    with pytest.raises(olc_core.InvalidModelError, match="Constant node 'broken_const' cannot be read"):
+        olc_core.Session(broken)
+
+
 def _tv(name, elem=TensorProto.FLOAT, shape=None):
     return helper.make_tensor_value_info(name, elem, shape)
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from olc_core import FUSED_DOMAIN, GraphPass, GraphPassContext, Rewrite
 
@@ -80,16 +80,9 @@ class _Graph:
         return i if n.op_type == op and n.domain in _DEFAULT else None
 
     def const(self, value: str) -> np.ndarray | None:
+        """An initializer no feed replaces, or a Constant node's tensor."""
         c = self.ctx.constants.get(value)
-        if c is not None:
-            return np.asarray(c)
-        i = self.made_by(value, "Constant")
-        if i is None or len(self.nodes[i].attribute) != 1 or self.nodes[i].attribute[0].name != "value":
-            return None
-        try:
-            return np.asarray(numpy_helper.to_array(self.nodes[i].attribute[0].t))
-        except Exception:  # noqa: BLE001 - a malformed tensor: no constant
-            return None
+        return None if c is None else np.asarray(c)
 
     def shape(self, value: str) -> Shape | None:
         return self.shapes.get(value)

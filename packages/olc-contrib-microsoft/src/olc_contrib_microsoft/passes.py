@@ -37,7 +37,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import helper
 
 from olc_core import GraphPass, GraphPassContext, Rewrite
 
@@ -74,13 +74,9 @@ class _Graph:
         return i if n.op_type in ops and n.domain in _DEFAULT else None
 
     def const(self, value: str) -> np.ndarray | None:
+        """An initializer no feed replaces, or a Constant node's tensor."""
         c = self.ctx.constants.get(value)
-        if c is not None:
-            return np.asarray(c)
-        i = self.producer.get(value)
-        if i is None or self.nodes[i].op_type != "Constant" or self.nodes[i].domain not in _DEFAULT:
-            return None
-        return _constant_node_value(self.nodes[i])
+        return None if c is None else np.asarray(c)
 
     def scalar(self, value: str, want: float) -> bool:
         """Whether `value` is a one-element constant equal to `want` (to its
@@ -111,22 +107,6 @@ class _Graph:
 
     def name(self, i: int) -> str:
         return self.ctx.node_names[i]
-
-
-def _constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
-    if len(node.attribute) != 1:
-        return None
-    a = node.attribute[0]
-    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-        try:
-            return np.asarray(numpy_helper.to_array(a.t))
-        except Exception:  # noqa: BLE001 - a malformed tensor: no constant
-            return None
-    if a.name == "value_float":
-        return np.asarray(a.f, np.float32)
-    if a.name == "value_floats":
-        return np.asarray(list(a.floats), np.float32)
-    return None
 
 
 def _same_dim(a: Dim, b: Dim) -> bool:

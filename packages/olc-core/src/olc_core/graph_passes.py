@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import helper, numpy_helper
 
 from .registration import normalize_domain
 
@@ -92,7 +92,8 @@ class GraphPassContext:
     ``consumers[value]`` lists the indices of the nodes reading ``value``
     (subgraph reads of outer values included), ``producers[value]`` the
     index of the node making it. ``constants`` holds the initializers no
-    feed can replace. The graph is read-only (see the module's docstring).
+    feed can replace and the tensors of the graph's ``Constant`` nodes. The
+    graph is read-only (see the module's docstring).
     """
 
     graph: onnx.GraphProto
@@ -239,6 +240,44 @@ class GraphPass:
             raise ValueError(f"graph pass {self.name!r}: unknown kind {self.kind!r} (only 'fusion' exists)")
 
 
+def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
+    """The tensor a ``Constant`` node holds, or None for the forms it does
+    not give one for (sparse_value, strings). A malformed tensor raises
+    what onnx raises."""
+    if len(node.attribute) != 1:
+        return None
+    a = node.attribute[0]
+    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
+        if a.t.data_type == onnx.TensorProto.STRING:
+            return None
+        return np.asarray(numpy_helper.to_array(a.t), order="C")
+    scalars = {"value_float": np.float32, "value_int": np.int64}
+    lists = {"value_floats": np.float32, "value_ints": np.int64}
+    if a.name in scalars:
+        return np.asarray(helper.get_attribute_value(a), scalars[a.name])
+    if a.name in lists:
+        return np.asarray(list(helper.get_attribute_value(a)), lists[a.name])
+    return None
+
+
+def _with_constant_nodes(graph: onnx.GraphProto, constants: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`constants` and the tensors of the graph's ai.onnx Constant nodes
+    (exporters such as paddle2onnx write every weight as one)."""
+    out = dict(constants)
+    for node in graph.node:
+        if node.op_type != "Constant" or normalize_domain(node.domain) != "ai.onnx" or len(node.output) != 1:
+            continue
+        if node.output[0] in out:
+            continue
+        try:
+            value = constant_node_value(node)
+        except Exception:  # noqa: BLE001 - a malformed tensor is no constant; its node reports it when it runs
+            continue
+        if value is not None:
+            out[node.output[0]] = value
+    return out
+
+
 def build_context(
     graph: onnx.GraphProto,
     node_names: Sequence[str],
@@ -247,7 +286,9 @@ def build_context(
     opsets: Mapping[str, int],
     subgraph_reads: Sequence[Sequence[str]],
 ) -> GraphPassContext:
-    """The context of one graph; ``subgraph_reads[i]`` are the outer names node i's subgraphs read."""
+    """The context of one graph; ``subgraph_reads[i]`` are the outer names node i's subgraphs read.
+    ``constants``: the initializers no feed can replace; the graph's Constant
+    nodes are added to them."""
     consumers: dict[str, list[int]] = {}
     producers: dict[str, int] = {}
     for index, node in enumerate(graph.node):
@@ -265,7 +306,7 @@ def build_context(
         value_types=MappingProxyType(dict(value_types)),
         graph_outputs=frozenset(vi.name for vi in graph.output),
         consumers=MappingProxyType({k: tuple(v) for k, v in consumers.items()}),
-        constants=MappingProxyType(dict(constants)),
+        constants=MappingProxyType(_with_constant_nodes(graph, constants)),
         opsets=MappingProxyType(dict(opsets)),
         producers=MappingProxyType(producers),
     )

@@ -20,6 +20,7 @@ from .errors import InvalidModelError, NoKernelError, OlcError
 from .graph_passes import (
     GraphPassContext,
     build_context,
+    constant_node_value,
     describe_replaced,
     graph_digest,
     inference_constants,
@@ -746,25 +747,6 @@ def _reference_softmax_family() -> tuple[type, ...]:
     return (Softmax, LogSoftmax, Hardmax)
 
 
-def _constant_value(node: onnx.NodeProto) -> np.ndarray | None:
-    """The tensor a Constant node holds, or None for the forms left to the
-    fallback (sparse_value, strings)."""
-    if len(node.attribute) != 1:
-        return None
-    a = node.attribute[0]
-    if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
-        if a.t.data_type == onnx.TensorProto.STRING:
-            return None
-        return np.asarray(numpy_helper.to_array(a.t), order="C")
-    scalars = {"value_float": np.float32, "value_int": np.int64}
-    lists = {"value_floats": np.float32, "value_ints": np.int64}
-    if a.name in scalars:
-        return np.asarray(helper.get_attribute_value(a), scalars[a.name])
-    if a.name in lists:
-        return np.asarray(list(helper.get_attribute_value(a)), lists[a.name])
-    return None
-
-
 class _ReferenceNode:
     """Runs one node through onnx.reference (the fallback for uncovered ops).
 
@@ -944,9 +926,14 @@ class Session:
         # whose exporter writes every weight as one (paddle2onnx's OCR models
         # hold no initializer at all) had no weight packing and no
         # Conv + BatchNormalization folding without this.
-        for node in graph.node:
+        for index, node in enumerate(graph.node):
             if node.op_type == "Constant" and normalize_domain(node.domain) == "ai.onnx" and len(node.output) == 1:
-                held = _constant_value(node)
+                try:
+                    held = constant_node_value(node)
+                except Exception as exc:  # noqa: BLE001 - onnx raises KeyError, ValueError, ... on corrupt payloads
+                    raise InvalidModelError(
+                        f"Constant node '{node.name or f'Constant_{index}'}' cannot be read: {type(exc).__name__}: {exc}"
+                    ) from exc
                 if held is not None:
                     self._constants.setdefault(node.output[0], held)
 
@@ -1104,7 +1091,7 @@ class Session:
             if node.op_type == "Constant" and domain == "ai.onnx" and not outer and len(out_slots) == 1:
                 constant = self._constants.get(node.output[0])
                 if constant is None:
-                    constant = _constant_value(node)
+                    constant = constant_node_value(node)
                 if constant is not None:
                     # A plan constant, read from the node's attribute once,
                     # here: nothing runs for it (strict mode accepts it).
