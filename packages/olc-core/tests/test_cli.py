@@ -740,3 +740,22 @@ def test_plan_lists_subgraph_nodes_under_their_node(tmp_path):
         ("choose/else_branch/Flatten_0", "olc_core::Flatten", "choose/else_branch")]
     assert "their subgraphs: 2 of 2 nodes on olc kernels, 0 on the fallback" in p.stdout
     assert any(line.startswith("choose/else_branch/Flatten_0 ") for line in p.stdout.splitlines())
+
+
+@pytest.mark.parametrize("repeat,block", [(20, 5), (3, 1), (50, 8)])
+def test_compare_timing_runs_in_alternating_blocks(repeat, block, monkeypatch):
+    """--compare times each runtime `repeat` times in blocks of back-to-back
+    runs (up to eight), each block after settle(), the side that goes
+    first alternating by round."""
+    import olc_core.compare
+    from olc_core.cli import time_alternating
+
+    calls: list[str] = []
+    monkeypatch.setattr(olc_core.compare, "settle", lambda: calls.append("|"))
+    samples = time_alternating([lambda: calls.append("a"), lambda: calls.append("b")], repeat)
+    assert [len(s) for s in samples] == [repeat, repeat] and all(t >= 0 for s in samples for t in s)
+    blocks = [b for b in "".join(calls).split("|") if b]
+    assert all(set(b) in ({"a"}, {"b"}) and len(b) <= block for b in blocks), blocks
+    assert sum(len(b) for b in blocks) == 2 * repeat and len(blocks[0]) == block
+    firsts = [blocks[i][0] for i in range(0, len(blocks) - 1, 2)]
+    assert firsts[:2] == ["a", "b"][:len(firsts)], blocks

@@ -784,23 +784,35 @@ def nonfinite_message(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def time_alternating(fns: Sequence[Callable[[], Any]], repeat: int) -> list[list[int]]:
-    """Runs each fn ``repeat`` times, rotating which goes first every round so
-    that neither side always runs with the warmer cache; per-run ns. Each run
-    starts once the other threads of the process are idle (settle): run
-    right after onnxruntime's, whose workers go on spinning, olc's two-thread
-    run of the PP-OCRv4 detector at 320x320 on a two-core host read 19-22 ms
-    against 11-13 ms timed alone."""
+    """Runs each fn ``repeat`` times in alternating blocks of a few runs,
+    rotating which goes first every round so that neither side always runs
+    with the warmer cache, as tools/benchmark_parity.py times; per-run ns.
+    Each block starts once the other threads of the process are idle
+    (settle), and its runs follow one another as a server's do. Without
+    settle, onnxruntime's still-spinning workers took a core from olc's
+    next run (the PP-OCRv4 detector at 320x320 on two threads of a two-core
+    host: 19-22 ms against 11-13 timed alone); with settle before every
+    single run, each run started from idle after the other runtime's, and
+    onnxruntime's two-thread runs of the PP-OCRv4 recognizer read 17.5 ms
+    against 10.9 in blocks (olc's 7.9 against 6.8)."""
     from .compare import settle
 
+    block = max(1, min(8, repeat // 4))
     samples: list[list[int]] = [[] for _ in fns]
     order = list(range(len(fns)))
-    for r in range(repeat):
+    r = 0
+    while any(len(s) < repeat for s in samples):
         rot = order[r % len(order):] + order[: r % len(order)]
         for i in rot:
+            k = min(block, repeat - len(samples[i]))
+            if k <= 0:
+                continue
             settle()
-            t0 = time.perf_counter_ns()
-            fns[i]()
-            samples[i].append(time.perf_counter_ns() - t0)
+            for _ in range(k):
+                t0 = time.perf_counter_ns()
+                fns[i]()
+                samples[i].append(time.perf_counter_ns() - t0)
+        r += 1
     return samples
 
 
@@ -994,7 +1006,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             status = EXIT_NONFINITE
 
         if args.repeat > 0:
-            _progress(f"timing {args.repeat} alternating runs each")
+            _progress(f"timing {args.repeat} runs each, in alternating blocks")
             # One untimed run each first: first-run allocation is not steady state.
             session.run(output_names, feeds)
             ort_sess.run(output_names, feeds)
