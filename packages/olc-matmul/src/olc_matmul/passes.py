@@ -254,7 +254,9 @@ def _affine(g: _Graph, value: str, size: int, rank: int) -> tuple[list[int], np.
     t_type = g.ctx.elem_type(value)
     while True:
         i = g.sole_reader(value)
-        step = _affine_step(g, g.nodes[i], value, size, rank) if i is not None else None
+        if i is None:
+            return nodes, s, t, value
+        step = _affine_step(g, g.nodes[i], value, size, rank)
         if step is None or g.ctx.elem_type(g.nodes[i].output[0]) != t_type:
             return nodes, s, t, value
         s, t = s * step[0], t * step[0] + step[1]
