@@ -133,7 +133,8 @@ def benchmark_cases(sizes):
 
 def benchmark_gates():
     return [{"name": "all at least zero", "group": None, "median_at_least": 0.0, "min_at_least": 0.0},
-            {"name": "group b impossibly fast", "group": "b", "median_at_least": None, "min_at_least": 1e9}]
+            {"name": "group b impossibly fast", "group": "b", "median_at_least": None, "min_at_least": 1e9},
+            {"name": "group c, none ran", "group": "c", "median_at_least": None, "min_at_least": 1e9}]
 
 def benchmark_extras(threads):
     return [{"name": "answer", "value": 42.0, "unit": "units", "at_least": 40, "detail": f"threads {threads}"},
@@ -158,6 +159,9 @@ def test_family_gates_extras_constants_and_models(tmp_path, monkeypatch):
     assert gates["all at least zero"]["passed"]
     assert not gates["group b impossibly fast"]["passed"]
     assert "1 cases" in gates["group b impossibly fast"]["detail"]
+    # A gate none of whose cases ran (left out by --ops, --sizes, --threads) is skipped, not failed.
+    assert gates["group c, none ran"]["skipped"] and gates["group c, none ran"]["passed"]
+    assert "SKIP group c, none ran" in p.stdout
     assert gates["answer >= 40 units"]["passed"] and not gates["too small >= 2.0 x"]["passed"]
     assert [x["name"] for x in report["extras"]] == ["answer", "too small"]
     assert report["extras"][0]["detail"] == "threads [1]"

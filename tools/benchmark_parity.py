@@ -958,6 +958,9 @@ def _family_gate(suite: str, spec: dict[str, Any], cases: list[dict[str, Any]]) 
             and c["status"] != "folded"]
     timed = [c for c in mine if c["status"] == "ok"]
     name = spec.get("name") or f"{suite}{'/' + group if group else ''}"
+    if not mine:  # --ops, --sizes or --threads left every case of it out: not judged
+        return {**_gate(suite, name, True, "none of its cases ran (--ops, --sizes or --threads left them out)"),
+                "skipped": True}
     if not timed or len(timed) != len(mine):
         return _gate(suite, name, False, f"{len(timed)} of {len(mine)} cases timed")
     ratios = [c["ratio"] for c in timed]
@@ -1132,7 +1135,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines.append("## Gates")
     lines.append("")
     for g in report["gates"]:
-        mark = "PASS" if g["passed"] else "FAIL"
+        mark = "SKIP" if g.get("skipped") else "PASS" if g["passed"] else "FAIL"
         lines.append(f"- {mark} {g['name']}: {g['detail']}" + ("" if g["enforced"] else " (not enforced)"))
     return "\n".join(lines) + "\n"
 
