@@ -759,3 +759,43 @@ def test_compare_timing_runs_in_alternating_blocks(repeat, block, monkeypatch):
     assert sum(len(b) for b in blocks) == 2 * repeat and len(blocks[0]) == block
     firsts = [blocks[i][0] for i in range(0, len(blocks) - 1, 2)]
     assert firsts[:2] == ["a", "b"][:len(firsts)], blocks
+
+
+def _anon_model(path):
+    # x [n, 3, ?] and z [n]: an unnamed dimension --dim cannot size.
+    return _model(path, [helper.make_node("Abs", ["x"], ["y"], name="a"), helper.make_node("Neg", ["z"], ["w"], name="b")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3, None]),
+                   helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n"])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                   helper.make_tensor_value_info("w", TensorProto.FLOAT, None)])
+
+
+def test_shape_sizes_unnamed_dimensions_and_binds_named_ones(tmp_path, capsys):
+    path = _anon_model(tmp_path / "anon.onnx")
+    out = tmp_path / "r.json"
+    assert cli.main(["run", path, "--shape", "x=2,3,40", "--compare", "none", "--json", str(out)]) == 0
+    inputs = json.loads(out.read_text())["inputs"]
+    assert inputs["x"]["shape"] == [2, 3, 40] and inputs["z"]["shape"] == [2]  # n bound by x's shape
+
+
+@pytest.mark.parametrize("args,pattern", [
+    (["--shape", "q=1"], r"the model has no input 'q'"),
+    (["--shape", "x=2,3"], r"2 sizes given, the input has rank 3"),
+    (["--shape", "x=2,4,5"], r"axis 1 is 4, the model fixes it at 3"),
+    (["--shape", "x=2,3,5", "--dim", "n=3"], r"axis 0 \(n\) is 2, but n is 3 elsewhere"),
+    (["--shape", "x=2,3,5", "--shape", "z=4"], r"axis 0 \(n\) is 4, but n is 2 elsewhere"),
+    (["--shape", "x=2,a,5"], r"not a comma-separated list of integers"),
+    (["--shape", "x"], r"--shape expects INPUT=D0,D1"),
+])
+def test_shape_usage_errors(tmp_path, capsys, args, pattern):
+    path = _anon_model(tmp_path / "anon.onnx")
+    assert cli.main(["run", path, "--compare", "none", *args]) == cli.EXIT_USAGE
+    assert re.search(pattern, capsys.readouterr().err)
+
+
+def test_shape_of_an_input_from_feeds_is_refused(tmp_path, capsys):
+    path = _anon_model(tmp_path / "anon.onnx")
+    feeds = tmp_path / "f.npz"
+    np.savez(feeds, x=np.ones((2, 3, 5), np.float32))
+    assert cli.main(["run", path, "--compare", "none", "--feeds", str(feeds), "--shape", "x=2,3,5"]) == cli.EXIT_USAGE
+    assert "that input comes from --feeds" in capsys.readouterr().err
