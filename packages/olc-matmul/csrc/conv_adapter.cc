@@ -1182,7 +1182,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   static const char* const kActNames[] = {"",        "Relu",      "Clip", "LeakyRelu", "HardSigmoid",
                                           "Sigmoid", "HardSwish", "Swish"};
   if (st->bn) pack_note += " +BatchNormalization";
-  if (!st->ch_scale.empty() || !st->ch_shift.empty()) pack_note += " +affine";
+  if (st->channel_affine()) pack_note += " +affine";
   if (st->res_idx) pack_note += " +Add";
   if (st->act.kind != ActKind::kNone) pack_note += std::string(" +") + kActNames[static_cast<int>(st->act.kind)];
   if (st->act.post) pack_note += " +affine";

@@ -45,8 +45,9 @@ struct ConvAttrs {
   // into the constant weights and bias too; one value (every channel) or
   // one per output channel; empty: none.
   std::vector<double> ch_scale, ch_shift;
+  bool channel_affine() const { return !ch_scale.empty() || !ch_shift.empty(); }
   // Whether the packed weights and the bias are folded ones.
-  bool folds() const { return bn || !ch_scale.empty() || !ch_shift.empty(); }
+  bool folds() const { return bn || channel_affine(); }
   // FusedConv's residual: the input added to the output before the
   // activation (index 3, or 7 after the BatchNormalization inputs); 0: none.
   int32_t res_idx = 0;

@@ -1089,12 +1089,11 @@ class Session:
                     ))
                     continue
             if node.op_type == "Constant" and domain == "ai.onnx" and not outer and len(out_slots) == 1:
+                # Read from the node's attribute once, at load (above); None
+                # for the forms left to the fallback (strings, sparse_value).
                 constant = self._constants.get(node.output[0])
-                if constant is None:
-                    constant = constant_node_value(node)
                 if constant is not None:
-                    # A plan constant, read from the node's attribute once,
-                    # here: nothing runs for it (strict mode accepts it).
+                    # A plan constant: nothing runs for it (strict mode accepts it).
                     constants.append((out_slots[0], constant))
                     self._plan_entries.append(
                         PlanEntry(node_name, domain, node.op_type, "olc_core::Constant", False, CONSTANT_FOLDED_REASON)

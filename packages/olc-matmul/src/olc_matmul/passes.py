@@ -89,6 +89,19 @@ class _Graph:
         return None if c is None else np.asarray(c)
 
 
+def _is_float(c: np.ndarray) -> bool:
+    """A float constant (bfloat16 is a numpy extension type, of kind "V")."""
+    return c.dtype.kind == "f" or c.dtype.name == "bfloat16"
+
+
+def _scalar(g: _Graph, name: str) -> float | None:
+    """The value of a one-element float constant."""
+    c = g.constant(name)
+    if c is None or c.size != 1 or not _is_float(c):
+        return None
+    return float(c.astype(np.float64).reshape(()))
+
+
 def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | None:
     """(activation name, parameters) of a node the kernel can apply, or None."""
     if node.domain not in _DEFAULT or len([o for o in node.output if o]) != 1:
@@ -107,25 +120,12 @@ def _activation(g: _Graph, node: onnx.NodeProto) -> tuple[str, list[float]] | No
         for k, name in enumerate(list(node.input[1:3])):
             if not name:
                 continue
-            c = g.constant(name)
-            if c is None or c.size != 1:
+            v = _scalar(g, name)
+            if v is None:
                 return None
-            bounds[k] = float(c.astype(np.float64).reshape(()))
+            bounds[k] = v
         return (op, bounds)
     return None
-
-
-def _is_float(c: np.ndarray) -> bool:
-    """A float constant (bfloat16 is a numpy extension type, of kind "V")."""
-    return c.dtype.kind == "f" or c.dtype.name == "bfloat16"
-
-
-def _scalar(g: _Graph, name: str) -> float | None:
-    """The value of a one-element float constant."""
-    c = g.constant(name)
-    if c is None or c.size != 1 or not _is_float(c):
-        return None
-    return float(c.astype(np.float64).reshape(()))
 
 
 def _is_f32(v: float | None, want: float) -> bool:
@@ -335,7 +335,9 @@ def _fuse(g: _Graph, ci: int, claimed: set[int]) -> Rewrite | None:
     out = conv.output[0]
     nxt = g.sole_reader(out)
     w = g.ctx.constants.get(wname)
-    if nxt is not None and w is not None and (not bname or bname in g.ctx.constants):
+    # BatchNormalization and affines fold into W and the bias: both constant.
+    foldable = w is not None and (not bname or bname in g.ctx.constants)
+    if nxt is not None and foldable:
         bn = g.nodes[nxt]
         if _batchnorm_ok(g, bn, np.asarray(w)) and bn.input[0] == out and g.ctx.elem_type(bn.output[0]) == t:
             group.append(nxt)
@@ -343,9 +345,8 @@ def _fuse(g: _Graph, ci: int, claimed: set[int]) -> Rewrite | None:
             attrs["bn_epsilon"] = float(_attr(bn, "epsilon", 1e-5))
             out = bn.output[0]
             nxt = g.sole_reader(out)
-    # Mul / Add / Sub / Div by per-channel constants: folded into the
-    # weights (which must be constants, as for BatchNormalization).
-    if nxt is not None and w is not None and (not bname or bname in g.ctx.constants):
+    # Mul / Add / Sub / Div by per-channel constants: folded into the weights.
+    if nxt is not None and foldable:
         wa = np.asarray(w)
         nodes, sc, sh, aff_out = _affine(g, out, wa.shape[0], wa.ndim)
         if nodes:
