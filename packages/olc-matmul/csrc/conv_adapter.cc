@@ -110,9 +110,18 @@ bool finish(const ConvKernels* ck, const Activation* act, int32_t dt, const void
 }
 
 // The activation of act as the float microkernels' epilogue applies it, set
-// into ep; false for one it does not (Sigmoid, Swish, an affine after it).
+// into ep; false for one it does not (Sigmoid, Swish, an affine after
+// anything but HardSwish).
 bool epilogue_activation(const Activation* act, Epi<float>* ep) {
-  if (act && act->post) return false;
+  if (act && act->post) {
+    // A scalar affine after the activation: the epilogue has it after
+    // HardSwish (whose own constants leave a and b free) only.
+    if (act->kind != ActKind::kHardSwish) return false;
+    ep->act = kEpiHardSwishAffine;
+    ep->act_a = act->post_scale;
+    ep->act_b = act->post_shift;
+    return true;
+  }
   switch (act ? act->kind : ActKind::kNone) {
     case ActKind::kNone: return true;
     case ActKind::kRelu:

@@ -19,8 +19,8 @@ namespace olc_mm {
 //   HardSwish    x max(0, min(1, x / 6 + 1 / 2))
 //   Swish        x sigmoid(a x) (SiLU at a = 1: x * Sigmoid(x) as exporters write it)
 // then, when `post` is set, y * post_scale + post_shift (a scalar affine
-// after the activation, as PP-LCNet's blocks have: the microkernels'
-// epilogue does not apply it, the conv loops' act_vec does).
+// after the activation, as PP-LCNet's blocks have: the conv loops' act_vec
+// applies it, the microkernels' epilogue only after HardSwish).
 enum class ActKind : int32_t { kNone = 0, kRelu, kClip, kLeakyRelu, kHardSigmoid, kSigmoid, kHardSwish, kSwish };
 struct Activation {
   ActKind kind = ActKind::kNone;
