@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import olc_core.compare
 from olc_core.compare import SETTLE_MAX_S
 
 pytest.importorskip("onnxruntime")
@@ -187,7 +188,6 @@ def test_settle_waits_for_spinning_threads():
     import threading
     import time
 
-    bp = load_tool()
     spin_s = 0.3
     done = {}
 
@@ -199,12 +199,12 @@ def test_settle_waits_for_spinning_threads():
 
     th = threading.Thread(target=spin)
     th.start()
-    bp.settle()
+    olc_core.compare.settle()
     returned = time.perf_counter()
     th.join()
     assert returned >= done["t"], "settle returned while another thread was still spinning"
     start = time.perf_counter()
-    bp.settle()
+    olc_core.compare.settle()
     assert time.perf_counter() - start < SETTLE_MAX_S  # idle process: the plain gap
 
 
@@ -214,7 +214,7 @@ def test_every_block_starts_after_settle(monkeypatch):
     the cores with it."""
     bp = load_tool()
     events: list[str] = []
-    monkeypatch.setattr(bp, "settle", lambda: events.append("settle"))
+    monkeypatch.setattr(olc_core.compare, "settle", lambda: events.append("settle"))
 
     def run(tag: str):
         def f() -> None:
@@ -238,7 +238,7 @@ def test_thread_cpu_time_per_run_and_its_ratio(monkeypatch):
     run gets a CPU ratio near 0.5 whatever the wall clock did; at two
     threads (work on other threads) nothing is recorded."""
     bp = load_tool()
-    monkeypatch.setattr(bp, "settle", lambda: None)
+    monkeypatch.setattr(olc_core.compare, "settle", lambda: None)
 
     def burn(n: int):
         def f() -> int:

@@ -132,7 +132,7 @@ from typing import Any
 
 import numpy as np
 
-from olc_core.compare import settle
+from olc_core.compare import time_in_blocks
 
 DEFAULT_SIZES = (4096, 65536, 1048576, 4194304)
 QUICK_SIZES = (4096, 65536)
@@ -643,7 +643,9 @@ def _interference(before: tuple[float, float, float] | None, after: tuple[float,
 def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
                 min_pairs: int = 5, max_pairs: int = 100_000, warmup: int = 3,
                 cpu: dict[str, list[float]] | None = None) -> tuple[list[int], list[int]]:
-    """Samples of fa and fb taken in alternating blocks; the order flips every block pair.
+    """Samples of fa and fb taken in alternating blocks (olc_core.compare's
+    time_in_blocks: the order flips every block pair, each block after
+    settle()), as many as take about min_time_s by a probe run first.
     cpu: when given, cpu["a"] and cpu["b"] get each block's calling-thread
     CPU time per run (ns)."""
     clock = time.perf_counter_ns
@@ -660,35 +662,12 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
     per_pair = (clock() - t0) / probe
     pairs = int(min(max_pairs, max(min_pairs, min_time_s * 1e9 / max(per_pair, 1))))
     block = int(min(MAX_BLOCK_RUNS, max(1, BLOCK_NS * 2 // max(per_pair, 1)), max(1, pairs // 4)))
-    a: list[int] = []
-    b: list[int] = []
-    a_cpu: list[float] = []
-    b_cpu: list[float] = []
-    # The probe ended with a run of fb, whose workers may still spin: the
-    # first block (fa's) starts from idle like every later one.
-    settle()
-
-    def run_block(f: Callable[[], Any], out: list[int], out_cpu: list[float], k: int) -> None:
-        c0 = time.thread_time_ns()  # per block: a per-run read would cost a system call each
-        for _ in range(k):
-            s = clock()
-            f()
-            out.append(clock() - s)
-        out_cpu.append((time.thread_time_ns() - c0) / k)
-
-    done = 0
-    flip = False
-    while done < pairs:
-        k = min(block, pairs - done)
-        first, second = ((fb, b, b_cpu), (fa, a, a_cpu)) if flip else ((fa, a, a_cpu), (fb, b, b_cpu))
-        run_block(*first, k)
-        settle()
-        run_block(*second, k)
-        settle()
-        done += k
-        flip = not flip
+    # The probe ended with a run of fb, whose workers may still spin: every
+    # block, the first included, starts after settle().
+    cpu_lists: list[list[float]] = [[], []]
+    a, b = time_in_blocks([fa, fb], pairs, block, cpu_lists)
     if cpu is not None:
-        cpu["a"], cpu["b"] = a_cpu, b_cpu
+        cpu["a"], cpu["b"] = cpu_lists
     return a, b
 
 

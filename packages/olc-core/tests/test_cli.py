@@ -742,23 +742,31 @@ def test_plan_lists_subgraph_nodes_under_their_node(tmp_path):
     assert any(line.startswith("choose/else_branch/Flatten_0 ") for line in p.stdout.splitlines())
 
 
-@pytest.mark.parametrize("repeat,block", [(20, 5), (3, 1), (50, 8)])
-def test_compare_timing_runs_in_alternating_blocks(repeat, block, monkeypatch):
-    """--compare times each runtime `repeat` times in blocks of back-to-back
-    runs (up to eight), each block after settle(), the side that goes
-    first alternating by round."""
+@pytest.mark.parametrize("runs,block", [(20, 5), (3, 1), (50, 8), (7, 3)])
+@pytest.mark.parametrize("nfns", [2, 3])
+def test_time_in_blocks_alternates_blocks_after_settle(runs, block, nfns, monkeypatch):
+    """olc_core.compare.time_in_blocks (--compare's timing and the
+    benchmark's): each fn runs `runs` times in blocks of at most `block`
+    back-to-back runs, each block after settle(), the fns taking turns and
+    the one that goes first rotating by round; one CPU time per block."""
     import olc_core.compare
-    from olc_core.cli import time_alternating
 
     calls: list[str] = []
     monkeypatch.setattr(olc_core.compare, "settle", lambda: calls.append("|"))
-    samples = time_alternating([lambda: calls.append("a"), lambda: calls.append("b")], repeat)
-    assert [len(s) for s in samples] == [repeat, repeat] and all(t >= 0 for s in samples for t in s)
-    blocks = [b for b in "".join(calls).split("|") if b]
-    assert all(set(b) in ({"a"}, {"b"}) and len(b) <= block for b in blocks), blocks
-    assert sum(len(b) for b in blocks) == 2 * repeat and len(blocks[0]) == block
-    firsts = [blocks[i][0] for i in range(0, len(blocks) - 1, 2)]
-    assert firsts[:2] == ["a", "b"][:len(firsts)], blocks
+    names = "abc"[:nfns]
+    cpu: list[list[float]] = [[] for _ in names]
+    samples = olc_core.compare.time_in_blocks([lambda n=n: calls.append(n) for n in names], runs, block, cpu)
+    assert [len(s) for s in samples] == [runs] * nfns and all(t >= 0 for s in samples for t in s)
+    blocks = "".join(calls).split("|")
+    assert blocks[0] == "" and all(blocks[1:]), calls  # a settle before every block, the first included
+    blocks = blocks[1:]
+    assert all(len(set(b)) == 1 and len(b) <= block for b in blocks), blocks
+    assert len(blocks[0]) == min(block, runs)
+    rounds = [blocks[i:i + nfns] for i in range(0, len(blocks), nfns)]
+    full = [r for r in rounds if len(r) == nfns]
+    assert [r[0][0] for r in full] == [names[i % nfns] for i in range(len(full))], blocks
+    assert all(sorted(b[0] for b in r) == list(names) for r in full), blocks
+    assert [len(c) for c in cpu] == [sum(1 for b in blocks if b[0] == n) for n in names]
 
 
 def _anon_model(path):

@@ -57,7 +57,6 @@ import re
 import statistics
 import sys
 import textwrap
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -829,39 +828,6 @@ def nonfinite_message(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             f"  {INPUT_HINT}"]
 
 
-def time_alternating(fns: Sequence[Callable[[], Any]], repeat: int) -> list[list[int]]:
-    """Runs each fn ``repeat`` times in alternating blocks of a few runs,
-    rotating which goes first every round so that neither side always runs
-    with the warmer cache, as tools/benchmark_parity.py times; per-run ns.
-    Each block starts once the other threads of the process are idle
-    (settle), and its runs follow one another as a server's do. Without
-    settle, onnxruntime's still-spinning workers took a core from olc's
-    next run (the PP-OCRv4 detector at 320x320 on two threads of a two-core
-    host: 19-22 ms against 11-13 timed alone); with settle before every
-    single run, each run started from idle after the other runtime's, and
-    onnxruntime's two-thread runs of the PP-OCRv4 recognizer read 17.5 ms
-    against 10.9 in blocks (olc's 7.9 against 6.8)."""
-    from .compare import settle
-
-    block = max(1, min(8, repeat // 4))
-    samples: list[list[int]] = [[] for _ in fns]
-    order = list(range(len(fns)))
-    r = 0
-    while any(len(s) < repeat for s in samples):
-        rot = order[r % len(order):] + order[: r % len(order)]
-        for i in rot:
-            k = min(block, repeat - len(samples[i]))
-            if k <= 0:
-                continue
-            settle()
-            for _ in range(k):
-                t0 = time.perf_counter_ns()
-                fns[i]()
-                samples[i].append(time.perf_counter_ns() - t0)
-        r += 1
-    return samples
-
-
 def _fmt_ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
@@ -1047,7 +1013,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                       f"{sum(b[2] for b in bad)} values of {', '.join(b[0] for b in bad)} are NaN or infinite)")
             _progress(f"  {INPUT_HINT}")
     else:
-        from .compare import onnxruntime_session
+        from .compare import onnxruntime_session, time_in_blocks
 
         _progress("preparing an onnxruntime session (CPUExecutionProvider)")
         ort_sess = onnxruntime_session(model, threads)
@@ -1069,9 +1035,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             # One untimed run each first: first-run allocation is not steady state.
             session.run(output_names, feeds)
             ort_sess.run(output_names, feeds)
-            olc_ns, ort_ns = time_alternating(
+            # Blocks of up to eight runs each, a quarter of the runs at most.
+            olc_ns, ort_ns = time_in_blocks(
                 [lambda: session.run(output_names, feeds), lambda: ort_sess.run(output_names, feeds)],
-                args.repeat)
+                args.repeat, min(8, args.repeat // 4))
             m_olc, m_ort = statistics.median(olc_ns), statistics.median(ort_ns)
             print()
             print(f"median time per run over {args.repeat} runs, {threads} thread(s):")
