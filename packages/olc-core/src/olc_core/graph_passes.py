@@ -240,6 +240,12 @@ class GraphPass:
             raise ValueError(f"graph pass {self.name!r}: unknown kind {self.kind!r} (only 'fusion' exists)")
 
 
+def is_constant_node(node: onnx.NodeProto) -> bool:
+    """Whether node is an ai.onnx Constant with its one output: the nodes
+    whose tensors the session and the graph passes take as constants."""
+    return node.op_type == "Constant" and normalize_domain(node.domain) == "ai.onnx" and len(node.output) == 1
+
+
 def constant_node_value(node: onnx.NodeProto) -> np.ndarray | None:
     """The tensor a ``Constant`` node holds, or None for the forms it does
     not give one for (sparse_value, strings). A malformed tensor raises
@@ -265,9 +271,7 @@ def _with_constant_nodes(graph: onnx.GraphProto, constants: Mapping[str, np.ndar
     (exporters such as paddle2onnx write every weight as one)."""
     out = dict(constants)
     for node in graph.node:
-        if node.op_type != "Constant" or normalize_domain(node.domain) != "ai.onnx" or len(node.output) != 1:
-            continue
-        if node.output[0] in out:
+        if not is_constant_node(node) or node.output[0] in out:
             continue
         try:
             value = constant_node_value(node)

@@ -24,6 +24,7 @@ from .graph_passes import (
     describe_replaced,
     graph_digest,
     inference_constants,
+    is_constant_node,
     validate_rewrite,
 )
 from .registration import KernelRegistration, normalize_domain
@@ -927,7 +928,7 @@ class Session:
         # hold no initializer at all) had no weight packing and no
         # Conv + BatchNormalization folding without this.
         for index, node in enumerate(graph.node):
-            if node.op_type == "Constant" and normalize_domain(node.domain) == "ai.onnx" and len(node.output) == 1:
+            if is_constant_node(node):
                 try:
                     held = constant_node_value(node)
                 except Exception as exc:  # noqa: BLE001 - onnx raises KeyError, ValueError, ... on corrupt payloads
