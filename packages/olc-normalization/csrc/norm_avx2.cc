@@ -25,7 +25,6 @@ struct V8 {
   static constexpr bool kStream = true;
   static constexpr uintptr_t kAlign = 32;
   static void stream(T* p, R v) { _mm256_stream_ps(p, v); }
-  static void fence() { _mm_sfence(); }
   static R load(const T* p) { return _mm256_loadu_ps(p); }
   static R load_part(const T* p, int64_t k, T fill) {
     const __m256i m = olc::avx2::first_lanes(k);

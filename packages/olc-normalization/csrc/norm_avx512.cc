@@ -26,7 +26,6 @@ struct V16 {
   static constexpr bool kStream = true;
   static constexpr uintptr_t kAlign = 64;
   static void stream(T* p, R v) { _mm512_stream_ps(p, v); }
-  static void fence() { _mm_sfence(); }
   static R load(const T* p) { return _mm512_loadu_ps(p); }
   static R load_part(const T* p, int64_t k, T fill) {
     return _mm512_mask_loadu_ps(_mm512_set1_ps(fill), first_lanes(k), p);

@@ -30,7 +30,8 @@ struct RowOps {
   void (*affine)(const T* x, T* y, int64_t n, T shift, T mul, T add);
   // As softmax and apply, but y is written with non-temporal stores (for
   // outputs far larger than the cache); softmax_nt keeps the exponentials
-  // in `scratch` (n elements) meanwhile. Null where a level has none.
+  // in `scratch` (n elements) meanwhile. Null where a level has none. The
+  // stores are weakly ordered: the caller fences after its last row.
   void (*softmax_nt)(const T* x, T* y, int64_t n, int log, T* scratch);
   void (*apply_nt)(const T* x, T* y, int64_t n, T shift, T mul, const T* scale, const T* bias);
   // Softmax (log != 0: LogSoftmax) down columns: for each c in [0, ncols),

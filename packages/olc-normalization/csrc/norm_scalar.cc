@@ -106,7 +106,6 @@ struct VS {
   static constexpr bool kStream = false;
   static constexpr uintptr_t kAlign = 1;
   static void stream(T* p, R v) { *p = v; }
-  static void fence() {}
   static R load(const T* p) { return *p; }
   static R load_part(const T* p, int64_t, T) { return *p; }  // never reached with W == 1
   static void store(T* p, R v) { *p = v; }
