@@ -113,7 +113,7 @@ def time_in_blocks(fns: Sequence[Callable[[], Any]], runs: int, block: int,
                 continue
             settle()
             f, out = fns[i], samples[i]
-            c0 = time.thread_time_ns()
+            c0 = time.thread_time_ns() if cpu is not None else 0
             for _ in range(k):
                 t0 = clock()
                 f()
