@@ -301,11 +301,11 @@ int cdist_nv(const IsaKernels* k, int dt, int64_t N) {
 
 int64_t cdist_panels(int64_t N, int64_t nr) { return (N + nr - 1) / nr; }
 
-constexpr int64_t kRowChunk = 48;  // rows of A per work item (a multiple of every tile height)
-// Rows per item where 48-row chunks make too few items for the threads (a
+constexpr int64_t kRowChunk = 96;  // rows of A per work item (cm_cdist.inc's chunk: kRows)
+// Rows per item where 96-row chunks make too few items for the threads (a
 // multiple of every tile height too).
 constexpr int64_t kSmallRowChunk = 24;
-// Panels per work item: enough columns that packing the chunk's slice of A
+// Panels per work item: enough columns that copying the chunk's slice of A
 // once per item costs little beside its products.
 constexpr int64_t kPanelGroup = 16;
 
@@ -428,9 +428,9 @@ int32_t run_cdist(Ctx& c, const olc_tensor* in, int32_t n_inputs) {
   a.a_ss = a_ss.data();
   j.panels = panels;
   j.groups = (panels + kPanelGroup - 1) / kPanelGroup;
-  // 128 rows against 256 columns were three items (48 + 48 + 32 rows, the
+  // 128 rows against 256 columns in 48-row chunks were three items (the
   // 256 columns one panel group): two threads ran them as two and one, no
-  // faster than one thread. Halved chunks when items are few: 6 here.
+  // faster than one thread. Small chunks when items are few: 6 here.
   j.rows = kRowChunk;
   const int64_t threads = parallel ? g_api->concurrency(c.ctx) : 1;
   if (threads > 1 && (M + kRowChunk - 1) / kRowChunk * j.groups < 4 * threads) j.rows = kSmallRowChunk;
