@@ -664,9 +664,9 @@ def timed_pairs(fa: Callable[[], Any], fb: Callable[[], Any], min_time_s: float,
     block = int(min(MAX_BLOCK_RUNS, max(1, BLOCK_NS * 2 // max(per_pair, 1)), max(1, pairs // 4)))
     # The probe ended with a run of fb, whose workers may still spin: every
     # block, the first included, starts after settle().
-    cpu_lists: list[list[float]] = [[], []]
+    cpu_lists: list[list[float]] | None = [[], []] if cpu is not None else None
     a, b = time_in_blocks([fa, fb], pairs, block, cpu_lists)
-    if cpu is not None:
+    if cpu is not None and cpu_lists is not None:
         cpu["a"], cpu["b"] = cpu_lists
     return a, b
 

@@ -1089,7 +1089,7 @@ class Session:
                         subgraphs=tuple((name, tuple(sub.kernel_plan())) for name, sub in subs),
                     ))
                     continue
-            if node.op_type == "Constant" and domain == "ai.onnx" and not outer and len(out_slots) == 1:
+            if is_constant_node(node) and not outer:
                 # Read from the node's attribute once, at load (above); None
                 # for the forms left to the fallback (strings, sparse_value).
                 constant = self._constants.get(node.output[0])
