@@ -11,7 +11,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import olc_core
-from olc_core import KernelRegistration, _native, hookimpl
+from olc_core import KernelRegistration, _native, control_flow, hookimpl
 
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 n = helper.make_node
@@ -21,7 +21,10 @@ class ScalePlugin:
     @hookimpl
     def olc_register_kernels(self):
         return [KernelRegistration("test.olc", "Scale", "olc_core_test::Scale", {"T": ("float32",)}, ("T",),
-                                   _native._test_vtable("scale"), outputs=("T",), family="olc-cf-tests")]
+                                   _native._test_vtable("scale"), outputs=("T",), family="olc-cf-tests"),
+                # y = x + sum(w); refuses a w that is not a constant, packs its sum once.
+                KernelRegistration("test.olc", "AddSum", "olc_core_test::AddSum", {"T": ("float32",)}, ("T", "T"),
+                                   _native._test_vtable("add_sum"), outputs=("T",), family="olc-cf-tests")]
 
 
 @pytest.fixture(autouse=True)
@@ -225,3 +228,59 @@ def test_subgraphs_share_the_sessions_thread_pool():
     np.testing.assert_array_equal(s.run(None, {"x": x, "c": np.array(True)})[0], x)  # Neg applied 12 times
     np.testing.assert_array_equal(s.run(None, {"x": x, "c": np.array(False)})[0], np.abs(x))
     assert _native_threads() - before <= 3
+
+
+def constant_weight_if_model(w_fed=False, nested=False):
+    # then: x + sum(w), w an outer initializer (or, nested, read two
+    # subgraphs down); else: x + sum(k), k an outer Constant node's tensor.
+    add_w = [n("AddSum", ["x", "w"], ["t"], domain="test.olc", name="add_w")]
+    if nested:
+        inner_then = helper.make_graph(add_w, "inner_then", [], [vi("t")])
+        inner_else = helper.make_graph([n("Scale", ["x"], ["t"], domain="test.olc", factor=0.0)], "inner_else", [],
+                                       [vi("t")])
+        add_w = [n("If", ["c"], ["t"], name="inner", then_branch=inner_then, else_branch=inner_else)]
+    then_g = helper.make_graph(add_w, "then", [], [vi("t")])
+    else_g = helper.make_graph([n("AddSum", ["x", "k"], ["e"], domain="test.olc", name="add_k")], "else", [],
+                               [vi("e")])
+    inputs = [vi("c", B, []), vi("x", F, [2])] + ([vi("w", F, [3])] if w_fed else [])
+    return model([n("Constant", [], ["k"], value=numpy_helper.from_array(np.array([10.0, 20.0], np.float32))),
+                  n("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g)],
+                 inputs, [vi("y")], [numpy_helper.from_array(np.array([1.0, 2.0, 4.0], np.float32), "w")])
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_outer_constants_are_constants_in_the_branches_and_packed_once(nested, monkeypatch):
+    # Fed to the branch at each run, w and k were inputs to its kernels, not
+    # constants: a kernel packing its weights packed them again every run
+    # (here AddSum refuses a w that is not constant).
+    branch_sessions = []
+    real_init = control_flow.IfKernel.__init__
+
+    def recording_init(self, label, then_session, else_session, *args, **kwargs):
+        branch_sessions.extend([then_session, else_session])
+        real_init(self, label, then_session, else_session, *args, **kwargs)
+
+    monkeypatch.setattr(control_flow.IfKernel, "__init__", recording_init)
+    s = olc_core.Session(constant_weight_if_model(nested=nested), strict=True)
+    x = np.array([0.5, -1.0], np.float32)
+    for _ in range(2):
+        np.testing.assert_array_equal(s.run(None, {"c": np.array(True), "x": x})[0], x + 7.0)
+        np.testing.assert_array_equal(s.run(None, {"c": np.array(False), "x": x})[0], x + 30.0)
+    (_, entry) = s.kernel_plan()
+    branches = dict(entry.subgraphs)
+    assert [e.prepacked_bytes for e in branches["else_branch"]] == [4]
+    if not nested:
+        assert [e.prepacked_bytes for e in branches["then_branch"]] == [4]
+    # The branches take what may change from run to run (x; the inner If
+    # also c), none of the constants.
+    assert len(branch_sessions) == (4 if nested else 2)
+    for sub in branch_sessions:
+        assert {i.name for i in sub.get_inputs()} <= {"x", "c"}
+
+
+def test_an_initializer_a_feed_may_replace_stays_an_input_of_the_branch():
+    # w is also a graph input: a feed may change it, so the branch must read
+    # it at each run, and AddSum (which takes only constants) is refused.
+    with pytest.raises(olc_core.OlcError, match=r"subgraph 'then_branch': .*'add_w' \(AddSum\): input 1 must be a "
+                                                r"float32 initializer"):
+        olc_core.Session(constant_weight_if_model(w_fed=True), strict=True)

@@ -115,11 +115,14 @@ def _known(tp: onnx.TypeProto | None) -> bool:
 
 def subgraph_model(model: onnx.ModelProto, graph: onnx.GraphProto, outer: Sequence[str],
                    types: Mapping[str, onnx.TypeProto],
-                   input_types: Sequence[onnx.TypeProto | None] = ()) -> onnx.ModelProto | None:
+                   input_types: Sequence[onnx.TypeProto | None] = (),
+                   bound: Mapping[str, np.ndarray] | None = None) -> onnx.ModelProto | None:
     """A model of ``graph`` whose inputs are its own and then ``outer``; None
     when a type it needs is unknown (or neither a tensor nor a sequence of
     tensors). ``input_types[i]`` types the subgraph's own input i when the
-    subgraph leaves it untyped (exporters often do for loop-carried values)."""
+    subgraph leaves it untyped (exporters often do for loop-carried values).
+    An outer name in ``bound`` (an enclosing constant, which the subgraph's
+    Session binds) is declared with its value's type and whole shape."""
     sub = onnx.GraphProto()
     sub.CopyFrom(graph)
     for i, vi in enumerate(sub.input):
@@ -130,6 +133,10 @@ def subgraph_model(model: onnx.ModelProto, graph: onnx.GraphProto, outer: Sequen
             return None
         vi.type.CopyFrom(fill)
     for name in outer:
+        if bound is not None and name in bound:
+            elem = _elem_type(types.get(name)) or helper.np_dtype_to_tensor_dtype(bound[name].dtype)
+            sub.input.append(helper.make_tensor_value_info(name, elem, list(bound[name].shape)))
+            continue
         declared = _declared(types.get(name))
         if declared is None:
             return None
@@ -527,21 +534,32 @@ def _opset(model: onnx.ModelProto) -> int:
 
 
 def build(session_cls: Any, model: onnx.ModelProto, node: onnx.NodeProto, label: str, outer: Sequence[str],
-          types: Mapping[str, onnx.TypeProto], options: Mapping[str, Any]) -> tuple[Any, list[tuple[str, Any]]] | None:
-    """(the step's callable, [(subgraph name, its Session)]) for an If, Loop,
-    Scan or SequenceMap node, or None when a subgraph cannot run on olc (unknown types,
-    Scan-8)."""
+          types: Mapping[str, onnx.TypeProto], options: Mapping[str, Any],
+          constants: Mapping[str, np.ndarray] | None = None) -> tuple[Any, list[tuple[str, Any]], list[str]] | None:
+    """(the step's callable, [(subgraph name, its Session)], the outer names
+    it takes after the node's inputs) for an If, Loop, Scan or SequenceMap
+    node, or None when a subgraph cannot run on olc (unknown types, Scan-8).
+
+    Outer names found in ``constants`` (the enclosing Session's: initializers
+    no feed replaces, Constant nodes, its own bound values) are bound to the
+    subgraphs' Sessions as constants, not fed at each call: their kernels
+    pack weights once. Fed, a branch's Conv weights were packed again at
+    every run (Silero VAD's If-wrapped model ran its Convs 3-4x slower)."""
     graphs = {a.name: a.g for a in node.attribute if a.type == onnx.AttributeProto.GRAPH}
     opset = _opset(model)
     if node.op_type == "Scan" and opset < 9:
         return None  # Scan-8 (batch axis, sequence_lens) stays on the fallback
+    # Tensors only (strings stay fed: their element type needs the declaration).
+    bound = {name: constants[name] for name in outer if constants is not None and
+             isinstance(constants.get(name), np.ndarray) and constants[name].dtype != object}
+    outer = [name for name in outer if name not in bound]
 
     def session_of(name: str, input_types: Sequence[onnx.TypeProto | None] = ()) -> Any:
-        sub = subgraph_model(model, graphs[name], outer, types, input_types)
+        sub = subgraph_model(model, graphs[name], list(outer) + list(bound), types, input_types, bound)
         if sub is None:
             return None
         try:
-            return session_cls(sub, **options)
+            return session_cls(sub, **options, _outer_constants=bound)
         except OlcError as exc:
             raise type(exc)(f"{label}, subgraph '{name}': {exc}") from exc
 
@@ -562,7 +580,7 @@ def build(session_cls: Any, model: onnx.ModelProto, node: onnx.NodeProto, label:
                     raise InvalidModelError(f"{label}: {branch} output {k} ('{graphs[branch].output[k].name}') "
                                             f"is {why}")
         return (IfKernel(label, then_s, else_s, outer, declared),
-                [("then_branch", then_s), ("else_branch", else_s)])
+                [("then_branch", then_s), ("else_branch", else_s)], outer)
     if node.op_type == "Scan":
         attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         n_scan = int(attrs["num_scan_inputs"])
@@ -577,17 +595,17 @@ def build(session_cls: Any, model: onnx.ModelProto, node: onnx.NodeProto, label:
                             [types.get(name) for name in node.input[n_state:]],
                             [types.get(name) for name in node.output[n_state:]],
                             output_types(body_s, graphs["body"])[n_state:])
-        return kernel, [("body", body_s)]
+        return kernel, [("body", body_s)], outer
     if node.op_type == "SequenceMap":
         # A body input left untyped takes the element type of the sequence
         # (or the type of the tensor) the node gives it.
         body_s = session_of("body", [_element_type(types.get(name)) for name in node.input])
         if body_s is None:
             return None
-        return SequenceMapKernel(label, body_s, graphs["body"], outer, len(node.input)), [("body", body_s)]
+        return SequenceMapKernel(label, body_s, graphs["body"], outer, len(node.input)), [("body", body_s)], outer
     n_carried = len(node.input) - 2
     body_s = session_of("body", [None, None] + [types.get(name) for name in node.input[2:]])
     if body_s is None:
         return None
     scan_types = [types.get(name) for name in node.output[n_carried:]]
-    return LoopKernel(label, body_s, graphs["body"], n_carried, outer, scan_types), [("body", body_s)]
+    return LoopKernel(label, body_s, graphs["body"], n_carried, outer, scan_types), [("body", body_s)], outer

@@ -851,10 +851,14 @@ class Session:
         profile: bool = False,
         naive: bool | str | Iterable[str] = False,
         _executor: Any = None,
+        _outer_constants: Mapping[str, np.ndarray] | None = None,
     ):
         # _executor (internal): the thread pool of the session whose If, Loop
         # or Scan this session runs a subgraph of; one pool serves them all.
+        # _outer_constants (internal): that enclosing session's constants the
+        # subgraph reads, bound here to graph inputs of the same names.
         proto = load_model(model)
+        self._outer_constants = dict(_outer_constants or {})
         self._naive = _naive_option(naive)
         if threads is None:
             threads = default_thread_count()
@@ -937,6 +941,12 @@ class Session:
                     ) from exc
                 if held is not None:
                     self._constants.setdefault(node.output[0], held)
+        # An enclosing graph's constants this subgraph reads: constants here
+        # too (packed once), not inputs a caller feeds.
+        bound = {vi.name for vi in graph.input if vi.name in self._outer_constants}
+        for name in bound:
+            constants.append((slot_of(name), self._outer_constants[name]))
+            self._constants[name] = self._outer_constants[name]
 
         fused = self._apply_graph_passes(graph, opsets) if self._fusion else {}
         replaced = {i for _, indices, _, _ in fused.values() for i in indices}
@@ -959,6 +969,8 @@ class Session:
         inputs: list[tuple[int, str, int, bool, list[int] | None, bool, str]] = []
         known_elems = set(onnx.TensorProto.DataType.values())
         for vi in graph.input:
+            if vi.name in bound:
+                continue
             tp = vi.type
             elem = _tensor_elem(tp)
             if elem not in known_elems:
@@ -968,7 +980,8 @@ class Session:
             is_tensor = tp.WhichOneof("value") == "tensor_type" or tp.WhichOneof("value") is None
             consumer = first_consumer.get(vi.name, "no node")
             inputs.append((slot_of(vi.name), vi.name, elem, is_tensor, spec_dims, vi.name in initializers, consumer))
-        self._inputs = [NodeArg(vi.name, _type_string(vi.type), _shape_of(vi.type) or []) for vi in graph.input]
+        self._inputs = [NodeArg(vi.name, _type_string(vi.type), _shape_of(vi.type) or [])
+                        for vi in graph.input if vi.name not in bound]
         self._outputs = [
             NodeArg(vi.name, _type_string(self._types.get(vi.name, vi.type)), _shape_of(self._types.get(vi.name)) or [])
             for vi in graph.output
@@ -1077,11 +1090,12 @@ class Session:
                     Session, model, node, label, outer, self._types,
                     {"threads": self._threads, "strict": self._strict, "fusion": self._fusion, "naive": self._naive,
                      "_executor": self._executor},
+                    self._constants,
                 )
                 if built is not None:
-                    fn, subs = built
+                    fn, subs, fed = built
                     kernel_name = f"olc_core::{node.op_type}"
-                    cf_slots = [slot_of(n) if n else -1 for n in node.input] + [slot_of(n) for n in outer]
+                    cf_slots = [slot_of(n) if n else -1 for n in node.input] + [slot_of(n) for n in fed]
                     add_step("python", fn, cf_slots, out_slots, label, kernel_name, node)
                     self._plan_entries.append(PlanEntry(
                         node_name, domain, node.op_type, kernel_name, False,
