@@ -397,7 +397,7 @@ class Pool final : public Kernel {
     }
     const int64_t min_bytes = parallel_min_bytes(global ? "GlobalPool" : "Pool");
     par_for(ctx, g.planes, grain, g.planes * g.in_plane * es, min_bytes, [&](int64_t b, int64_t e) {
-      std::vector<F> plane, row, win, outrow;
+      std::vector<F> plane, row, padded, outrow;
       std::vector<int64_t> ids;  // per-plane scratch, allocated once per range
       std::vector<const F*> rp;
       if constexpr (std::is_same_v<T, F>) {
@@ -424,7 +424,8 @@ class Pool final : public Kernel {
             Geometry gm = g;
             gm.in[1] *= cnt;
             gm.out[1] *= cnt;
-            plane_block<T, F>(gm, r, x + pc * g.in_plane, y + pc * g.out_plane, row, outrow, ids, rp, scale, edges);
+            plane_block<T, F>(gm, r, x + pc * g.in_plane, y + pc * g.out_plane, row, outrow, padded, ids, rp, scale,
+                              edges);
           }
           return;
         }
@@ -468,8 +469,8 @@ class Pool final : public Kernel {
           yp[0] = finish<T, F>(v, g.in_plane);
           continue;
         }
-        if (block) plane_block<T, F>(g, r, src, yp, row, outrow, ids, rp, scale, edges);
-        else plane_rows<T, F>(g, m, r, src, yp, row, win, outrow, rp);
+        if (block) plane_block<T, F>(g, r, src, yp, row, outrow, padded, ids, rp, scale, edges);
+        else plane_rows<T, F>(g, m, r, src, yp, row, outrow, rp);
       }
     });
     return OLC_OK;
@@ -484,7 +485,7 @@ class Pool final : public Kernel {
 
   template <class T, class F>
   void plane_rows(const Geometry& g, const AxisMap* m, const Rows<F>& r, const F* src, T* yp, std::vector<F>& row,
-                  std::vector<F>& win, std::vector<F>& outrow, std::vector<const F*>& rp) const {
+                  std::vector<F>& outrow, std::vector<const F*>& rp) const {
     const int64_t W = g.in[2], H = g.in[1], OW = g.out[2];
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
     const int64_t span = (OW - 1) * sw + 1;  // window starts spanned by the outputs
@@ -492,7 +493,6 @@ class Pool final : public Kernel {
     const bool inside = pw == 0 && span + (kw - 1) * dw <= W;  // every window within the row
     const F ident = kind == PKind::Max ? std::numeric_limits<F>::quiet_NaN() : F(0);
     row.assign(static_cast<size_t>(L), ident);
-    (void)win;
     outrow.resize(static_cast<size_t>(OW));
     F* rb = row.data() + pw;
     const bool is_max = kind == PKind::Max;
@@ -549,13 +549,18 @@ class Pool final : public Kernel {
   // outputs per row whose window crosses a row edge are recomputed.
   template <class T, class F>
   void plane_block(const Geometry& g, const Rows<F>& r, const F* src, T* yp, std::vector<F>& vb, std::vector<F>& yb,
-                   std::vector<int64_t>& ids, std::vector<const F*>& rp, const std::vector<F>& scale,
-                   const std::vector<std::array<int64_t, 3>>& edges) const {
+                   std::vector<F>& pad, std::vector<int64_t>& ids, std::vector<const F*>& rp,
+                   const std::vector<F>& scale, const std::vector<std::array<int64_t, 3>>& edges) const {
     const int64_t W = g.in[2], H = g.in[1], OW = g.out[2], OH = g.out[1];
     const int64_t kw = g.k[2], sw = g.s[2], dw = g.d[2], pw = g.pb[2];
     const int64_t kh = g.k[1], sh = g.s[1], dh = g.d[1], ph = g.pb[1];
     const bool is_max = kind == PKind::Max;
     const F ident = is_max ? std::numeric_limits<F>::quiet_NaN() : F(0);
+    // The taps of the edge outputs, each recomputed with scalar code: many
+    // against the row's width choose the padded long row below instead.
+    int64_t edge_taps = 0;
+    for (const auto& e : edges) edge_taps += std::max<int64_t>(0, e[2] - e[1]);
+    static const std::vector<std::array<int64_t, 3>> no_edges;
     // Scratch only where it is used: a long 1-D row read in place and
     // written straight to the output needs none (sizing it would zero
     // megabytes per run).
@@ -619,13 +624,30 @@ class Pool final : public Kernel {
       if constexpr (std::is_same_v<T, F>) {
         if (kind != PKind::Lp) out = yo;
       }
-      if (i1 > i0) {
+      if (edge_taps * 5 > W) {
+        // Windows nearly as wide as the row (SPP's 5, 9 and 13 at 13x13:
+        // every output an edge, recomputed tap by tap below at 4x the time
+        // of the whole pool): V's rows copied between margins of the
+        // identity, wide enough for every window, and one long window over
+        // them (a multiple of sw wide, so each row's outputs start at a
+        // window position).
+        const int64_t Wp = (std::max(pw + W, (OW - 1) * sw + (kw - 1) * dw + 1) + sw - 1) / sw * sw;
+        const int64_t nq = (OH - 1) * (Wp / sw) + OW;
+        // The margins are never written: filled once for the range's planes.
+        if (pad.size() != static_cast<size_t>(OH * Wp + nq)) pad.assign(static_cast<size_t>(OH * Wp + nq), ident);
+        F* const P = pad.data();
+        F* const t = P + OH * Wp;
+        for (int64_t oh = 0; oh < OH; ++oh) std::copy(V + oh * W, V + oh * W + W, P + oh * Wp + pw);
+        if (is_max) r.window_max(t, P, nq, kw, dw, sw);
+        else r.window_add(t, P, nq, kw, dw, sw);
+        for (int64_t oh = 0; oh < OH; ++oh) std::copy(t + oh * (Wp / sw), t + oh * (Wp / sw) + OW, out + oh * OW);
+      } else if (i1 > i0) {
         if (is_max) r.window_max(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
         else r.window_add(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
       }
       // Edge outputs: windows that leave their row (the long row read the
       // neighbouring row there), one edge position down every row at a time.
-      for (const auto& [ow, jlo, jhi] : edges) {
+      for (const auto& [ow, jlo, jhi] : edge_taps * 5 > W ? no_edges : edges) {
         F* o = out + ow;
         if (jlo < 0) {
           for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = ident;

@@ -187,6 +187,15 @@ WINDOWS = [
     ((1, 3, 9, 34), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 2, 6, 8, 10), {"kernel_shape": [3, 3, 3], "strides": [1, 2, 2], "pads": [1, 1, 1, 1, 1, 1]}),
     ((1, 2, 40), {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}),
+    # Windows nearly as wide as the row (most outputs at a row edge): the
+    # block's rows between margins of the identity, one long window (SPP's
+    # 13 at 13x13; stride 2; dilated; 3-D; merged planes of 1-row windows).
+    ((1, 3, 13, 13), {"kernel_shape": [13, 13], "pads": [6, 6, 6, 6]}),
+    ((2, 3, 13, 13), {"kernel_shape": [9, 9], "pads": [4, 4, 4, 4]}),
+    ((1, 2, 6, 10), {"kernel_shape": [5, 5], "strides": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 2, 9, 9), {"kernel_shape": [3, 3], "dilations": [2, 2], "pads": [2, 2, 2, 2]}),
+    ((1, 2, 5, 7, 7), {"kernel_shape": [3, 5, 5], "pads": [1, 2, 2, 1, 2, 2]}),
+    ((2, 5, 8, 6), {"kernel_shape": [1, 5], "pads": [0, 2, 0, 2]}),
     # Windows tiling H too (no H padding, H == stride * OH): several planes
     # run as one tall plane; rows at a pitch in one call; 1-D and 1-row
     # windows read the input in place.
