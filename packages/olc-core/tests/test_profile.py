@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -138,3 +139,86 @@ def test_olc_run_profile_on_a_model_with_symbolic_dims_and_ids(tmp_path):
     assert {"Gather", "MatMul", "Shape", "Unsqueeze"} <= set(prof["olc_by_op_us"])
     assert prof["ort_by_op_us"] and prof["ort_us_per_run"] > 0  # onnxruntime's profile beside it
     assert json.loads(trace.read_text())[0]["name"] == "model_run"
+
+
+def _loop_in_if_model():
+    # If (cond) -> then: a Loop of `trips` Neg steps; else: Abs. If and
+    # Loop run on olc sessions (Neg and Abs natively where olc-elementwise
+    # is installed, on the fallback otherwise: recorded either way).
+    n = helper.make_node
+    body = helper.make_graph(
+        [n("Identity", ["c_in"], ["c_out"], name="keep_going"), n("Neg", ["v_in"], ["v_out"], name="negate")], "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [3])])
+    then_g = helper.make_graph([n("Loop", ["trips", "", "x"], ["t"], name="loop", body=body)], "then", [],
+                               [helper.make_tensor_value_info("t", TensorProto.FLOAT, [3])])
+    else_g = helper.make_graph([n("Abs", ["x"], ["e"], name="abs")], "else", [],
+                               [helper.make_tensor_value_info("e", TensorProto.FLOAT, [3])])
+    graph = helper.make_graph(
+        [n("If", ["c"], ["y"], name="cond", then_branch=then_g, else_branch=else_g)], "cf",
+        [helper.make_tensor_value_info("c", TensorProto.BOOL, []), helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])],
+        initializer=[numpy_helper.from_array(np.array(3, np.int64), "trips")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def test_subgraph_steps_are_recorded_under_their_path(tmp_path):
+    # The steps an If's branch and a Loop's body run are the model's work:
+    # recorded with the run that ran them, under "node/subgraph" paths,
+    # timed from that run's start.
+    s = olc_core.Session(_loop_in_if_model(), profile=True)
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(True), "x": x})[0], -x)  # Neg three times
+    np.testing.assert_array_equal(s.run(None, {"c": np.array(False), "x": x})[0], np.abs(x))
+    records = s.profile_records()
+    first = [(r.subgraph, r.node_name) for r in records if r.run == 0]
+    body = [("cond/then_branch/loop/body", "keep_going"), ("cond/then_branch/loop/body", "negate")]
+    assert first == [("", "cond"), ("cond/then_branch", "loop")] + body * 3, first
+    second = [(r.subgraph, r.node_name) for r in records if r.run == 1]
+    assert second == [("", "cond"), ("cond/else_branch", "abs")]
+    totals = s.run_times_us()
+    for run in (0, 1):
+        steps = [r for r in records if r.run == run]
+        cond = steps[0]
+        for r in steps[1:]:
+            # Inside the If's step (the sub-run's start is taken a little
+            # before the runtime's first step: a microsecond of slack).
+            assert cond.start_us - 1.0 <= r.start_us and r.start_us + r.duration_us <= cond.start_us + cond.duration_us + 1.0
+        assert cond.start_us + cond.duration_us <= totals[run] + 1e-3
+    loop = next(r for r in records if r.node_name == "loop")
+    body_steps = [r for r in records if r.subgraph.endswith("/body") and r.run == 0]
+    assert all(a.start_us + a.duration_us <= b.start_us + 1e-3 for a, b in itertools.pairwise(body_steps))
+    assert body_steps[0].start_us >= loop.start_us - 1.0
+    path = s.write_profile(tmp_path / "trace.json")
+    events = json.loads(Path(path).read_text())
+    nested = [e for e in events if e.get("cat") == "Node" and e["args"].get("subgraph")]
+    assert sorted({e["args"]["subgraph"] for e in nested}) == ["cond/else_branch", "cond/then_branch",
+                                                                "cond/then_branch/loop/body"]
+    s.clear_profile()
+    assert s.profile_records() == []
+    s.run(None, {"c": np.array(False), "x": x})
+    assert [(r.run, r.node_name) for r in s.profile_records()] == [(0, "cond"), (0, "abs")]
+
+
+def test_olc_run_profile_counts_subgraph_nodes_not_their_if(tmp_path):
+    # `olc run --profile` sums the nodes that ran: the branch's and the
+    # body's, not the If and Loop steps whose time is theirs.
+    pytest.importorskip("onnxruntime")
+    path = tmp_path / "cf.onnx"
+    onnx.save(_loop_in_if_model(), str(path))
+    feeds = tmp_path / "feeds.npz"
+    np.savez(feeds, c=np.array(True), x=np.array([1.0, -2.0, 3.0], np.float32))
+    out = tmp_path / "r.json"
+    p = run_cli("run", str(path), "--feeds", str(feeds), "--profile", "--compare", "onnxruntime", "--repeat", "5",
+                "--json", str(out))
+    assert p.returncode == 0, p.stderr
+    prof = json.loads(out.read_text())["profile"]
+    assert "If" not in prof["olc_by_op_us"] and "Loop" not in prof["olc_by_op_us"]
+    assert {"Neg", "Identity"} <= set(prof["olc_by_op_us"])
+    assert "cond/then_branch/loop/body/negate" in prof["olc_by_node_us"]
+    assert "If" not in prof["ort_by_op_us"] and "Neg" in prof["ort_by_op_us"]

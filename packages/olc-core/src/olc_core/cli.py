@@ -1080,6 +1080,8 @@ def olc_profile_by(records: Sequence[Any], runs: int, key: Callable[[Any], str])
 def ort_profile_by_op(path: str, skip_runs: int = 0) -> tuple[dict[str, float], int]:
     """onnxruntime's profile file: microseconds per run by op type over its
     runs after the first ``skip_runs``, and how many runs that is."""
+    from .control_flow import CONTROL_FLOW_OPS
+
     with open(path) as f:
         events = json.load(f)
     windows = sorted((float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in events
@@ -1093,9 +1095,16 @@ def ort_profile_by_op(path: str, skip_runs: int = 0) -> tuple[dict[str, float], 
         if not any(b <= ts <= end for b, end in kept):
             continue
         op = str(e.get("args", {}).get("op_name", "?"))
+        if op in CONTROL_FLOW_OPS:
+            continue  # its time is its subgraphs' nodes', listed on their own
         totals[op] = totals.get(op, 0.0) + float(e.get("dur", 0))
     runs = max(len(kept), 1)
     return dict(sorted(((k, v / runs) for k, v in totals.items()), key=lambda kv: -kv[1])), len(kept)
+
+
+def _profile_node(record: Any) -> str:
+    """A profiled step's node, under the path of its subgraph if it has one."""
+    return f"{record.subgraph}/{record.node_name}" if record.subgraph else record.node_name
 
 
 def _share(part: float, whole: float) -> str:
@@ -1105,6 +1114,8 @@ def _share(part: float, whole: float) -> str:
 def profile_runs(args: argparse.Namespace, model: Any, session: Any, feeds: Mapping[str, np.ndarray],
                  output_names: Sequence[str], with_ort: bool) -> dict[str, Any]:
     """Profiles olc (and onnxruntime) over the same runs and prints where the time goes."""
+    from .control_flow import CONTROL_FLOW_OPS
+
     runs = max(args.repeat, PROFILE_MIN_RUNS)
     ort_sess = None
     if with_ort:
@@ -1119,9 +1130,12 @@ def profile_runs(args: argparse.Namespace, model: Any, session: Any, feeds: Mapp
         session.run(output_names, feeds)
         if ort_sess is not None:
             ort_sess.run(output_names, feeds)
-    records = session.profile_records()
+    # The steps that ran nodes: an If or Loop run on olc counts through its
+    # subgraphs' steps (its own time is theirs), as onnxruntime's are.
+    records = [r for r in session.profile_records()
+               if not (r.op_type in CONTROL_FLOW_OPS and r.kernel.startswith("olc_core::"))]
     by_op = olc_profile_by(records, runs, lambda r: _op_label("ai.onnx", r.op_type))
-    by_node = olc_profile_by(records, runs, lambda r: r.node_name)
+    by_node = olc_profile_by(records, runs, _profile_node)
     olc_total = sum(by_op.values())
     ort_by_op: dict[str, float] = {}
     ort_total = 0.0
@@ -1146,7 +1160,7 @@ def profile_runs(args: argparse.Namespace, model: Any, session: Any, feeds: Mapp
         rows.append(row)
     headers = ["op type", "olc us/run", "olc %"] + (["ort us/run", "ort %"] if ort_sess is not None else [])
     print(_format_table(headers, rows))
-    entries = {r.node_name: r for r in records}
+    entries = {_profile_node(r): r for r in records}
     print()
     print(f"olc's top nodes (of {len(by_node)}):")
     print(_format_table(["node", "op", "kernel", "us/run", "%"],

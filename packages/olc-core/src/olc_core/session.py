@@ -6,6 +6,7 @@ import functools
 import logging
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -122,6 +123,11 @@ class ProfileRecord:
     threads: int
     fused_nodes: tuple[str, ...] = ()  # the original nodes a fused step runs
     cached: bool = False  # skipped: the shape-plan cache gave its outputs (duration 0)
+    # A step of a subgraph run by an If, Loop, Scan or SequenceMap on olc:
+    # the path of that node and subgraph ("cond/then_branch", nested
+    # "outer/body/inner/else_branch"); its start_us counts from the
+    # enclosing run's start. "" for a step of the session's own graph.
+    subgraph: str = ""
 
 
 @dataclass(frozen=True)
@@ -888,9 +894,16 @@ class Session:
         self._node_index: dict[str, int] = {}
         self._node_domains: list[str] = []
         self._check_info: tuple[Mapping[str, onnx.TypeProto], Sequence[onnx.NodeProto] | None] | None = None
+        # The Sessions of the subgraphs If, Loop, Scan and SequenceMap run on
+        # olc, by "node/subgraph" path; profiled when this one is.
+        self._subsessions: list[tuple[str, Session]] = []
+        self._profiling = bool(profile)
         self._build(proto, threads, participant_limit or 0, record_usage)
         self._profile_runs: list[tuple[list[Any], int]] = []
-        self._profiling = bool(profile)
+        # Per profiled run: its start (perf_counter_ns, at the call) and the
+        # steps its subgraphs ran.
+        self._profile_starts: list[int] = []
+        self._profile_nested: list[list[ProfileRecord]] = []
         if self._profiling:
             self._plan.set_profiling(True)
         self._warn_fallbacks(len(proto.graph.node))
@@ -1089,11 +1102,12 @@ class Session:
                 built = control_flow.build(
                     Session, model, node, label, outer, self._types,
                     {"threads": self._threads, "strict": self._strict, "fusion": self._fusion, "naive": self._naive,
-                     "_executor": self._executor},
+                     "profile": self._profiling, "_executor": self._executor},
                     self._constants,
                 )
                 if built is not None:
                     fn, subs, fed = built
+                    self._subsessions.extend((f"{node_name}/{name}", sub) for name, sub in subs)
                     kernel_name = f"olc_core::{node.op_type}"
                     cf_slots = [slot_of(n) if n else -1 for n in node.input] + [slot_of(n) for n in fed]
                     add_step("python", fn, cf_slots, out_slots, label, kernel_name, node)
@@ -1533,6 +1547,7 @@ class Session:
 
     def run(self, output_names: Sequence[str] | None, input_feed: Mapping[str, Any], run_options: Any = None) -> list:
         """Runs the model; the same call shape as onnxruntime's InferenceSession.run."""
+        start = time.perf_counter_ns() if self._profiling else 0
         try:
             outputs = self._plan.run(output_names, input_feed)
         except OlcError as err:
@@ -1544,6 +1559,14 @@ class Session:
             raise
         if self._profiling:
             self._profile_runs.append(self._plan.last_profile())
+            self._profile_starts.append(start)
+            nested: list[ProfileRecord] = []
+            for path, sub in self._subsessions:
+                for sub_start, records in sub._take_profile_runs():
+                    offset_us = (sub_start - start) / 1e3
+                    nested.extend(replace(r, start_us=r.start_us + offset_us,
+                                          subgraph=f"{path}/{r.subgraph}" if r.subgraph else path) for r in records)
+            self._profile_nested.append(sorted(nested, key=lambda r: r.start_us))
         return outputs
 
     # ------------------------------------------------------------ profiling
@@ -1560,7 +1583,19 @@ class Session:
                     run, e.node_name, e.op_type, e.kernel, e.native, start_ns / 1e3, duration_ns / 1e3,
                     tuple(tuple(int(d) for d in sh) for sh in shapes), self._threads,
                     tuple(name for name, _ in e.fused_nodes), bool(cached)))
+            # A subgraph's steps follow the runs of the steps that ran them.
+            records.extend(replace(r, run=run) for r in self._profile_nested[run])
         return records
+
+    def _take_profile_runs(self) -> list[tuple[int, list[ProfileRecord]]]:
+        """(start, records) of each run profiled since the last call, then
+        forgets them: an enclosing session files them under its own run."""
+        by_run: dict[int, list[ProfileRecord]] = {}
+        for r in self.profile_records():
+            by_run.setdefault(r.run, []).append(r)
+        taken = [(start, by_run.get(run, [])) for run, start in enumerate(self._profile_starts)]
+        self.clear_profile()
+        return taken
 
     def run_times_us(self) -> list[float]:
         """Wall time of each profiled run, from its first step's start to its last step's end."""
@@ -1569,6 +1604,8 @@ class Session:
     def clear_profile(self) -> None:
         """Forgets the runs profiled so far."""
         self._profile_runs.clear()
+        self._profile_starts.clear()
+        self._profile_nested.clear()
 
     def write_profile(self, path: str | os.PathLike[str]) -> str:
         """Writes the profile as Chrome trace-event JSON, the format
@@ -1595,6 +1632,8 @@ class Session:
                     args["fused_nodes"] = list(r.fused_nodes)
                 if r.cached:
                     args["shape_plan"] = "cached"
+                if r.subgraph:
+                    args["subgraph"] = r.subgraph
                 events.append({"cat": "Node", "pid": pid, "tid": 0, "dur": round(r.duration_us, 3),
                                "ts": round(offset + r.start_us, 3), "ph": "X", "name": f"{r.node_name}_kernel_time",
                                "args": args})
