@@ -22,6 +22,7 @@ I8 = ("uint8", "int8")
 # Einsum: every numeric type of its schema (integers wrap).
 CONV_T = ("float32", "float16")
 EINSUM_T = F3 + ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64")
+F32 = ("float32",)
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,22 @@ OPS: tuple[OpSpec, ...] = (
     OpSpec("ConvTranspose", "",
            (Segment(1, 10, CONV_T), Segment(11, 21, CONV_T), Segment(22, MAX_OPSET, CONV_T + ("bfloat16",))),
            "T", ("T", "T", "T"), ("T",)),
+    # LSTM 1 (its output_sequence attribute is ignored: the output names
+    # say which outputs are wanted), 7, 14 (layout added), 22 (bfloat16
+    # added): float32 only. X, W, R, B, initial_h, initial_c and P share T;
+    # sequence_lens is int32 (T1).
+    OpSpec("LSTM", "", (Segment(1, 6, F32), Segment(7, 13, F32), Segment(14, MAX_OPSET, F32)), "T",
+           ("T", "T", "T", "T", "T1", "T", "T", "T"), ("T", "T", "T"), (("T1", ("int32",)),)),
 )
 
 BY_NAME = {s.op: s for s in OPS}
+
+# The activation functions of the ONNX RNN operators in the order of the
+# operator's documentation: the kernel takes `activations` as these indices
+# (RnnAct in csrc/lstm_kernels.h). Names match case-insensitively, as in
+# ONNX Runtime.
+RNN_ACTIVATIONS = ("Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid",
+                   "Elu", "Softsign", "Softplus")
 
 # Per element type: (atol per sqrt(K) unit-magnitude products, rtol).
 TOLERANCE = {

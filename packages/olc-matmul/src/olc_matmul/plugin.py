@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import olc_core
 
-from . import manifest
+from . import lstm_attributes, manifest
 
 FAMILY = "olc-matmul"
 DESCRIPTIONS = {
@@ -21,7 +21,11 @@ DESCRIPTIONS = {
     "MatMulIntegerToFloat": "MatMulIntegerToFloat: the integer GEMM (VNNI / vpmaddwd) with a float output stage",
     "DynamicQuantizeMatMul": "DynamicQuantizeMatMul: A quantized to uint8 per tensor, then the integer GEMM",
     "MatMulNBits": "MatMulNBits: 2/4/8-bit weights; float32 GEMV/GEMM, or int8 activations (accuracy_level 4) on VNNI",
+    "LSTM": "LSTM: the input projection of all steps as one GEMM, per step the recurrent GEMM (GEMV for one row) "
+            "on the packed R and the fused gate math",
 }
+# Ops whose attributes the kernel ABI cannot carry as they are (STRINGS).
+NATIVE_ATTRIBUTES = {"LSTM": lstm_attributes.native_attributes}
 
 
 def registrations() -> list[olc_core.KernelRegistration]:
@@ -44,6 +48,7 @@ def registrations() -> list[olc_core.KernelRegistration]:
                     until_version=seg.until,
                     family=FAMILY,
                     description=DESCRIPTIONS.get(spec.op, f"{spec.op}: packed register-blocked GEMM, scalar/AVX2/AVX-512"),
+                    native_attributes=NATIVE_ATTRIBUTES.get(spec.op),
                 )
             )
     return out

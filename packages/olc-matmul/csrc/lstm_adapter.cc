@@ -1,0 +1,650 @@
+// LSTM (ai.onnx 1, 7, 14) as seen by olc-core: attribute, type and shape
+// validation, constant W and R packed once and B's two halves summed once,
+// and the run. Compiled without ISA flags.
+//
+// A run: X W^T for every step at once, one GEMM ([seq * batch, input] x
+// [input, dirs * 4 hidden]) with Wb + Rb added as its tiles are stored;
+// then per direction and step the recurrent product H(t-1) R^T ([rows,
+// hidden] x [hidden, 4 hidden]: the GEMM on the packed R, or for a single
+// row a GEMV over its panels) and the gate math of lstm_kernels.inc, which
+// writes C(t), H(t) and Y's row. Threads take whole directions and blocks
+// of batch rows, whose recurrences are independent, so no step waits for
+// another thread; a lone row of a lone direction splits each step's
+// product across threads instead, and only when that product is large.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adapter_util.h"
+#include "gemm_driver.h"
+#include "lstm_adapter.h"
+#include "lstm_kernels.h"
+#include "scratch.h"
+
+namespace olc_mm {
+
+namespace {
+
+const olc_core_api* g_api = nullptr;
+
+enum Input : int { kX = 0, kW, kR, kB, kSeqLens, kInitialH, kInitialC, kP, kNumInputs };
+const char* const kInputNames[kNumInputs] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
+// The rank of each input.
+const int32_t kRanks[kNumInputs] = {3, 3, 3, 2, 1, 3, 3, 2};
+
+enum class Direction { kForward, kReverse, kBidirectional };
+
+struct LstmState {
+  Direction direction = Direction::kForward;
+  int64_t dirs = 1;
+  int64_t hidden = 0;  // 0: R's last dimension, at run time
+  int64_t layout = 0;  // 0: [seq, batch, ...]; 1: [batch, seq, ...]
+  LstmCell cell[2];    // per direction (H and the peepholes set per run)
+  bool want[3] = {false, false, false};  // Y, Y_h, Y_c named in the graph
+  KernelSet ks;
+  GemmTuning tun;
+  const LstmKernels* lk = nullptr;
+  const olc_tuning_param* t_split = nullptr;
+  const olc_tuning_param* t_step = nullptr;
+  std::shared_ptr<PackedB> w_packed;  // constant W, one [input, dirs * 4 hidden] matrix
+  std::vector<int64_t> w_shape;
+  std::shared_ptr<PackedB> r_packed;  // constant R, dirs matrices of [hidden, 4 hidden]
+  std::vector<int64_t> r_shape;
+  std::vector<float> bias;  // constant B: Wb + Rb per direction, [dirs * 4 hidden]
+  std::string detail_serial, detail_split, detail_step;
+};
+
+// ONNX Runtime's defaults where activation_alpha / activation_beta run
+// out: LeakyRelu 0.01, HardSigmoid 0.2 and 0.5, Elu 1; every other 0.
+bool takes_alpha(RnnAct k) {
+  return k == RnnAct::kAffine || k == RnnAct::kLeakyRelu || k == RnnAct::kThresholdedRelu ||
+         k == RnnAct::kScaledTanh || k == RnnAct::kHardSigmoid || k == RnnAct::kElu;
+}
+bool takes_beta(RnnAct k) { return k == RnnAct::kAffine || k == RnnAct::kScaledTanh || k == RnnAct::kHardSigmoid; }
+float default_alpha(RnnAct k) {
+  return k == RnnAct::kLeakyRelu ? 0.01f : k == RnnAct::kHardSigmoid ? 0.2f : k == RnnAct::kElu ? 1.0f : 0.0f;
+}
+float default_beta(RnnAct k) { return k == RnnAct::kHardSigmoid ? 0.5f : 0.0f; }
+
+const char* direction_name(Direction d) {
+  return d == Direction::kForward ? "forward" : d == Direction::kReverse ? "reverse" : "bidirectional";
+}
+
+// The activations (f, g, h per direction) with their alphas and betas,
+// each list consumed in order by the functions that take one.
+bool read_activations(const AttrReader& ar, LstmState* st, char* error, size_t esize) {
+  std::vector<int64_t> codes;
+  const olc_attribute* a = ar.find("activations");
+  if (!a) {
+    for (int64_t d = 0; d < st->dirs; ++d)
+      codes.insert(codes.end(), {static_cast<int64_t>(RnnAct::kSigmoid), static_cast<int64_t>(RnnAct::kTanh),
+                                 static_cast<int64_t>(RnnAct::kTanh)});
+  } else {
+    // The registration's native_attributes hook (lstm_attributes.py) has
+    // turned the names into RnnAct codes.
+    if (a->type != OLC_ATTR_INTS)
+      return fail_create(error, esize, "attribute 'activations' must be a list of strings"), false;
+    codes.assign(a->ints, a->ints + a->count);
+    if (static_cast<int64_t>(codes.size()) != 3 * st->dirs)
+      return fail_create(error, esize,
+                         "attribute 'activations' lists %lld functions; direction '%s' takes %lld (f, g and h per "
+                         "direction)",
+                         (long long)codes.size(), direction_name(st->direction), (long long)(3 * st->dirs)),
+             false;
+    for (int64_t c : codes)
+      if (c < 0 || c >= static_cast<int64_t>(RnnAct::kCount))
+        return fail_create(error, esize, "attribute 'activations' holds an unknown function code %lld", (long long)c),
+               false;
+  }
+  std::vector<double> alphas, betas;
+  for (auto [name, list] : {std::make_pair("activation_alpha", &alphas), std::make_pair("activation_beta", &betas)}) {
+    const olc_attribute* v = ar.find(name);
+    if (!v) continue;
+    if (v->type != OLC_ATTR_FLOATS)
+      return fail_create(error, esize, "attribute '%s' must be a list of floats", name), false;
+    list->assign(v->floats, v->floats + v->count);
+  }
+  size_t next_alpha = 0, next_beta = 0;
+  for (int64_t d = 0; d < st->dirs; ++d)
+    for (int k = 0; k < 3; ++k) {
+      RnnActivation act;
+      act.kind = static_cast<RnnAct>(codes[d * 3 + k]);
+      act.alpha = default_alpha(act.kind);
+      act.beta = default_beta(act.kind);
+      if (takes_alpha(act.kind) && next_alpha < alphas.size()) act.alpha = static_cast<float>(alphas[next_alpha++]);
+      if (takes_beta(act.kind) && next_beta < betas.size()) act.beta = static_cast<float>(betas[next_beta++]);
+      (k == 0 ? st->cell[d].f : k == 1 ? st->cell[d].g : st->cell[d].h) = act;
+    }
+  return true;
+}
+
+std::string dims_str(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += dims[i] < 0 ? std::string("*") : std::to_string(static_cast<long long>(dims[i]));
+  }
+  return s + "]";
+}
+
+// Whether t has the shape dims (-1: any size there).
+bool shape_is(const olc_tensor& t, const std::vector<int64_t>& dims) {
+  if (t.ndim != static_cast<int32_t>(dims.size())) return false;
+  for (int32_t d = 0; d < t.ndim; ++d)
+    if (dims[d] >= 0 && t.shape[d] != dims[d]) return false;
+  return true;
+}
+
+// The shape each of W, R, B and P must have (input size -1: any).
+std::vector<int64_t> expected_shape(int input, int64_t dirs, int64_t hidden, int64_t input_size) {
+  switch (input) {
+    case kW: return {dirs, 4 * hidden, input_size};
+    case kR: return {dirs, 4 * hidden, hidden};
+    case kB: return {dirs, 8 * hidden};
+    default: return {dirs, 3 * hidden};  // kP
+  }
+}
+const char* shape_formula(int input) {
+  switch (input) {
+    case kW: return "[num_directions, 4 * hidden_size, input_size]";
+    case kR: return "[num_directions, 4 * hidden_size, hidden_size]";
+    case kB: return "[num_directions, 8 * hidden_size]";
+    default: return "[num_directions, 3 * hidden_size]";
+  }
+}
+
+void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  AttrReader ar{node, error, esize};
+  auto st = std::make_unique<LstmState>();
+  // Opset 1's output_sequence only says whether Y is wanted, which the
+  // graph's output names say too; layout came with opset 14.
+  if (node->opset < 7) {
+    if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+                         "input_forget", "output_sequence"}))
+      return nullptr;
+  } else if (node->opset < 14) {
+    if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+                         "input_forget"}))
+      return nullptr;
+  } else if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction",
+                              "hidden_size", "input_forget", "layout"})) {
+    return nullptr;
+  }
+  if (const olc_attribute* a = ar.find("direction")) {
+    if (a->type != OLC_ATTR_STRING || !a->s) return fail_create(error, esize, "attribute 'direction' must be a string");
+    if (!std::strcmp(a->s, "forward")) st->direction = Direction::kForward;
+    else if (!std::strcmp(a->s, "reverse")) st->direction = Direction::kReverse;
+    else if (!std::strcmp(a->s, "bidirectional")) st->direction = Direction::kBidirectional;
+    else
+      return fail_create(error, esize, "attribute 'direction' is '%s', not one of forward, reverse, bidirectional",
+                         a->s);
+  }
+  st->dirs = st->direction == Direction::kBidirectional ? 2 : 1;
+  const bool has_hidden = ar.find("hidden_size") != nullptr;
+  st->hidden = ar.get_int("hidden_size", 0);
+  const double clip = ar.get_float("clip", 0.0);
+  const bool has_clip = ar.find("clip") != nullptr;
+  const int64_t input_forget = ar.get_int("input_forget", 0);
+  st->layout = ar.get_int("layout", 0);
+  if (!ar.ok) return nullptr;
+  if (has_hidden && st->hidden <= 0)
+    return fail_create(error, esize, "attribute 'hidden_size' must be positive, got %lld", (long long)st->hidden);
+  if (has_clip && !(clip > 0.0))
+    return fail_create(error, esize, "attribute 'clip' must be positive, got %g", clip);
+  if (st->layout != 0 && st->layout != 1)
+    return fail_create(error, esize, "attribute 'layout' must be 0 or 1, got %lld", (long long)st->layout);
+  if (!read_activations(ar, st.get(), error, esize)) return nullptr;
+  for (LstmCell& c : st->cell) {
+    c.has_clip = has_clip;
+    c.clip = static_cast<float>(clip);
+    c.input_forget = input_forget != 0;
+    c.peep = nullptr;
+  }
+
+  if (node->n_inputs < 3 || node->n_inputs > kNumInputs)
+    return fail_create(error, esize,
+                       "LSTM takes 3 to 8 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, P), got %d",
+                       node->n_inputs);
+  if (node->n_outputs > 3) return fail_create(error, esize, "LSTM has at most 3 outputs, got %d", node->n_outputs);
+  if (node->input_dtypes[kX] != OLC_DTYPE_FLOAT)
+    return fail_create(error, esize, "unsupported input type %s (float32 only)",
+                       olc_dtype_name(node->input_dtypes[kX]));
+  for (int i = 0; i < node->n_inputs; ++i) {
+    const int32_t t = node->input_dtypes[i];
+    const int32_t want = i == kSeqLens ? OLC_DTYPE_INT32 : OLC_DTYPE_FLOAT;
+    if (t != OLC_DTYPE_UNDEFINED && t != want)
+      return fail_create(error, esize, "input %s has type %s, expected %s", kInputNames[i], olc_dtype_name(t),
+                         olc_dtype_name(want));
+    const int32_t r = node->input_ranks ? node->input_ranks[i] : -1;
+    if (t != OLC_DTYPE_UNDEFINED && r >= 0 && r != kRanks[i])
+      return fail_create(error, esize, "input %s has rank %d, expected %d", kInputNames[i], r, kRanks[i]);
+  }
+  for (int i = 0; i < node->n_outputs; ++i) {
+    const int32_t t = node->output_dtypes[i];
+    if (t != OLC_DTYPE_UNDEFINED && t != OLC_DTYPE_FLOAT)
+      return fail_create(error, esize, "output %d has type %s, expected float32", i, olc_dtype_name(t));
+    // An output without a name has no type: nothing reads it.
+    st->want[i] = t != OLC_DTYPE_UNDEFINED;
+  }
+
+  // Constant W, R, B and P: their shapes checked now; W and R packed.
+  const olc_tensor* cst = node->input_constants;
+  auto constant = [&](int i) -> const olc_tensor* {
+    return cst && i < node->n_inputs && cst[i].data && cst[i].dtype == OLC_DTYPE_FLOAT ? &cst[i] : nullptr;
+  };
+  if (const olc_tensor* r = constant(kR)) {
+    if (r->ndim != 3) return fail_create(error, esize, "input R has rank %d, expected 3", r->ndim);
+    if (!has_hidden) st->hidden = r->shape[2];
+    if (st->hidden <= 0)
+      return fail_create(error, esize, "input R of shape %s gives a hidden size of %lld; it must be positive",
+                         shape_str(*r).c_str(), (long long)st->hidden);
+  }
+  if (st->hidden > 0) {
+    for (int i : {kW, kR, kB, kP}) {
+      const olc_tensor* t = constant(i);
+      if (!t) continue;
+      const std::vector<int64_t> want = expected_shape(i, st->dirs, st->hidden, -1);
+      if (!shape_is(*t, want))
+        return fail_create(error, esize, "input %s has shape %s; direction '%s' and hidden_size %lld take %s = %s",
+                           kInputNames[i], shape_str(*t).c_str(), direction_name(st->direction),
+                           (long long)st->hidden, shape_formula(i), dims_str(want).c_str());
+    }
+  }
+
+  st->ks = select_kernels(api);
+  st->tun = default_gemm_tuning(OLC_DTYPE_FLOAT);
+  st->lk = lstm_kernels_for(api->simd_level());
+  const char* isa = st->ks.isa_name;
+  // Threads split the directions and the batch rows of a run whose
+  // recurrent products total at least split_min_macs; a lone row of a lone
+  // direction splits each step's product once it reaches step_min_macs.
+  st->t_split = api->tuning_declare_int("olc_matmul", "LSTM", isa, OLC_DTYPE_FLOAT, "split_min_macs", 1 << 18);
+  st->t_step = api->tuning_declare_int("olc_matmul", "LSTM", isa, OLC_DTYPE_FLOAT, "step_min_macs", 1 << 18);
+
+  std::string pack_note;
+  auto note = [&](const char* what, const PackedB& p) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, " prepacked-%s %.1f KiB", what, p.bytes / 1024.0);
+    pack_note += buf;
+    if (OLC_API_HAS(api, report_prepacked)) api->report_prepacked(node, &p, static_cast<int64_t>(p.bytes));
+  };
+  if (st->hidden > 0) {
+    const int64_t G = 4 * st->hidden;
+    if (const olc_tensor* w = constant(kW)) {
+      if (w->shape[2] > 0) {
+        st->w_packed = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, w->data, true, w->shape[2], st->dirs * G, 1);
+        if (st->w_packed) {
+          st->w_shape.assign(w->shape, w->shape + 3);
+          note("W", *st->w_packed);
+        }
+      }
+    }
+    if (const olc_tensor* r = constant(kR)) {
+      st->r_packed = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, r->data, true, st->hidden, G, st->dirs);
+      if (st->r_packed) {
+        st->r_shape.assign(r->shape, r->shape + 3);
+        note("R", *st->r_packed);
+      }
+    }
+    if (const olc_tensor* b = constant(kB)) {
+      const float* bv = static_cast<const float*>(b->data);
+      st->bias.resize(static_cast<size_t>(st->dirs * G));
+      for (int64_t d = 0; d < st->dirs; ++d)
+        for (int64_t k = 0; k < G; ++k) st->bias[d * G + k] = bv[d * 2 * G + k] + bv[d * 2 * G + G + k];
+    }
+  }
+  const std::string base = std::string(isa) + " " + direction_name(st->direction);
+  st->detail_serial = base + " serial" + pack_note;
+  st->detail_split = base + " split" + pack_note;
+  st->detail_step = base + " step-parallel" + pack_note;
+  return st.release();
+}
+
+void lstm_destroy(void* state) { delete static_cast<LstmState*>(state); }
+
+// ------------------------------------------------------------ run
+
+struct LstmRun {
+  const LstmState* st;
+  int64_t S, Bt, I, H, D, G;
+  int64_t chunks;  // blocks of batch rows per direction
+  const float* xproj;  // [S * Bt, D * G], rows in X's order
+  const int32_t* lens; // NULL: every row runs S steps
+  const float* R;      // as fed ([D, G, H]); NULL with the packed R
+  const PackedB* r_packed;
+  const float* h0;
+  const float* c0;
+  const float* P;
+  float* y;            // NULL: Y not wanted
+  float* y_h;
+  float* y_c;
+  float* hbuf;         // [D * Bt * 2 H]: H(t-1) and H(t) of each row block, swapped per step
+  float* cbuf;         // [D * Bt * H]
+  float* gates;        // [D * Bt * G]
+  olc_context* step_ctx;  // not NULL: each step's product may use the session's threads
+  GemmTuning tun;
+  std::atomic<bool>* failed;
+};
+
+int64_t x_row(const LstmRun& r, int64_t t, int64_t b) { return r.st->layout ? b * r.S + t : t * r.Bt + b; }
+int64_t y_offset(const LstmRun& r, int64_t t, int64_t d, int64_t b) {
+  return (r.st->layout ? (b * r.S + t) * r.D + d : (t * r.D + d) * r.Bt + b) * r.H;
+}
+int64_t state_offset(const LstmRun& r, int64_t d, int64_t b) {
+  return (r.st->layout ? b * r.D + d : d * r.Bt + b) * r.H;
+}
+
+// gates[rows, G] = h[rows, H] R_d^T.
+bool recurrent_product(const LstmRun& r, int64_t d, int64_t rows, const float* h, float* gates) {
+  const LstmState* st = r.st;
+  const int64_t G = r.G, H = r.H;
+  if (rows == 1 && !r.step_ctx) {
+    if (r.r_packed) {  // a GEMV over the packed panels: no MR-row tile for one row
+      const PackedB& p = *r.r_packed;
+      st->lk->gemv_panels(h, static_cast<const float*>(p.data) + d * p.mat_stride, H, p.nr, p.panel_stride, G,
+                          nullptr, gates);
+    } else {
+      st->ks.isa->gemv_rows_f32(G, H, r.R + d * G * H, H, h, gates);
+    }
+    return true;
+  }
+  GemmDesc desc{};
+  desc.dtype = OLC_DTYPE_FLOAT;
+  desc.M = rows;
+  desc.N = G;
+  desc.K = H;
+  desc.transB = true;
+  desc.lda = H;
+  desc.ldb = H;
+  desc.ldc = G;
+  desc.alpha = 1.0;
+  const void* ap = h;
+  const void* bp = r.R ? r.R + d * G * H : nullptr;
+  void* cp = gates;
+  const int64_t mat = d;
+  GemmBatch batch{1, &ap, &bp, &mat, &cp, r.r_packed};
+  return std::strcmp(gemm_run(g_api, r.step_ctx, st->ks, r.tun, desc, batch), "oom") != 0;
+}
+
+// Direction d, batch rows [b0, b1): every step, then the final states and
+// the zeros of Y past each row's length.
+void run_rows(const LstmRun& r, int64_t d, int64_t b0, int64_t b1) {
+  const LstmState* st = r.st;
+  const int64_t H = r.H, G = r.G, nb = b1 - b0;
+  const bool reverse = st->direction == Direction::kReverse || d == 1;
+  float* hp = r.hbuf + (d * r.Bt + b0) * 2 * H;  // H(t-1)
+  float* hn = hp + nb * H;                       // H(t)
+  float* c = r.cbuf + (d * r.Bt + b0) * H;
+  float* gates = r.gates + (d * r.Bt + b0) * G;
+  LstmCell cell = st->cell[d];
+  cell.H = H;
+  cell.peep = r.P ? r.P + d * 3 * H : nullptr;
+  int64_t max_len = 0;
+  bool ragged = false;
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t len = r.lens ? r.lens[b] : r.S;
+    max_len = std::max(max_len, len);
+    ragged = ragged || len != r.S;
+    const int64_t so = state_offset(r, d, b);
+    if (r.h0) std::memcpy(hp + (b - b0) * H, r.h0 + so, sizeof(float) * H);
+    else std::memset(hp + (b - b0) * H, 0, sizeof(float) * H);
+    if (r.c0) std::memcpy(c + (b - b0) * H, r.c0 + so, sizeof(float) * H);
+    else std::memset(c + (b - b0) * H, 0, sizeof(float) * H);
+  }
+  for (int64_t s = 0; s < max_len; ++s) {
+    // Without initial_h the first product is zero.
+    const bool zero_h = s == 0 && !r.h0;
+    if (!zero_h && !recurrent_product(r, d, nb, hp, gates)) {
+      r.failed->store(true);
+      return;
+    }
+    for (int64_t i = 0; i < nb; ++i) {
+      const int64_t b = b0 + i;
+      const int64_t len = r.lens ? r.lens[b] : r.S;
+      if (s >= len) {  // this row has ended: its state stays
+        std::memcpy(hn + i * H, hp + i * H, sizeof(float) * H);
+        continue;
+      }
+      // Reverse runs each row from its own last step back.
+      const int64_t t = reverse ? len - 1 - s : s;
+      st->lk->cell_row(&cell, r.xproj + x_row(r, t, b) * r.D * G + d * G, zero_h ? nullptr : gates + i * G,
+                       c + i * H, hn + i * H, r.y ? r.y + y_offset(r, t, d, b) : nullptr);
+    }
+    std::swap(hp, hn);
+  }
+  for (int64_t b = b0; b < b1; ++b) {
+    const int64_t len = r.lens ? r.lens[b] : r.S;
+    const int64_t so = state_offset(r, d, b);
+    // A row of length 0 ends with zero states, as ONNX Runtime gives them.
+    if (r.y_h) {
+      if (len > 0) std::memcpy(r.y_h + so, hp + (b - b0) * H, sizeof(float) * H);
+      else std::memset(r.y_h + so, 0, sizeof(float) * H);
+    }
+    if (r.y_c) {
+      if (len > 0) std::memcpy(r.y_c + so, c + (b - b0) * H, sizeof(float) * H);
+      else std::memset(r.y_c + so, 0, sizeof(float) * H);
+    }
+    if (r.y && ragged)
+      for (int64_t t = len; t < r.S; ++t) std::memset(r.y + y_offset(r, t, d, b), 0, sizeof(float) * H);
+  }
+}
+
+void run_items(void* user, int64_t begin, int64_t end) {
+  const LstmRun& r = *static_cast<const LstmRun*>(user);
+  for (int64_t item = begin; item < end; ++item) {
+    const int64_t d = item / r.chunks, q = item % r.chunks;
+    run_rows(r, d, q * r.Bt / r.chunks, (q + 1) * r.Bt / r.chunks);
+  }
+}
+
+bool check_tensor(olc_context* ctx, const olc_tensor& t, int i) {
+  const int32_t want = i == kSeqLens ? OLC_DTYPE_INT32 : OLC_DTYPE_FLOAT;
+  if (t.dtype != want) {
+    fail_run(ctx, "input %s has type %s, expected %s", kInputNames[i], olc_dtype_name(t.dtype), olc_dtype_name(want));
+    return false;
+  }
+  if (t.ndim != kRanks[i]) {
+    fail_run(ctx, "input %s has shape %s, expected rank %d", kInputNames[i], shape_str(t).c_str(), kRanks[i]);
+    return false;
+  }
+  const int64_t n = olc_element_count(&t);
+  if (n < 0) {
+    fail_run(ctx, "input %s has a negative dimension or too many elements", kInputNames[i]);
+    return false;
+  }
+  if (n > 0 && !t.data) {
+    fail_run(ctx, "input %s has no data", kInputNames[i]);
+    return false;
+  }
+  return true;
+}
+
+thread_local FloatScratch t_lstm_scratch;
+
+int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* in, int32_t n_outputs) {
+  const LstmState* st = static_cast<const LstmState*>(state);
+  auto has = [&](int i) { return i < n_inputs && in[i].dtype != OLC_DTYPE_UNDEFINED; };
+  if (!has(kX) || !has(kW) || !has(kR)) return fail_run(ctx, "inputs X, W and R are required");
+  if (n_outputs > 3) return fail_run(ctx, "expects at most 3 outputs, got %d", n_outputs);
+  for (int i = 0; i < std::min<int>(n_inputs, kNumInputs); ++i)
+    if (has(i) && !check_tensor(ctx, in[i], i)) return OLC_ERROR;
+  const olc_tensor& x = in[kX];
+  const int64_t S = st->layout ? x.shape[1] : x.shape[0];
+  const int64_t Bt = st->layout ? x.shape[0] : x.shape[1];
+  const int64_t I = x.shape[2];
+  const int64_t D = st->dirs;
+  const int64_t H = st->hidden ? st->hidden : in[kR].shape[2];
+  if (H <= 0)
+    return fail_run(ctx, "input R of shape %s gives a hidden size of %lld; it must be positive",
+                    shape_str(in[kR]).c_str(), (long long)H);
+  if (H > (int64_t(1) << 40)) return fail_run(ctx, "hidden size %lld is too large", (long long)H);
+  const int64_t G = 4 * H;
+  for (int i : {kW, kR, kB, kP}) {
+    if (!has(i)) continue;
+    const std::vector<int64_t> want = expected_shape(i, D, H, I);
+    if (!shape_is(in[i], want))
+      return fail_run(ctx, "input %s has shape %s; direction '%s', hidden_size %lld and input size %lld take %s = %s",
+                      kInputNames[i], shape_str(in[i]).c_str(), direction_name(st->direction), (long long)H,
+                      (long long)I, shape_formula(i), dims_str(want).c_str());
+  }
+  const std::vector<int64_t> state_shape = st->layout ? std::vector<int64_t>{Bt, D, H} : std::vector<int64_t>{D, Bt, H};
+  for (int i : {kInitialH, kInitialC})
+    if (has(i) && !shape_is(in[i], state_shape))
+      return fail_run(ctx, "input %s has shape %s, expected %s (%s)", kInputNames[i], shape_str(in[i]).c_str(),
+                      dims_str(state_shape).c_str(),
+                      st->layout ? "[batch_size, num_directions, hidden_size]"
+                                 : "[num_directions, batch_size, hidden_size]");
+  const int32_t* lens = nullptr;
+  if (has(kSeqLens)) {
+    if (!shape_is(in[kSeqLens], {Bt}))
+      return fail_run(ctx, "input sequence_lens has shape %s, expected [batch_size] = [%lld]",
+                      shape_str(in[kSeqLens]).c_str(), (long long)Bt);
+    lens = static_cast<const int32_t*>(in[kSeqLens].data);
+    for (int64_t b = 0; b < Bt; ++b)
+      if (lens[b] < 0 || lens[b] > S)
+        return fail_run(ctx, "sequence_lens[%lld] is %d, outside [0, seq_length = %lld]", (long long)b, lens[b],
+                        (long long)S);
+  }
+
+  // Work buffers: the input projection, the summed biases of a fed B and
+  // per direction and row H(t-1), H(t), C and the recurrent product.
+  const int64_t M = S * Bt, N = D * G;
+  const bool fed_bias = has(kB) && st->bias.empty();
+  uint64_t floats = 0, part = 0;
+  bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(M), static_cast<uint64_t>(N), &floats);
+  overflow = overflow || __builtin_mul_overflow(static_cast<uint64_t>(D * Bt), static_cast<uint64_t>(3 * H + G), &part);
+  overflow = overflow || __builtin_add_overflow(floats, part + (fed_bias ? N : 0), &floats) ||
+             floats > (uint64_t(1) << 60) / sizeof(float);
+  if (overflow) return fail_run(ctx, "the work buffers of X %s with hidden size %lld are too large",
+                                shape_str(x).c_str(), (long long)H);
+  float* work = floats ? t_lstm_scratch.get(static_cast<size_t>(floats)) : nullptr;
+  if (floats && !work) return fail_run(ctx, "out of memory for the LSTM work buffers");
+
+  // Outputs; an unnamed one gets no values (nothing reads it).
+  const int64_t y_shape0[4] = {S, D, Bt, H}, y_shape1[4] = {Bt, S, D, H};
+  const int64_t* state_dims = state_shape.data();
+  const int64_t none = 0;
+  float* outs[3] = {nullptr, nullptr, nullptr};
+  for (int i = 0; i < n_outputs; ++i) {
+    void* p;
+    if (!st->want[i]) p = g_api->allocate_output(ctx, i, OLC_DTYPE_FLOAT, 1, &none);
+    else if (i == 0) p = g_api->allocate_output(ctx, 0, OLC_DTYPE_FLOAT, 4, st->layout ? y_shape1 : y_shape0);
+    else p = g_api->allocate_output(ctx, i, OLC_DTYPE_FLOAT, 3, state_dims);
+    if (!p) return OLC_ERROR;
+    if (st->want[i]) outs[i] = static_cast<float*>(p);
+  }
+  if (Bt == 0) {
+    g_api->record_usage_detail(ctx, st->detail_serial.c_str());
+    return OLC_OK;
+  }
+
+  float* xproj = work;
+  float* bias_run = xproj + M * N;
+  float* rest = bias_run + (fed_bias ? N : 0);
+  const float* bias = st->bias.empty() ? nullptr : st->bias.data();
+  if (fed_bias) {
+    const float* bv = static_cast<const float*>(in[kB].data);
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t k = 0; k < G; ++k) bias_run[d * G + k] = bv[d * 2 * G + k] + bv[d * 2 * G + G + k];
+    bias = bias_run;
+  }
+  const GemmTuning tun = st->tun;
+  const bool w_packed = st->w_packed && shape_is(in[kW], st->w_shape);
+  if (M > 0) {
+    const float* xv = static_cast<const float*>(x.data);
+    if (M == 1 && w_packed) {  // one step of one row: a GEMV over the panels
+      const PackedB& p = *st->w_packed;
+      st->lk->gemv_panels(xv, static_cast<const float*>(p.data), I, p.nr, p.panel_stride, N, bias, xproj);
+    } else {
+      GemmDesc desc{};
+      desc.dtype = OLC_DTYPE_FLOAT;
+      desc.M = M;
+      desc.N = N;
+      desc.K = I;
+      desc.transB = true;
+      desc.lda = I;
+      desc.ldb = I;
+      desc.ldc = N;
+      desc.alpha = 1.0;
+      desc.beta = bias ? 1.0 : 0.0;
+      desc.bias = bias;
+      desc.bias_rs = 0;
+      desc.bias_cs = 1;
+      const void* ap = xv;
+      const void* bp = in[kW].data;
+      void* cp = xproj;
+      const int64_t mat0 = 0;
+      GemmBatch batch{1, &ap, &bp, &mat0, &cp, w_packed ? st->w_packed.get() : nullptr};
+      if (!std::strcmp(gemm_run(g_api, ctx, st->ks, tun, desc, batch), "oom"))
+        return fail_run(ctx, "out of memory for the GEMM work buffers");
+    }
+  }
+
+  std::atomic<bool> failed{false};
+  LstmRun r{};
+  r.st = st;
+  r.S = S;
+  r.Bt = Bt;
+  r.I = I;
+  r.H = H;
+  r.D = D;
+  r.G = G;
+  r.xproj = xproj;
+  r.lens = lens;
+  r.r_packed = st->r_packed && shape_is(in[kR], st->r_shape) ? st->r_packed.get() : nullptr;
+  // A fed R read by several steps is packed once for the run: the GEMM
+  // would pack it again every step (a fed R doubled the time of 100 steps
+  // of 8 rows), and one row's GEMV is faster over the panels.
+  std::shared_ptr<PackedB> r_run;
+  if (!r.r_packed && S > 1) {
+    r_run = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, in[kR].data, true, H, G, D);
+    r.r_packed = r_run.get();
+  }
+  r.R = r.r_packed ? nullptr : static_cast<const float*>(in[kR].data);
+  r.h0 = has(kInitialH) ? static_cast<const float*>(in[kInitialH].data) : nullptr;
+  r.c0 = has(kInitialC) ? static_cast<const float*>(in[kInitialC].data) : nullptr;
+  r.P = has(kP) ? static_cast<const float*>(in[kP].data) : nullptr;
+  r.y = outs[0];
+  r.y_h = outs[1];
+  r.y_c = outs[2];
+  r.hbuf = rest;
+  r.cbuf = r.hbuf + D * Bt * 2 * H;
+  r.gates = r.cbuf + D * Bt * H;
+  r.tun = tun;
+  r.failed = &failed;
+
+  // Threads: whole directions and blocks of rows when the run is large
+  // enough; else one thread, whose steps may still share a large product.
+  const int32_t threads = std::max<int32_t>(1, g_api->concurrency(ctx));
+  const double run_macs = static_cast<double>(S) * static_cast<double>(Bt * D) * static_cast<double>(G * H);
+  const bool split = threads > 1 && (D > 1 || Bt > 1) &&
+                     run_macs >= static_cast<double>(g_api->tuning_read_int(st->t_split));
+  r.chunks = split ? std::max<int64_t>(1, std::min<int64_t>(Bt, (threads + D - 1) / D)) : 1;
+  const char* detail;
+  if (split) {
+    g_api->parallel_for(ctx, D * r.chunks, 1, 0, &run_items, &r);
+    detail = st->detail_split.c_str();
+  } else {
+    const bool step_parallel = threads > 1 && static_cast<double>(Bt) * static_cast<double>(G * H) >=
+                                                  static_cast<double>(g_api->tuning_read_int(st->t_step));
+    r.step_ctx = step_parallel ? ctx : nullptr;
+    run_items(&r, 0, D * r.chunks);
+    detail = step_parallel ? st->detail_step.c_str() : st->detail_serial.c_str();
+  }
+  if (failed.load()) return fail_run(ctx, "out of memory for the GEMM work buffers");
+  g_api->record_usage_detail(ctx, detail);
+  return OLC_OK;
+}
+
+const olc_kernel_vtable kLstm = {OLC_ABI_VERSION, 0, "olc_matmul::LSTM", guarded_create<lstm_create>,
+                                 guarded_run<lstm_run>, lstm_destroy};
+
+}  // namespace
+
+void set_lstm_api(const olc_core_api* api) { g_api = api; }
+const olc_kernel_vtable* lstm_vtable() { return &kLstm; }
+
+}  // namespace olc_mm
