@@ -105,6 +105,31 @@ def test_constant_inputs_reach_create(scale_plugin):
         olc_core.Session(model)
 
 
+@pytest.mark.parametrize("size", [3, 300_000])
+def test_nodes_of_constants_alone_are_constants_for_the_kernels_after_them(scale_plugin, size):
+    # w = Squeeze(Unsqueeze(initializer)) as exporters write weights (Silero
+    # VAD's LSTM): evaluated while the session is made, so the AddSum after
+    # it (which takes only constants, and packs them) gets a constant. An
+    # output past the fold limit (1 MiB) is not kept: that AddSum refuses.
+    w = np.linspace(-1.0, 2.0, size, dtype=np.float32)
+    inits = [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(np.array([0], np.int64), "ax")]
+    nodes = [helper.make_node("Unsqueeze", ["w", "ax"], ["w1"], name="unsq"),
+             helper.make_node("Squeeze", ["w1", "ax"], ["w2"], name="sq"),
+             helper.make_node("AddSum", ["x", "w2"], ["y"], domain="test.olc", name="as")]
+    model = make_model(nodes, [tensor("x", shape=[2])], [tensor("y", shape=[2])], initializers=inits)
+    model.opset_import.append(helper.make_opsetid("test.olc", 1))
+    if size * 4 > (1 << 20):
+        with pytest.raises(olc_core.OlcError, match=r"node 'as' \(AddSum\): input 1 must be a float32 initializer"):
+            olc_core.Session(model)
+        return
+    s = olc_core.Session(model, strict=True)
+    (y,) = s.run(None, {"x": np.array([0.0, 1.0], np.float32)})
+    np.testing.assert_allclose(y, [w.sum(), 1.0 + w.sum()], rtol=1e-6)
+    plan = {e.node_name: e for e in s.kernel_plan()}
+    assert plan["as"].prepacked_bytes == 4
+    assert plan["unsq"].shape_plan == plan["sq"].shape_plan == "folded"
+
+
 def test_prepacked_bytes_are_reported_per_node_and_shared_once(scale_plugin):
     # AddSum "packs" its constant input (its sum, 4 bytes) keyed by that
     # constant: two nodes on one initializer share it, a second initializer

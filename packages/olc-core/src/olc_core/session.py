@@ -327,6 +327,10 @@ def _shape_of(tp: onnx.TypeProto | None) -> list[int | str | None] | None:
     return dims
 
 
+def _has_subgraphs(node: onnx.NodeProto) -> bool:
+    return any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute)
+
+
 def _subgraph_outer_names(node: onnx.NodeProto) -> list[str]:
     """Names a node's subgraphs read from the enclosing scope (as node inputs or as their own outputs)."""
     outer: list[str] = []
@@ -1017,6 +1021,8 @@ class Session:
             self._step_entries.append(len(self._plan_entries))
 
         table = dispatch_table()
+        # Outputs of the steps evaluated while building (step index -> values).
+        early_folded: dict[int, list[Any]] = {}
         for index, node, prepared in order:
             node_name = node.name or f"{node.op_type}_{index}"
             label = _label(node_name, node.op_type)
@@ -1096,6 +1102,19 @@ class Session:
                     PlanEntry(node_name, domain, node.op_type, reg.kernel_name, isinstance(reg.factory, _CAPSULE_TYPE),
                               selection_reason, prepacked_bytes=prepacked)
                 )
+                # A node of constants alone (Silero VAD's LSTM weights are
+                # Unsqueezes of initializers): evaluated now, so that the
+                # kernels made after it take its outputs as constants (and
+                # pack them once); the shape plan folds the step as before.
+                present = [n for n in node.input if n]
+                if (present and all(n in self._constants for n in present)
+                        and shape_plan.foldable_op(node.op_type, domain, _has_subgraphs(node))):
+                    got = self._evaluate_steps(
+                        len(slots), [(slot_of(n), self._constants[n]) for n in present], {}, [steps[-1]],
+                        [shape_plan.StepFacts(node.op_type, domain, in_slots, out_slots, False)], [0]).get(0)
+                    if got and all(isinstance(v, np.ndarray) and v.nbytes <= shape_plan.FOLD_MAX_BYTES for v in got):
+                        early_folded[len(steps) - 1] = got
+                        self._constants.update((n, v) for n, v in zip(node.output, got) if n)
                 continue
 
             if domain == "ai.onnx" and node.op_type in control_flow.CONTROL_FLOW_OPS:
@@ -1140,9 +1159,7 @@ class Session:
                 expected, inferred_nodes = self._fallback_checks(model)
                 # The inferred copy of a node with subgraphs types their
                 # outputs too (a Loop that runs no iteration needs them).
-                has_subgraphs = any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
-                                    for a in node.attribute)
-                if has_subgraphs and inferred_nodes is not None:
+                if _has_subgraphs(node) and inferred_nodes is not None:
                     twin = inferred_nodes[index]
                     if twin.op_type == node.op_type and list(twin.output) == list(node.output):
                         node = twin
@@ -1176,7 +1193,7 @@ class Session:
                 raise InvalidModelError(f"graph output '{vi.name}' is produced by no node, initializer or input")
 
         steps, cached_steps, frontier = self._apply_shape_plan(
-            graph, steps, step_nodes, constants, slots, {slots[vi.name] for vi in graph.output}
+            graph, steps, step_nodes, constants, slots, {slots[vi.name] for vi in graph.output}, early_folded
         )
 
         # Last use of every value: released right after that step.
@@ -1218,12 +1235,14 @@ class Session:
         constants: list[tuple[int, Any]],
         slots: dict[str, int],
         output_slots: set[int],
+        evaluated: Mapping[int, list[Any]],
     ) -> tuple[list[tuple[str, Any, list[int], list[int], str, str]], list[int], list[int]]:
         """Folds the steps whose values are known at construction into plan
         constants (appended to ``constants``) and picks the steps the runtime
         caches per feed-shape signature (see shape_plan.py). Returns the
         remaining steps, the cached ones among them and the cache's frontier
-        slots; plan entries say which nodes were folded or cached."""
+        slots; plan entries say which nodes were folded or cached.
+        ``evaluated``: the outputs of steps already evaluated while building."""
         name_of = {slot: name for name, slot in slots.items()}
         input_names = {vi.name for vi in graph.input}
         declared = {vi.name: _shape_of(vi.type) for vi in graph.input}
@@ -1250,8 +1269,7 @@ class Session:
         for (_, _, ins, outs, _, _), node in zip(steps, step_nodes):
             attrs = {a.name: a for a in node.attribute}
             facts.append(shape_plan.StepFacts(
-                node.op_type, normalize_domain(node.domain), ins, outs,
-                any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute),
+                node.op_type, normalize_domain(node.domain), ins, outs, _has_subgraphs(node),
                 attrs["start"].i if node.op_type == "Shape" and "start" in attrs else None,
                 attrs["end"].i if node.op_type == "Shape" and "end" in attrs else None,
             ))
@@ -1262,9 +1280,11 @@ class Session:
         )
 
         folded: dict[int, list[Any]] = {i: [v] for i, v in split.static_values.items()}
-        if split.foldable:
-            values = self._evaluate_steps(len(slots), constants, split.static_values, steps, facts, split.foldable)
-            for i in split.foldable:
+        folded.update((i, v) for i, v in evaluated.items() if i in split.foldable)
+        pending = [i for i in split.foldable if i not in folded]
+        if pending:
+            values = self._evaluate_steps(len(slots), constants, split.static_values, steps, facts, pending)
+            for i in pending:
                 got = values.get(i)
                 if got is not None and all(isinstance(v, np.ndarray) and v.nbytes <= shape_plan.FOLD_MAX_BYTES
                                            for v in got):

@@ -85,6 +85,12 @@ def _known_domain(domain: str) -> bool:
     return domain in ("ai.onnx", "com.microsoft") or domain.startswith("olc.")
 
 
+def foldable_op(op_type: str, domain: str, has_subgraphs: bool) -> bool:
+    """Whether a node of this op, its inputs all known, may be evaluated once
+    at construction (deterministic, of a domain whose semantics olc knows)."""
+    return _known_domain(domain) and op_type not in _NEVER and not has_subgraphs
+
+
 @dataclass(frozen=True)
 class StepFacts:
     """What the shape plan needs to know of one step of the plan."""
@@ -148,7 +154,7 @@ def split(
     for index, step in enumerate(steps):
         present = [s for s in step.inputs if s >= 0]
         eligible = (
-            _known_domain(step.domain) and step.op_type not in _NEVER and not step.has_subgraphs
+            foldable_op(step.op_type, step.domain, step.has_subgraphs)
             and all(tensor_slot(s) for s in step.outputs) and bool(present)
         )
         if eligible and step.op_type in ("Shape", "Size") and step.inputs[0] in determined | known:
