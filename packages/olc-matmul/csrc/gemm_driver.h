@@ -31,6 +31,7 @@ enum class PackLayout : int32_t {
   kBf16 = 3,  // bfloat16 k-pair panels for vdpbf16ps
   kInt = 4,   // integer group panels (MatMulInteger, QLinearMatMul)
   kNBits = 5, // MatMulNBits weights in the kernel's block layout
+  kQ8Rows = 6, // int8 codes in panels of nr columns, K rows each (a quantized LSTM R)
 };
 
 // B (one or more matrices) packed into the microkernel layout: per matrix,

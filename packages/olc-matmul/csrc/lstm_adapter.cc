@@ -1,6 +1,17 @@
-// LSTM (ai.onnx 1, 7, 14) as seen by olc-core: attribute, type and shape
-// validation, constant W and R packed once and B's two halves summed once,
-// and the run. Compiled without ISA flags.
+// LSTM (ai.onnx 1, 7, 14) and com.microsoft DynamicQuantizeLSTM as seen by
+// olc-core: attribute, type and shape validation, constant W and R packed
+// once and B's two halves summed once, and the run. Compiled without ISA
+// flags.
+//
+// The two ops differ only in how the weights arrive: LSTM's W [dirs, 4
+// hidden, input] and R [dirs, 4 hidden, hidden] in float, or
+// DynamicQuantizeLSTM's int8 / uint8 W [dirs, input, 4 hidden] and R [dirs,
+// hidden, 4 hidden] with a scale and zero point per direction or per
+// column. Quantized weights are dequantized ((q - zero point) * scale) into
+// LSTM's float layout, once at creation when constant (else per run), and
+// from there both ops share everything; a constant quantized R is also kept
+// as int8 panels, which one row's recurrent product reads instead of the
+// float R when that is larger than the caches favour (gemv_q8_panels).
 //
 // A run: X W^T for every step at once, one GEMM ([seq * batch, input] x
 // [input, dirs * 4 hidden]) with Wb + Rb added as its tiles are stored;
@@ -30,14 +41,94 @@ namespace {
 
 const olc_core_api* g_api = nullptr;
 
-enum Input : int { kX = 0, kW, kR, kB, kSeqLens, kInitialH, kInitialC, kP, kNumInputs };
-const char* const kInputNames[kNumInputs] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"};
-// The rank of each input.
-const int32_t kRanks[kNumInputs] = {3, 3, 3, 2, 1, 3, 3, 2};
+enum Input : int {
+  kX = 0, kW, kR, kB, kSeqLens, kInitialH, kInitialC, kP,
+  kLstmInputs,
+  // DynamicQuantizeLSTM's: per direction ([dirs]) or per column ([dirs, 4 hidden]).
+  kWScale = kLstmInputs, kWZeroPoint, kRScale, kRZeroPoint,
+  kNumInputs
+};
+const char* const kInputNames[kNumInputs] = {"X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P",
+                                             "W_scale", "W_zero_point", "R_scale", "R_zero_point"};
+// The rank of each input (-1: 1 or 2, checked with the shapes).
+const int32_t kRanks[kNumInputs] = {3, 3, 3, 2, 1, 3, 3, 2, -1, -1, -1, -1};
 
 enum class Direction { kForward, kReverse, kBidirectional };
 
+// A quantized weight (W or R of DynamicQuantizeLSTM): its codes [dirs, K,
+// G], their type, and the scale and zero point of each direction or column.
+struct QuantWeight {
+  const void* q;
+  bool is_uint8;
+  const float* scale;
+  const void* zero;
+  bool per_column;
+  int64_t dirs, K, G;
+  float zero_at(int64_t d, int64_t j) const {
+    const int64_t i = per_column ? d * G + j : d;
+    return is_uint8 ? static_cast<const uint8_t*>(zero)[i] : static_cast<const int8_t*>(zero)[i];
+  }
+  float scale_at(int64_t d, int64_t j) const { return scale[per_column ? d * G + j : d]; }
+  int32_t code(int64_t d, int64_t k, int64_t j) const {
+    const int64_t i = (d * K + k) * G + j;
+    return is_uint8 ? static_cast<const uint8_t*>(q)[i] : static_cast<const int8_t*>(q)[i];
+  }
+};
+
+// w[d, j, k] = (q[d, k, j] - zero) * scale: LSTM's [dirs, G, K] layout.
+void dequantize_to_lstm_layout(const QuantWeight& w, float* out) {
+  for (int64_t d = 0; d < w.dirs; ++d)
+    for (int64_t j = 0; j < w.G; ++j) {
+      const float s = w.scale_at(d, j), z = w.zero_at(d, j);
+      float* row = out + (d * w.G + j) * w.K;
+      for (int64_t k = 0; k < w.K; ++k) row[k] = (static_cast<float>(w.code(d, k, j)) - z) * s;
+    }
+}
+
+// A quantized R as gemv_q8_panels reads it: per direction, panels of nr
+// columns, each K rows of nr int8 codes (uint8 codes stored as q - 128 and
+// their zero points moved by as much), then the scales and zero points of
+// every direction, each padded to whole panels.
+struct Q8Panels {
+  std::shared_ptr<PackedB> codes;
+  std::vector<float> scale, zero;  // [dirs, padded]
+  int64_t padded = 0;              // columns per direction, whole panels
+  int64_t mat_bytes = 0;           // bytes of one direction's panels
+};
+
+std::unique_ptr<Q8Panels> pack_q8(const QuantWeight& w, int64_t nr) {
+  auto p = std::make_unique<Q8Panels>();
+  p->padded = (w.G + nr - 1) / nr * nr;
+  p->mat_bytes = p->padded * w.K;
+  p->codes = make_packed(PackLayout::kQ8Rows, static_cast<size_t>(w.dirs * p->mat_bytes));
+  if (!p->codes) return nullptr;
+  p->codes->nr = static_cast<int>(nr);
+  p->codes->K = w.K;
+  p->codes->N = w.G;
+  p->codes->nmat = w.dirs;
+  p->codes->panel_stride = w.K * nr;
+  p->codes->mat_stride = p->mat_bytes;
+  int8_t* dst = static_cast<int8_t*>(p->codes->data);
+  std::memset(dst, 0, static_cast<size_t>(w.dirs * p->mat_bytes));
+  p->scale.assign(static_cast<size_t>(w.dirs * p->padded), 0.0f);
+  p->zero.assign(static_cast<size_t>(w.dirs * p->padded), 0.0f);
+  const int32_t shift = w.is_uint8 ? 128 : 0;
+  for (int64_t d = 0; d < w.dirs; ++d) {
+    int8_t* m = dst + d * p->mat_bytes;
+    for (int64_t j = 0; j < w.G; ++j) {
+      p->scale[d * p->padded + j] = w.scale_at(d, j);
+      p->zero[d * p->padded + j] = w.zero_at(d, j) - static_cast<float>(shift);
+      int8_t* col = m + (j / nr) * w.K * nr + j % nr;
+      for (int64_t k = 0; k < w.K; ++k) col[k * nr] = static_cast<int8_t>(w.code(d, k, j) - shift);
+    }
+  }
+  return p;
+}
+
 struct LstmState {
+  bool quantized = false;  // DynamicQuantizeLSTM
+  const char* op = "LSTM";
+  int32_t weight_type = OLC_DTYPE_FLOAT;  // W's (and R's, zero points') element type
   Direction direction = Direction::kForward;
   int64_t dirs = 1;
   int64_t hidden = 0;  // 0: R's last dimension, at run time
@@ -53,8 +144,13 @@ struct LstmState {
   std::vector<int64_t> w_shape;
   std::shared_ptr<PackedB> r_packed;  // constant R, dirs matrices of [hidden, 4 hidden]
   std::vector<int64_t> r_shape;
+  std::unique_ptr<Q8Panels> r_q8;     // a constant quantized R, as int8 panels
+  const olc_tuning_param* t_q8 = nullptr;
   std::vector<float> bias;  // constant B: Wb + Rb per direction, [dirs * 4 hidden]
-  std::string detail_serial, detail_split, detail_step;
+  // Usage details per way of sharing the work (serial, split,
+  // step-parallel) without and with the int8 R's GEMV.
+  enum Mode { kSerial = 0, kSplit, kStep };
+  std::string detail[2][3];
 };
 
 // ONNX Runtime's defaults where activation_alpha / activation_beta run
@@ -139,35 +235,86 @@ bool shape_is(const olc_tensor& t, const std::vector<int64_t>& dims) {
 }
 
 // The shape each of W, R, B and P must have (input size -1: any).
-std::vector<int64_t> expected_shape(int input, int64_t dirs, int64_t hidden, int64_t input_size) {
+std::vector<int64_t> expected_shape(const LstmState& st, int input, int64_t hidden, int64_t input_size) {
+  const int64_t dirs = st.dirs, G = 4 * hidden;
   switch (input) {
-    case kW: return {dirs, 4 * hidden, input_size};
-    case kR: return {dirs, 4 * hidden, hidden};
+    case kW: return st.quantized ? std::vector<int64_t>{dirs, input_size, G} : std::vector<int64_t>{dirs, G, input_size};
+    case kR: return st.quantized ? std::vector<int64_t>{dirs, hidden, G} : std::vector<int64_t>{dirs, G, hidden};
     case kB: return {dirs, 8 * hidden};
     default: return {dirs, 3 * hidden};  // kP
   }
 }
-const char* shape_formula(int input) {
+const char* shape_formula(const LstmState& st, int input) {
   switch (input) {
-    case kW: return "[num_directions, 4 * hidden_size, input_size]";
-    case kR: return "[num_directions, 4 * hidden_size, hidden_size]";
+    case kW:
+      return st.quantized ? "[num_directions, input_size, 4 * hidden_size]"
+                          : "[num_directions, 4 * hidden_size, input_size]";
+    case kR:
+      return st.quantized ? "[num_directions, hidden_size, 4 * hidden_size]"
+                          : "[num_directions, 4 * hidden_size, hidden_size]";
     case kB: return "[num_directions, 8 * hidden_size]";
     default: return "[num_directions, 3 * hidden_size]";
   }
 }
 
-void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+// Whether input i has W's element type: R, and the zero points.
+bool has_weight_type(int i) { return i == kW || i == kR || i == kWZeroPoint || i == kRZeroPoint; }
+// The element type input i must have.
+int32_t expected_dtype(const LstmState& st, int i) {
+  return i == kSeqLens ? OLC_DTYPE_INT32 : has_weight_type(i) ? st.weight_type : OLC_DTYPE_FLOAT;
+}
+
+// An empty string when a scale (kWScale, kRScale) or zero point has a
+// shape its weight takes: [dirs] or [dirs, 4 hidden], the zero point the
+// scale's; else why not.
+std::string quant_param_error(const LstmState& st, int i, const olc_tensor& t, int64_t hidden,
+                              const olc_tensor* scale) {
+  char buf[320];
+  const std::vector<int64_t> per_dir{st.dirs}, per_col{st.dirs, 4 * hidden};
+  if (!shape_is(t, per_dir) && !shape_is(t, per_col)) {
+    std::snprintf(buf, sizeof buf,
+                  "input %s has shape %s; direction '%s' and hidden_size %lld take [num_directions] = %s or "
+                  "[num_directions, 4 * hidden_size] = %s",
+                  kInputNames[i], shape_str(t).c_str(), direction_name(st.direction), (long long)hidden,
+                  dims_str(per_dir).c_str(), dims_str(per_col).c_str());
+    return buf;
+  }
+  if (scale && scale->ndim != t.ndim) {
+    std::snprintf(buf, sizeof buf, "input %s has shape %s, not its scale %s's %s", kInputNames[i],
+                  shape_str(t).c_str(), kInputNames[i - 1], shape_str(*scale).c_str());
+    return buf;
+  }
+  return "";
+}
+
+QuantWeight quant_weight(const LstmState& st, const olc_tensor& q, const olc_tensor& scale, const olc_tensor& zero) {
+  QuantWeight w;
+  w.q = q.data;
+  w.is_uint8 = q.dtype == OLC_DTYPE_UINT8;
+  w.scale = static_cast<const float*>(scale.data);
+  w.zero = zero.data;
+  w.per_column = scale.ndim == 2;
+  w.dirs = st.dirs;
+  w.K = q.shape[1];
+  w.G = q.shape[2];
+  return w;
+}
+
+void* create_common(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize, bool quantized) {
   AttrReader ar{node, error, esize};
   auto st = std::make_unique<LstmState>();
+  st->quantized = quantized;
+  st->op = quantized ? "DynamicQuantizeLSTM" : "LSTM";
   // Opset 1's output_sequence only says whether Y is wanted, which the
-  // graph's output names say too; layout came with opset 14.
-  if (node->opset < 7) {
-    if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
-                         "input_forget", "output_sequence"}))
-      return nullptr;
-  } else if (node->opset < 14) {
+  // graph's output names say too; layout came with opset 14 (and is not
+  // DynamicQuantizeLSTM's).
+  if (quantized || (node->opset >= 7 && node->opset < 14)) {
     if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
                          "input_forget"}))
+      return nullptr;
+  } else if (node->opset < 7) {
+    if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+                         "input_forget", "output_sequence"}))
       return nullptr;
   } else if (!ar.check_known({"activation_alpha", "activation_beta", "activations", "clip", "direction",
                               "hidden_size", "input_forget", "layout"})) {
@@ -204,22 +351,43 @@ void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* erro
     c.peep = nullptr;
   }
 
-  if (node->n_inputs < 3 || node->n_inputs > kNumInputs)
+  if (quantized) {
+    if (node->n_inputs != kNumInputs)
+      return fail_create(error, esize,
+                         "DynamicQuantizeLSTM takes 12 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, P, "
+                         "W_scale, W_zero_point, R_scale, R_zero_point; B to P may be empty), got %d",
+                         node->n_inputs);
+  } else if (node->n_inputs < 3 || node->n_inputs > kLstmInputs) {
     return fail_create(error, esize,
                        "LSTM takes 3 to 8 inputs (X, W, R, B, sequence_lens, initial_h, initial_c, P), got %d",
                        node->n_inputs);
-  if (node->n_outputs > 3) return fail_create(error, esize, "LSTM has at most 3 outputs, got %d", node->n_outputs);
+  }
+  if (node->n_outputs > 3)
+    return fail_create(error, esize, "%s has at most 3 outputs, got %d", st->op, node->n_outputs);
   if (node->input_dtypes[kX] != OLC_DTYPE_FLOAT)
     return fail_create(error, esize, "unsupported input type %s (float32 only)",
                        olc_dtype_name(node->input_dtypes[kX]));
+  if (quantized) {
+    // W's type (int8 or uint8) binds R's and the zero points'.
+    st->weight_type = node->input_dtypes[kW];
+    if (st->weight_type != OLC_DTYPE_INT8 && st->weight_type != OLC_DTYPE_UINT8)
+      return fail_create(error, esize, "input W has type %s; DynamicQuantizeLSTM takes int8 or uint8 weights",
+                         olc_dtype_name(st->weight_type));
+  }
   for (int i = 0; i < node->n_inputs; ++i) {
     const int32_t t = node->input_dtypes[i];
-    const int32_t want = i == kSeqLens ? OLC_DTYPE_INT32 : OLC_DTYPE_FLOAT;
-    if (t != OLC_DTYPE_UNDEFINED && t != want)
-      return fail_create(error, esize, "input %s has type %s, expected %s", kInputNames[i], olc_dtype_name(t),
-                         olc_dtype_name(want));
+    if (quantized && has_weight_type(i)) {
+      if (t != st->weight_type)
+        return fail_create(error, esize, "input %s has type %s; it must have W's type %s", kInputNames[i],
+                           olc_dtype_name(t), olc_dtype_name(st->weight_type));
+    } else {
+      const int32_t want = expected_dtype(*st, i);
+      if (t != OLC_DTYPE_UNDEFINED && t != want)
+        return fail_create(error, esize, "input %s has type %s, expected %s", kInputNames[i], olc_dtype_name(t),
+                           olc_dtype_name(want));
+    }
     const int32_t r = node->input_ranks ? node->input_ranks[i] : -1;
-    if (t != OLC_DTYPE_UNDEFINED && r >= 0 && r != kRanks[i])
+    if (t != OLC_DTYPE_UNDEFINED && r >= 0 && kRanks[i] >= 0 && r != kRanks[i])
       return fail_create(error, esize, "input %s has rank %d, expected %d", kInputNames[i], r, kRanks[i]);
   }
   for (int i = 0; i < node->n_outputs; ++i) {
@@ -230,14 +398,16 @@ void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* erro
     st->want[i] = t != OLC_DTYPE_UNDEFINED;
   }
 
-  // Constant W, R, B and P: their shapes checked now; W and R packed.
+  // Constant weights, biases, peepholes, scales and zero points: their
+  // shapes checked now; W and R packed (dequantized first).
   const olc_tensor* cst = node->input_constants;
   auto constant = [&](int i) -> const olc_tensor* {
-    return cst && i < node->n_inputs && cst[i].data && cst[i].dtype == OLC_DTYPE_FLOAT ? &cst[i] : nullptr;
+    if (!cst || i >= node->n_inputs || !cst[i].data) return nullptr;
+    return cst[i].dtype == expected_dtype(*st, i) ? &cst[i] : nullptr;
   };
   if (const olc_tensor* r = constant(kR)) {
     if (r->ndim != 3) return fail_create(error, esize, "input R has rank %d, expected 3", r->ndim);
-    if (!has_hidden) st->hidden = r->shape[2];
+    if (!has_hidden) st->hidden = quantized ? r->shape[1] : r->shape[2];
     if (st->hidden <= 0)
       return fail_create(error, esize, "input R of shape %s gives a hidden size of %lld; it must be positive",
                          shape_str(*r).c_str(), (long long)st->hidden);
@@ -246,12 +416,20 @@ void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* erro
     for (int i : {kW, kR, kB, kP}) {
       const olc_tensor* t = constant(i);
       if (!t) continue;
-      const std::vector<int64_t> want = expected_shape(i, st->dirs, st->hidden, -1);
+      const std::vector<int64_t> want = expected_shape(*st, i, st->hidden, -1);
       if (!shape_is(*t, want))
         return fail_create(error, esize, "input %s has shape %s; direction '%s' and hidden_size %lld take %s = %s",
                            kInputNames[i], shape_str(*t).c_str(), direction_name(st->direction),
-                           (long long)st->hidden, shape_formula(i), dims_str(want).c_str());
+                           (long long)st->hidden, shape_formula(*st, i), dims_str(want).c_str());
     }
+    if (quantized)
+      for (int i : {kWScale, kWZeroPoint, kRScale, kRZeroPoint}) {
+        const olc_tensor* t = constant(i);
+        if (!t) continue;
+        const bool is_zero = i == kWZeroPoint || i == kRZeroPoint;
+        const std::string why = quant_param_error(*st, i, *t, st->hidden, is_zero ? constant(i - 1) : nullptr);
+        if (!why.empty()) return fail_create(error, esize, "%s", why.c_str());
+      }
   }
 
   st->ks = select_kernels(api);
@@ -261,32 +439,62 @@ void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* erro
   // Threads split the directions and the batch rows of a run whose
   // recurrent products total at least split_min_macs; a lone row of a lone
   // direction splits each step's product once it reaches step_min_macs.
-  st->t_split = api->tuning_declare_int("olc_matmul", "LSTM", isa, OLC_DTYPE_FLOAT, "split_min_macs", 1 << 18);
-  st->t_step = api->tuning_declare_int("olc_matmul", "LSTM", isa, OLC_DTYPE_FLOAT, "step_min_macs", 1 << 18);
+  st->t_split = api->tuning_declare_int("olc_matmul", st->op, isa, OLC_DTYPE_FLOAT, "split_min_macs", 1 << 18);
+  st->t_step = api->tuning_declare_int("olc_matmul", st->op, isa, OLC_DTYPE_FLOAT, "step_min_macs", 1 << 18);
+  // One row's recurrent product reads the int8 R instead of the float one
+  // once the float R of a direction has at least this many bytes (L2's
+  // size): below, it stays in L2 and the FMAs alone are as fast as
+  // converting codes (equal at 1 MiB, hidden 256; int8 2.8 times faster at
+  // 4 MiB, hidden 512, on a 2 MiB L2).
+  if (quantized) {
+    const int64_t l2 = cache_info().l2 > 0 ? cache_info().l2 : int64_t(1) << 20;
+    st->t_q8 = api->tuning_declare_int("olc_matmul", st->op, isa, OLC_DTYPE_FLOAT, "q8_gemv_min_bytes", l2);
+  }
 
   std::string pack_note;
-  auto note = [&](const char* what, const PackedB& p) {
+  auto note = [&](const char* what, const void* key, size_t bytes) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, " prepacked-%s %.1f KiB", what, p.bytes / 1024.0);
+    std::snprintf(buf, sizeof buf, " prepacked-%s %.1f KiB", what, bytes / 1024.0);
     pack_note += buf;
-    if (OLC_API_HAS(api, report_prepacked)) api->report_prepacked(node, &p, static_cast<int64_t>(p.bytes));
+    if (OLC_API_HAS(api, report_prepacked)) api->report_prepacked(node, key, static_cast<int64_t>(bytes));
+  };
+  // A quantized weight whose codes, scale and zero point are all constant,
+  // dequantized into LSTM's layout; empty otherwise.
+  auto dequantized = [&](int q, int scale) -> std::vector<float> {
+    const olc_tensor *tq = constant(q), *ts = constant(scale), *tz = constant(scale + 1);
+    if (!tq || !ts || !tz) return {};
+    const QuantWeight w = quant_weight(*st, *tq, *ts, *tz);
+    std::vector<float> out(static_cast<size_t>(w.dirs * w.G * w.K));
+    dequantize_to_lstm_layout(w, out.data());
+    return out;
   };
   if (st->hidden > 0) {
     const int64_t G = 4 * st->hidden;
     if (const olc_tensor* w = constant(kW)) {
-      if (w->shape[2] > 0) {
-        st->w_packed = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, w->data, true, w->shape[2], st->dirs * G, 1);
+      const int64_t input_size = quantized ? w->shape[1] : w->shape[2];
+      const std::vector<float> wf = quantized ? dequantized(kW, kWScale) : std::vector<float>{};
+      const void* src = quantized ? (wf.empty() ? nullptr : wf.data()) : w->data;
+      if (input_size > 0 && src) {
+        st->w_packed = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, src, true, input_size, st->dirs * G, 1);
         if (st->w_packed) {
           st->w_shape.assign(w->shape, w->shape + 3);
-          note("W", *st->w_packed);
+          note("W", st->w_packed.get(), st->w_packed->bytes);
         }
       }
     }
     if (const olc_tensor* r = constant(kR)) {
-      st->r_packed = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, r->data, true, st->hidden, G, st->dirs);
-      if (st->r_packed) {
-        st->r_shape.assign(r->shape, r->shape + 3);
-        note("R", *st->r_packed);
+      const std::vector<float> rf = quantized ? dequantized(kR, kRScale) : std::vector<float>{};
+      const void* src = quantized ? (rf.empty() ? nullptr : rf.data()) : r->data;
+      if (src) {
+        st->r_packed = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, src, true, st->hidden, G, st->dirs);
+        if (st->r_packed) {
+          st->r_shape.assign(r->shape, r->shape + 3);
+          note("R", st->r_packed.get(), st->r_packed->bytes);
+        }
+        if (quantized && st->r_packed) {
+          st->r_q8 = pack_q8(quant_weight(*st, *r, *constant(kRScale), *constant(kRZeroPoint)), st->lk->q8_nr);
+          if (st->r_q8) note("R-int8", st->r_q8->codes.get(), st->r_q8->codes->bytes);
+        }
       }
     }
     if (const olc_tensor* b = constant(kB)) {
@@ -297,10 +505,19 @@ void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* erro
     }
   }
   const std::string base = std::string(isa) + " " + direction_name(st->direction);
-  st->detail_serial = base + " serial" + pack_note;
-  st->detail_split = base + " split" + pack_note;
-  st->detail_step = base + " step-parallel" + pack_note;
+  for (int q8 = 0; q8 < 2; ++q8)
+    for (const auto& [mode, name] : {std::make_pair(LstmState::kSerial, " serial"),
+                                     std::make_pair(LstmState::kSplit, " split"),
+                                     std::make_pair(LstmState::kStep, " step-parallel")})
+      st->detail[q8][mode] = base + name + (q8 ? " int8-R-gemv" : "") + pack_note;
   return st.release();
+}
+
+void* lstm_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return create_common(api, node, error, esize, false);
+}
+void* dynamic_quantize_lstm_create(const olc_core_api* api, const olc_node_info* node, char* error, size_t esize) {
+  return create_common(api, node, error, esize, true);
 }
 
 void lstm_destroy(void* state) { delete static_cast<LstmState*>(state); }
@@ -315,6 +532,7 @@ struct LstmRun {
   const int32_t* lens; // NULL: every row runs S steps
   const float* R;      // as fed ([D, G, H]); NULL with the packed R
   const PackedB* r_packed;
+  const Q8Panels* r_q8;  // not NULL: one row's product reads these int8 panels
   const float* h0;
   const float* c0;
   const float* P;
@@ -337,10 +555,37 @@ int64_t state_offset(const LstmRun& r, int64_t d, int64_t b) {
   return (r.st->layout ? b * r.D + d : d * r.Bt + b) * r.H;
 }
 
+// One row's product with the int8 R over columns [j0, j1) (whole panels
+// but for the last).
+struct Q8Gemv {
+  const LstmKernels* lk;
+  const Q8Panels* q;
+  int64_t d, H, G, panels_per_item;
+  const float* h;
+  float* gates;
+};
+void q8_gemv_items(void* user, int64_t begin, int64_t end) {
+  const Q8Gemv& g = *static_cast<const Q8Gemv*>(user);
+  const int64_t nr = g.q->codes->nr;
+  const int64_t j0 = begin * g.panels_per_item * nr, j1 = std::min(g.G, end * g.panels_per_item * nr);
+  if (j0 >= j1) return;
+  const int64_t at = g.d * g.q->padded + j0;
+  g.lk->gemv_q8_panels(g.h, static_cast<const int8_t*>(g.q->codes->data) + g.d * g.q->mat_bytes + j0 * g.H, g.H,
+                       j1 - j0, g.q->scale.data() + at, g.q->zero.data() + at, g.gates + j0);
+}
+
 // gates[rows, G] = h[rows, H] R_d^T.
 bool recurrent_product(const LstmRun& r, int64_t d, int64_t rows, const float* h, float* gates) {
   const LstmState* st = r.st;
   const int64_t G = r.G, H = r.H;
+  if (rows == 1 && r.r_q8) {
+    // Step-parallel: blocks of 4 panels (the kernel's group) per thread.
+    Q8Gemv g{st->lk, r.r_q8, d, H, G, 4, h, gates};
+    const int64_t items = (G + 4 * r.r_q8->codes->nr - 1) / (4 * r.r_q8->codes->nr);
+    if (r.step_ctx) g_api->parallel_for(r.step_ctx, items, 1, 0, &q8_gemv_items, &g);
+    else q8_gemv_items(&g, 0, items);
+    return true;
+  }
   if (rows == 1 && !r.step_ctx) {
     if (r.r_packed) {  // a GEMV over the packed panels: no MR-row tile for one row
       const PackedB& p = *r.r_packed;
@@ -440,13 +685,13 @@ void run_items(void* user, int64_t begin, int64_t end) {
   }
 }
 
-bool check_tensor(olc_context* ctx, const olc_tensor& t, int i) {
-  const int32_t want = i == kSeqLens ? OLC_DTYPE_INT32 : OLC_DTYPE_FLOAT;
+bool check_tensor(const LstmState& st, olc_context* ctx, const olc_tensor& t, int i) {
+  const int32_t want = expected_dtype(st, i);
   if (t.dtype != want) {
     fail_run(ctx, "input %s has type %s, expected %s", kInputNames[i], olc_dtype_name(t.dtype), olc_dtype_name(want));
     return false;
   }
-  if (t.ndim != kRanks[i]) {
+  if (kRanks[i] >= 0 && t.ndim != kRanks[i]) {
     fail_run(ctx, "input %s has shape %s, expected rank %d", kInputNames[i], shape_str(t).c_str(), kRanks[i]);
     return false;
   }
@@ -468,15 +713,18 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const LstmState* st = static_cast<const LstmState*>(state);
   auto has = [&](int i) { return i < n_inputs && in[i].dtype != OLC_DTYPE_UNDEFINED; };
   if (!has(kX) || !has(kW) || !has(kR)) return fail_run(ctx, "inputs X, W and R are required");
+  if (st->quantized && !(has(kWScale) && has(kWZeroPoint) && has(kRScale) && has(kRZeroPoint)))
+    return fail_run(ctx, "inputs W_scale, W_zero_point, R_scale and R_zero_point are required");
   if (n_outputs > 3) return fail_run(ctx, "expects at most 3 outputs, got %d", n_outputs);
-  for (int i = 0; i < std::min<int>(n_inputs, kNumInputs); ++i)
-    if (has(i) && !check_tensor(ctx, in[i], i)) return OLC_ERROR;
+  const int n_known = std::min<int>(n_inputs, st->quantized ? kNumInputs : kLstmInputs);
+  for (int i = 0; i < n_known; ++i)
+    if (has(i) && !check_tensor(*st, ctx, in[i], i)) return OLC_ERROR;
   const olc_tensor& x = in[kX];
   const int64_t S = st->layout ? x.shape[1] : x.shape[0];
   const int64_t Bt = st->layout ? x.shape[0] : x.shape[1];
   const int64_t I = x.shape[2];
   const int64_t D = st->dirs;
-  const int64_t H = st->hidden ? st->hidden : in[kR].shape[2];
+  const int64_t H = st->hidden ? st->hidden : in[kR].shape[st->quantized ? 1 : 2];
   if (H <= 0)
     return fail_run(ctx, "input R of shape %s gives a hidden size of %lld; it must be positive",
                     shape_str(in[kR]).c_str(), (long long)H);
@@ -484,12 +732,18 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const int64_t G = 4 * H;
   for (int i : {kW, kR, kB, kP}) {
     if (!has(i)) continue;
-    const std::vector<int64_t> want = expected_shape(i, D, H, I);
+    const std::vector<int64_t> want = expected_shape(*st, i, H, I);
     if (!shape_is(in[i], want))
       return fail_run(ctx, "input %s has shape %s; direction '%s', hidden_size %lld and input size %lld take %s = %s",
                       kInputNames[i], shape_str(in[i]).c_str(), direction_name(st->direction), (long long)H,
-                      (long long)I, shape_formula(i), dims_str(want).c_str());
+                      (long long)I, shape_formula(*st, i), dims_str(want).c_str());
   }
+  if (st->quantized)
+    for (int i : {kWScale, kWZeroPoint, kRScale, kRZeroPoint}) {
+      const bool is_zero = i == kWZeroPoint || i == kRZeroPoint;
+      const std::string why = quant_param_error(*st, i, in[i], H, is_zero ? &in[i - 1] : nullptr);
+      if (!why.empty()) return fail_run(ctx, "%s", why.c_str());
+    }
   const std::vector<int64_t> state_shape = st->layout ? std::vector<int64_t>{Bt, D, H} : std::vector<int64_t>{D, Bt, H};
   for (int i : {kInitialH, kInitialC})
     if (has(i) && !shape_is(in[i], state_shape))
@@ -509,14 +763,20 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
                         (long long)S);
   }
 
-  // Work buffers: the input projection, the summed biases of a fed B and
-  // per direction and row H(t-1), H(t), C and the recurrent product.
+  // Work buffers: the input projection, the summed biases of a fed B,
+  // per direction and row H(t-1), H(t), C and the recurrent product, and
+  // quantized weights not packed at creation, dequantized.
   const int64_t M = S * Bt, N = D * G;
   const bool fed_bias = has(kB) && st->bias.empty();
+  const bool w_packed = st->w_packed && shape_is(in[kW], st->w_shape);
+  const bool r_prepacked = st->r_packed && shape_is(in[kR], st->r_shape);
+  const uint64_t w_floats = st->quantized && !w_packed ? static_cast<uint64_t>(N) * static_cast<uint64_t>(I) : 0;
+  const uint64_t r_floats = st->quantized && !r_prepacked ? static_cast<uint64_t>(N) * static_cast<uint64_t>(H) : 0;
   uint64_t floats = 0, part = 0;
   bool overflow = __builtin_mul_overflow(static_cast<uint64_t>(M), static_cast<uint64_t>(N), &floats);
   overflow = overflow || __builtin_mul_overflow(static_cast<uint64_t>(D * Bt), static_cast<uint64_t>(3 * H + G), &part);
   overflow = overflow || __builtin_add_overflow(floats, part + (fed_bias ? N : 0), &floats) ||
+             __builtin_add_overflow(floats, w_floats + r_floats, &floats) ||
              floats > (uint64_t(1) << 60) / sizeof(float);
   if (overflow) return fail_run(ctx, "the work buffers of X %s with hidden size %lld are too large",
                                 shape_str(x).c_str(), (long long)H);
@@ -537,13 +797,27 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     if (st->want[i]) outs[i] = static_cast<float*>(p);
   }
   if (Bt == 0) {
-    g_api->record_usage_detail(ctx, st->detail_serial.c_str());
+    g_api->record_usage_detail(ctx, st->detail[0][LstmState::kSerial].c_str());
     return OLC_OK;
   }
 
   float* xproj = work;
   float* bias_run = xproj + M * N;
-  float* rest = bias_run + (fed_bias ? N : 0);
+  float* w_dequant = bias_run + (fed_bias ? N : 0);
+  float* r_dequant = w_dequant + w_floats;
+  float* rest = r_dequant + r_floats;
+  // The float W and R as LSTM takes them ([D, G, I], [D, G, H]) where they
+  // are not packed: as fed, or dequantized now.
+  const float* w_float = static_cast<const float*>(in[kW].data);
+  const float* r_float = static_cast<const float*>(in[kR].data);
+  if (w_floats) {
+    dequantize_to_lstm_layout(quant_weight(*st, in[kW], in[kWScale], in[kWZeroPoint]), w_dequant);
+    w_float = w_dequant;
+  }
+  if (r_floats) {
+    dequantize_to_lstm_layout(quant_weight(*st, in[kR], in[kRScale], in[kRZeroPoint]), r_dequant);
+    r_float = r_dequant;
+  }
   const float* bias = st->bias.empty() ? nullptr : st->bias.data();
   if (fed_bias) {
     const float* bv = static_cast<const float*>(in[kB].data);
@@ -552,7 +826,6 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     bias = bias_run;
   }
   const GemmTuning tun = st->tun;
-  const bool w_packed = st->w_packed && shape_is(in[kW], st->w_shape);
   if (M > 0) {
     const float* xv = static_cast<const float*>(x.data);
     if (M == 1 && w_packed) {  // one step of one row: a GEMV over the panels
@@ -574,7 +847,7 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       desc.bias_rs = 0;
       desc.bias_cs = 1;
       const void* ap = xv;
-      const void* bp = in[kW].data;
+      const void* bp = w_float;
       void* cp = xproj;
       const int64_t mat0 = 0;
       GemmBatch batch{1, &ap, &bp, &mat0, &cp, w_packed ? st->w_packed.get() : nullptr};
@@ -594,16 +867,16 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   r.G = G;
   r.xproj = xproj;
   r.lens = lens;
-  r.r_packed = st->r_packed && shape_is(in[kR], st->r_shape) ? st->r_packed.get() : nullptr;
+  r.r_packed = r_prepacked ? st->r_packed.get() : nullptr;
   // A fed R read by several steps is packed once for the run: the GEMM
   // would pack it again every step (a fed R doubled the time of 100 steps
   // of 8 rows), and one row's GEMV is faster over the panels.
   std::shared_ptr<PackedB> r_run;
   if (!r.r_packed && S > 1) {
-    r_run = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, in[kR].data, true, H, G, D);
+    r_run = pack_b_constant(st->ks, OLC_DTYPE_FLOAT, r_float, true, H, G, D);
     r.r_packed = r_run.get();
   }
-  r.R = r.r_packed ? nullptr : static_cast<const float*>(in[kR].data);
+  r.R = r.r_packed ? nullptr : r_float;
   r.h0 = has(kInitialH) ? static_cast<const float*>(in[kInitialH].data) : nullptr;
   r.c0 = has(kInitialC) ? static_cast<const float*>(in[kInitialC].data) : nullptr;
   r.P = has(kP) ? static_cast<const float*>(in[kP].data) : nullptr;
@@ -623,16 +896,22 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const bool split = threads > 1 && (D > 1 || Bt > 1) &&
                      run_macs >= static_cast<double>(g_api->tuning_read_int(st->t_split));
   r.chunks = split ? std::max<int64_t>(1, std::min<int64_t>(Bt, (threads + D - 1) / D)) : 1;
+  // The int8 R where every product is of one row (a block of one batch row).
+  r.r_q8 = r_prepacked && st->r_q8 && r.chunks == Bt &&
+                   static_cast<double>(sizeof(float)) * static_cast<double>(G * H) >=
+                       static_cast<double>(g_api->tuning_read_int(st->t_q8))
+               ? st->r_q8.get()
+               : nullptr;
   const char* detail;
   if (split) {
     g_api->parallel_for(ctx, D * r.chunks, 1, 0, &run_items, &r);
-    detail = st->detail_split.c_str();
+    detail = st->detail[r.r_q8 != nullptr][LstmState::kSplit].c_str();
   } else {
     const bool step_parallel = threads > 1 && static_cast<double>(Bt) * static_cast<double>(G * H) >=
                                                   static_cast<double>(g_api->tuning_read_int(st->t_step));
     r.step_ctx = step_parallel ? ctx : nullptr;
     run_items(&r, 0, D * r.chunks);
-    detail = step_parallel ? st->detail_step.c_str() : st->detail_serial.c_str();
+    detail = st->detail[r.r_q8 != nullptr][step_parallel ? LstmState::kStep : LstmState::kSerial].c_str();
   }
   if (failed.load()) return fail_run(ctx, "out of memory for the GEMM work buffers");
   g_api->record_usage_detail(ctx, detail);
@@ -641,10 +920,14 @@ int32_t lstm_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
 
 const olc_kernel_vtable kLstm = {OLC_ABI_VERSION, 0, "olc_matmul::LSTM", guarded_create<lstm_create>,
                                  guarded_run<lstm_run>, lstm_destroy};
+const olc_kernel_vtable kDynamicQuantizeLstm = {OLC_ABI_VERSION, 0, "olc_matmul::DynamicQuantizeLSTM",
+                                                guarded_create<dynamic_quantize_lstm_create>, guarded_run<lstm_run>,
+                                                lstm_destroy};
 
 }  // namespace
 
 void set_lstm_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* lstm_vtable() { return &kLstm; }
+const olc_kernel_vtable* dynamic_quantize_lstm_vtable() { return &kDynamicQuantizeLstm; }
 
 }  // namespace olc_mm

@@ -69,6 +69,14 @@ struct LstmKernels {
   // panels of NR columns, each K rows of NR values, panel_stride apart.
   void (*gemv_panels)(const float* x, const float* panels, int64_t K, int64_t NR, int64_t panel_stride, int64_t n,
                       const float* bias, float* y);
+  // One row times int8 codes converted to float as they are read:
+  // y[j] = scale[j] (sum_k x[k] q[k, j] - zero[j] sum_k x[k]) for j < n,
+  // q in panels of q8_nr columns, each K rows of q8_nr codes (K q8_nr
+  // bytes apart); scale and zero padded to whole panels. The quantized
+  // recurrent weights at one row: a quarter of the float R's bytes.
+  void (*gemv_q8_panels)(const float* x, const int8_t* panels, int64_t K, int64_t n, const float* scale,
+                         const float* zero, float* y);
+  int64_t q8_nr;  // columns per int8 panel
 };
 
 namespace scalar { const LstmKernels* lstm_kernels(); }

@@ -1,5 +1,7 @@
 // The scalar LSTM gate math (see lstm_kernels.inc). Compiled with this
 // level's flags only; entered after the runtime check for the level.
+#include <emmintrin.h>
+
 #include <algorithm>
 #include <cstdint>
 

@@ -88,6 +88,7 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "QLinearConv") vt = olc_mm::qlinear_conv_vtable();
         else if (op == "ConvInteger") vt = olc_mm::conv_integer_vtable();
         else if (op == "LSTM") vt = olc_mm::lstm_vtable();
+        else if (op == "DynamicQuantizeLSTM") vt = olc_mm::dynamic_quantize_lstm_vtable();
         if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));
       },

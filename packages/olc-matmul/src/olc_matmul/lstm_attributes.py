@@ -1,4 +1,5 @@
-"""LSTM's attributes restated for the native kernel.
+"""LSTM's (and DynamicQuantizeLSTM's) attributes restated for the native
+kernel.
 
 The kernel ABI carries INT, FLOAT, STRING, INTS and FLOATS attributes;
 LSTM's ``activations`` is a STRINGS list. This registration hook hands it

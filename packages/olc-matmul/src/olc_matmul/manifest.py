@@ -123,6 +123,14 @@ OPS: tuple[OpSpec, ...] = (
     # sequence_lens is int32 (T1).
     OpSpec("LSTM", "", (Segment(1, 6, F32), Segment(7, 13, F32), Segment(14, MAX_OPSET, F32)), "T",
            ("T", "T", "T", "T", "T1", "T", "T", "T"), ("T", "T", "T"), (("T1", ("int32",)),)),
+    # com.microsoft DynamicQuantizeLSTM: LSTM's inputs (no layout; W [dirs,
+    # input, 4 hidden] and R [dirs, hidden, 4 hidden] int8 or uint8, T2),
+    # then W_scale, W_zero_point, R_scale, R_zero_point. W, R and the zero
+    # points are left unconstrained here so that create() names which one
+    # has which type (they must all have W's, int8 or uint8).
+    OpSpec("DynamicQuantizeLSTM", "com.microsoft", (Segment(1, MAX_OPSET, F32),), "T",
+           ("T", None, None, "T", "T1", "T", "T", "T", "T", None, "T", None), ("T", "T", "T"),
+           (("T1", ("int32",)), ("T2", I8))),
 )
 
 BY_NAME = {s.op: s for s in OPS}
