@@ -205,6 +205,18 @@ def test_sizes_and_types(level, direction, r_path):
         assert ("int8-R-gemv" in detail) == (bool(const) and Bt == 1 and r_path == "int8-R"), detail
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_one_row_at_every_panel_count(level, r_path):
+    """One row on the packed R: 4H columns of 1 to 9 panels of every
+    level's width, whole and partial (a group of four panels whose last one
+    is partial was once skipped), each size with its own seed."""
+    for H in (3, 7, 8, 15, 16, 24, 31, 32, 47, 48, 63, 72):
+        m, feeds, arrays = dq_case(2, 1, 5, H, "forward", seed=2000 + H, wtype="int8", per_column=True,
+                                   const=WEIGHTS)
+        _, s = check(m, feeds, arrays, level, "forward", f"one row H{H} {r_path}")
+        assert ("int8-R-gemv" in s.kernel_usage_details()[0]) == (r_path == "int8-R")
+
+
 FEATURES = ["peepholes", "sequence_lens", "clip", "input_forget", "activations", "no_hidden_size", "outputs"]
 
 

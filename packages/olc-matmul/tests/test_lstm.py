@@ -245,6 +245,18 @@ def test_sizes(level, direction):
         check_against_oracles(m, feeds, arrays, level, direction, f"{direction} S{S} B{Bt} In{In} H{H} const={const}")
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_one_row_constant_weights_at_every_panel_count(level):
+    """One row with W and R packed: 4H columns of 1 to 9 panels of every
+    level's width, whole and partial (a group of four panels whose last one
+    is partial was skipped once, leaving the gates of the step before).
+    Each size its own seed, so no stale gate from another size can pass."""
+    for H in (1, 3, 4, 7, 8, 12, 15, 16, 20, 24, 31, 32, 36, 40, 47, 48, 63, 64, 72):
+        m, feeds, arrays = lstm_case(3, 1, 5, H, seed=1000 + H, const=("W", "R", "B"))
+        check_against_oracles(m, feeds, arrays, level, "forward", f"one row H{H}", onnx_reference=False,
+                              onnxruntime=False)
+
+
 # ------------------------------------------------------------ attributes and optional inputs
 
 ACTIVATION_SETS = [
