@@ -10,9 +10,9 @@
 #include "einsum_adapter.h"
 #include "float_adapter.h"
 #include "int_adapter.h"
-#include "lstm_adapter.h"
 #include "nbits_adapter.h"
 #include "qconv_adapter.h"
+#include "rnn_adapter.h"
 #include "gemm_driver.h"
 #include "olc/python_api.h"
 
@@ -33,7 +33,7 @@ double fma_peak_gflops(int64_t iters);
 }  // namespace olc_mm
 
 PYBIND11_MODULE(_ext, m) {
-  m.doc() = "olc matmul kernels (Gemm, MatMul, Einsum, Conv, LSTM, ...): vtables for olc-core";
+  m.doc() = "olc matmul kernels (Gemm, MatMul, Einsum, Conv, LSTM, GRU, RNN, ...): vtables for olc-core";
   try {
     py::module_::import("olc_core._native");
   } catch (py::error_already_set& e) {
@@ -53,7 +53,7 @@ PYBIND11_MODULE(_ext, m) {
   olc_mm::set_einsum_api(api);
   olc_mm::set_conv_api(api);
   olc_mm::set_qconv_api(api);
-  olc_mm::set_lstm_api(api);
+  olc_mm::set_recurrent_api(api);
   // The defaults this host's caches give (float32 at the level in force),
   // declared now so that `olc info` lists them before any session exists;
   // kernels declare the same keys with the same defaults when created.
@@ -88,6 +88,8 @@ PYBIND11_MODULE(_ext, m) {
         else if (op == "QLinearConv") vt = olc_mm::qlinear_conv_vtable();
         else if (op == "ConvInteger") vt = olc_mm::conv_integer_vtable();
         else if (op == "LSTM") vt = olc_mm::lstm_vtable();
+        else if (op == "GRU") vt = olc_mm::gru_vtable();
+        else if (op == "RNN") vt = olc_mm::rnn_vtable();
         else if (op == "DynamicQuantizeLSTM") vt = olc_mm::dynamic_quantize_lstm_vtable();
         if (!vt) throw py::key_error("olc_matmul has no kernel for op " + op);
         return py::reinterpret_steal<py::object>(olc_kernel_capsule(vt));

@@ -13,11 +13,12 @@ import itertools
 import zlib
 
 import numpy as np
-import onnxruntime as ort
 import pytest
 from helpers import LEVELS
 from onnx import TensorProto, helper, numpy_helper
-from test_lstm import OUTPUTS, assert_close, reference_lstm
+from recurrent import assert_close, run_ort
+from recurrent import run_olc as run_recurrent
+from test_lstm import OUTPUTS, reference_lstm
 
 import olc_core
 import olc_core.tuning as tuning
@@ -149,21 +150,10 @@ def r_path(request):
 
 
 def run_olc(m, feeds, level, threads=1):
-    with olc_core.simd_cap(level):
-        s = olc_core.Session(m, threads=threads, strict=True, record_usage=True)
+    got, s = run_recurrent(m, feeds, level, KERNEL, threads)
     (entry,) = s.kernel_plan()
     assert entry.native and entry.kernel == KERNEL, entry
-    got = s.run(None, dict(feeds))
-    assert s.kernel_usage() == [KERNEL]
-    (detail,) = s.kernel_usage_details()
-    assert detail.startswith(f"{KERNEL}[{level} "), detail
     return got, s
-
-
-def run_ort(m, feeds):
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
-    return ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(None, dict(feeds))
 
 
 def check(m, feeds, arrays, level, direction, what, *, attrs=None, outputs=OUTPUTS, threads=1):

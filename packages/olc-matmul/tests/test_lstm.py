@@ -17,7 +17,15 @@ import onnxruntime as ort
 import pytest
 from helpers import LEVELS
 from onnx import TensorProto, helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
+from recurrent import (
+    activation_functions,
+    assert_close,
+    check_outputs,
+    olc_session,
+    ort_covers,
+    recurrent_case,
+)
+from recurrent import run_olc as run_recurrent
 
 import olc_core
 import olc_core.tuning as tuning
@@ -27,30 +35,6 @@ KERNEL = "olc_matmul::LSTM"
 NODE = "lstm0"
 
 # ------------------------------------------------------------ the reference
-
-
-def _sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
-
-
-ACTIVATIONS = {
-    "relu": lambda x, a, b: np.maximum(x, 0.0),
-    "tanh": lambda x, a, b: np.tanh(x),
-    "sigmoid": lambda x, a, b: _sigmoid(x),
-    "affine": lambda x, a, b: a * x + b,
-    "leakyrelu": lambda x, a, b: np.where(x >= 0, x, a * x),
-    "thresholdedrelu": lambda x, a, b: np.where(x > a, x, 0.0),
-    "scaledtanh": lambda x, a, b: a * np.tanh(b * x),
-    "hardsigmoid": lambda x, a, b: np.clip(a * x + b, 0.0, 1.0),
-    "elu": lambda x, a, b: np.where(x >= 0, x, a * (np.exp(np.minimum(x, 0.0)) - 1.0)),
-    "softsign": lambda x, a, b: x / (1.0 + np.abs(x)),
-    "softplus": lambda x, a, b: np.logaddexp(0.0, x),
-}
-# ONNX Runtime's defaults where activation_alpha / activation_beta run out
-# (0 for every other function), and which functions take an alpha, a beta.
-DEFAULT_ALPHA_BETA = {"leakyrelu": (0.01, 0.0), "hardsigmoid": (0.2, 0.5), "elu": (1.0, 0.0)}
-TAKES_ALPHA = {"affine", "leakyrelu", "thresholdedrelu", "scaledtanh", "hardsigmoid", "elu"}
-TAKES_BETA = {"affine", "scaledtanh", "hardsigmoid"}
 
 
 def reference_lstm(X, W, R, B=None, seq_lens=None, h0=None, c0=None, P=None, direction="forward",
@@ -70,16 +54,7 @@ def reference_lstm(X, W, R, B=None, seq_lens=None, h0=None, c0=None, P=None, dir
     S, Bt, _ = X.shape
     D, G, _ = W.shape
     H = G // 4
-    names = [n.lower() for n in (activations or ["Sigmoid", "Tanh", "Tanh"] * D)]
-    alphas, betas = list(alphas), list(betas)
-    funcs = []
-    for n in names:
-        a, b = DEFAULT_ALPHA_BETA.get(n, (0.0, 0.0))
-        if n in TAKES_ALPHA and alphas:
-            a = alphas.pop(0)
-        if n in TAKES_BETA and betas:
-            b = betas.pop(0)
-        funcs.append(lambda x, fn=ACTIVATIONS[n], a=a, b=b: fn(x, a, b))
+    funcs = activation_functions(activations or ["Sigmoid", "Tanh", "Tanh"] * D, alphas, betas)
     cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
     Y = np.zeros((S, D, Bt, H))
     Y_h = np.zeros((D, Bt, H))
@@ -114,51 +89,9 @@ def reference_lstm(X, W, R, B=None, seq_lens=None, h0=None, c0=None, P=None, dir
 OUTPUTS = ("Y", "Y_h", "Y_c")
 
 
-def lstm_case(S, Bt, In, H, direction="forward", *, seed=0, const=("W", "R", "B", "P"), bias=True, h0=True, c0=True,
-              peep=False, seq_lens=None, attrs=None, outputs=OUTPUTS, layout=0, opset=14, scale=1.0,
-              hidden_attr=True, x_shape=True):
-    """(model, feeds, arrays): one LSTM node named NODE; inputs in `const`
-    are initializers, the others graph inputs; an output named "" is
-    omitted."""
-    rng = np.random.default_rng(seed)
-    D = 2 if direction == "bidirectional" else 1
-    x_dims = (Bt, S, In) if layout else (S, Bt, In)
-    state_dims = (Bt, D, H) if layout else (D, Bt, H)
-    arrays = {
-        "X": rng.standard_normal(x_dims) * scale,
-        "W": rng.standard_normal((D, 4 * H, In)) / np.sqrt(max(In, 1)),
-        "R": rng.standard_normal((D, 4 * H, H)) / np.sqrt(H),
-        "B": rng.standard_normal((D, 8 * H)) * 0.5 if bias else None,
-        "sequence_lens": None if seq_lens is None else np.asarray(seq_lens, np.int32),
-        "initial_h": rng.standard_normal(state_dims) * 0.5 if h0 else None,
-        "initial_c": rng.standard_normal(state_dims) * 0.5 if c0 else None,
-        "P": rng.standard_normal((D, 3 * H)) * 0.5 if peep else None,
-    }
-    arrays = {k: None if v is None else (v if v.dtype == np.int32 else v.astype(np.float32)) for k, v in arrays.items()}
-    names = [k if v is not None else "" for k, v in arrays.items()]
-    while names and not names[-1]:
-        names.pop()
-    a = {"direction": direction, **(attrs or {})}
-    if hidden_attr:
-        a["hidden_size"] = H
-    if layout:
-        a["layout"] = layout
-    node = helper.make_node("LSTM", names, list(outputs), name=NODE, **a)
-    inits, vis, feeds = [], [], {}
-    for k, v in arrays.items():
-        if v is None:
-            continue
-        if k in const:
-            inits.append(numpy_helper.from_array(v, k))
-        else:
-            elem = TensorProto.INT32 if k == "sequence_lens" else TensorProto.FLOAT
-            vis.append(helper.make_tensor_value_info(k, elem, list(v.shape) if k != "X" or x_shape else None))
-            feeds[k] = v
-    vo = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs if n]
-    g = helper.make_graph([node], "g", vis, vo, inits)
-    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m, feeds, arrays
+def lstm_case(S, Bt, In, H, direction="forward", **kw):
+    """(model, feeds, arrays): one LSTM node named NODE (recurrent_case)."""
+    return recurrent_case("LSTM", S, Bt, In, H, direction, node=NODE, **kw)
 
 
 def reference_outputs(arrays, direction, attrs=None, outputs=OUTPUTS, layout=0):
@@ -170,31 +103,8 @@ def reference_outputs(arrays, direction, attrs=None, outputs=OUTPUTS, layout=0):
     return [r for r, n in zip(full, outputs) if n]
 
 
-def olc_session(m, level, threads=1):
-    with olc_core.simd_cap(level):
-        return olc_core.Session(m, threads=threads, strict=True, record_usage=True)
-
-
 def run_olc(m, feeds, level, threads=1):
-    s = olc_session(m, level, threads)
-    got = s.run(None, dict(feeds))
-    assert s.kernel_usage() == [KERNEL]
-    (detail,) = s.kernel_usage_details()
-    assert detail.startswith(f"{KERNEL}[{level} "), detail
-    return got, s
-
-
-def run_ort(m, feeds):
-    return ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, dict(feeds))
-
-
-def assert_close(got, want, what, tol=2e-5):
-    """|got - want| <= tol (1 + |want|), float64; shapes equal."""
-    got64 = np.asarray(got, np.float64)
-    assert got64.shape == np.shape(want), f"{what}: shape {got64.shape}, expected {np.shape(want)}"
-    err = np.abs(got64 - want)
-    bad = ~(err <= tol * (1.0 + np.abs(want)))
-    assert not bad.any(), f"{what}: {int(bad.sum())} of {bad.size} out of bound, worst error {err.max():.3g}"
+    return run_recurrent(m, feeds, level, KERNEL, threads)
 
 
 def check_against_oracles(m, feeds, arrays, level, direction, what, *, attrs=None, outputs=OUTPUTS, layout=0,
@@ -203,26 +113,14 @@ def check_against_oracles(m, feeds, arrays, level, direction, what, *, attrs=Non
     against onnx.reference and onnxruntime too (each also checked against
     the reference, so that it is the same function)."""
     attrs = attrs or {}
-    got, s = run_olc(m, feeds, level, threads)
     want = reference_outputs(arrays, direction, attrs, outputs, layout)
-    assert len(got) == len(want)
-    for g, w, name in zip(got, want, [n for n in outputs if n]):
-        assert g.dtype == np.float32
-        assert_close(g, w, f"{what} {name}")
     if onnx_reference is None:  # it has only the default activations and ignores these attributes
         plain = not ({"clip", "input_forget", "activations", "activation_alpha", "activation_beta"} & set(attrs))
         onnx_reference = plain and arrays["sequence_lens"] is None
-    if onnx_reference:
-        with np.errstate(over="ignore"):  # its sigmoid's exp(-x) overflows to a correct 0
-            ref_out = ReferenceEvaluator(m).run(None, dict(feeds))
-        for r, w, name in zip(ref_out, want, [n for n in outputs if n]):
-            assert_close(r, w, f"{what} {name}: onnx.reference against the reference", tol=5e-5)
-    if onnxruntime is None:  # its CPU LSTM refuses layout 1 and a missing hidden_size
-        onnxruntime = layout == 0 and any(a.name == "hidden_size" for a in m.graph.node[-1].attribute)
-    if onnxruntime:
-        for r, g, name in zip(run_ort(m, feeds), got, [n for n in outputs if n]):
-            assert_close(g, np.asarray(r, np.float64), f"{what} {name} against onnxruntime", tol=5e-5)
-    return got, s
+    if onnxruntime is None:
+        onnxruntime = ort_covers(m, layout)
+    return check_outputs(m, feeds, want, level, KERNEL, what, outputs=outputs, threads=threads,
+                         onnx_reference=onnx_reference, onnxruntime=onnxruntime)
 
 
 # ------------------------------------------------------------ sizes and directions
@@ -245,15 +143,20 @@ def test_sizes(level, direction):
         check_against_oracles(m, feeds, arrays, level, direction, f"{direction} S{S} B{Bt} In{In} H{H} const={const}")
 
 
+@pytest.mark.parametrize("steps", [1, 3])
 @pytest.mark.parametrize("level", LEVELS)
-def test_one_row_constant_weights_at_every_panel_count(level):
+def test_one_row_constant_weights_at_every_panel_count(level, steps):
     """One row with W and R packed: 4H columns of 1 to 9 panels of every
     level's width, whole and partial (a group of four panels whose last one
     is partial was skipped once, leaving the gates of the step before).
-    Each size its own seed, so no stale gate from another size can pass."""
-    for H in (1, 3, 4, 7, 8, 12, 15, 16, 20, 24, 31, 32, 36, 40, 47, 48, 63, 64, 72):
-        m, feeds, arrays = lstm_case(3, 1, 5, H, seed=1000 + H, const=("W", "R", "B"))
-        check_against_oracles(m, feeds, arrays, level, "forward", f"one row H{H}", onnx_reference=False,
+    One step also runs the input projection as the GEMV over W's panels;
+    three, the recurrent GEMV over R's from a state of the run itself.
+    Each level, step count and size its own seed, so no stale gate from
+    another run can pass (the work buffers are reused between runs)."""
+    for H in (*range(1, 41), 47, 48, 63, 64, 72):
+        seed = zlib.crc32(f"{level}/{steps}/{H}".encode())
+        m, feeds, arrays = lstm_case(steps, 1, 8 if steps == 1 else 5, H, seed=seed, const=("W", "R", "B"))
+        check_against_oracles(m, feeds, arrays, level, "forward", f"one row S{steps} H{H}", onnx_reference=False,
                               onnxruntime=False)
 
 

@@ -123,6 +123,14 @@ OPS: tuple[OpSpec, ...] = (
     # sequence_lens is int32 (T1).
     OpSpec("LSTM", "", (Segment(1, 6, F32), Segment(7, 13, F32), Segment(14, MAX_OPSET, F32)), "T",
            ("T", "T", "T", "T", "T1", "T", "T", "T"), ("T", "T", "T"), (("T1", ("int32",)),)),
+    # GRU 1, 3 (linear_before_reset added), 7, 14 (layout added), 22
+    # (bfloat16 added) and RNN 1, 7, 14, 22: float32 only, on LSTM's
+    # driver; output_sequence (opsets 1 - 6) ignored as LSTM's. X, W, R, B
+    # and initial_h share T; sequence_lens is int32 (T1).
+    OpSpec("GRU", "", (Segment(1, 2, F32), Segment(3, 6, F32), Segment(7, 13, F32), Segment(14, MAX_OPSET, F32)),
+           "T", ("T", "T", "T", "T", "T1", "T"), ("T", "T"), (("T1", ("int32",)),)),
+    OpSpec("RNN", "", (Segment(1, 6, F32), Segment(7, 13, F32), Segment(14, MAX_OPSET, F32)), "T",
+           ("T", "T", "T", "T", "T1", "T"), ("T", "T"), (("T1", ("int32",)),)),
     # com.microsoft DynamicQuantizeLSTM: LSTM's inputs (no layout; W [dirs,
     # input, 4 hidden] and R [dirs, hidden, 4 hidden] int8 or uint8, T2),
     # then W_scale, W_zero_point, R_scale, R_zero_point. W, R and the zero
@@ -137,7 +145,7 @@ BY_NAME = {s.op: s for s in OPS}
 
 # The activation functions of the ONNX RNN operators in the order of the
 # operator's documentation: the kernel takes `activations` as these indices
-# (RnnAct in csrc/lstm_kernels.h). Names match case-insensitively, as in
+# (RnnAct in csrc/rnn_kernels.h). Names match case-insensitively, as in
 # ONNX Runtime.
 RNN_ACTIVATIONS = ("Relu", "Tanh", "Sigmoid", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh", "HardSigmoid",
                    "Elu", "Softsign", "Softplus")

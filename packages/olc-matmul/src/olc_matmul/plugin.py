@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import olc_core
 
-from . import lstm_attributes, manifest
+from . import manifest, rnn_attributes
 
 FAMILY = "olc-matmul"
 DESCRIPTIONS = {
@@ -23,12 +23,15 @@ DESCRIPTIONS = {
     "MatMulNBits": "MatMulNBits: 2/4/8-bit weights; float32 GEMV/GEMM, or int8 activations (accuracy_level 4) on VNNI",
     "LSTM": "LSTM: the input projection of all steps as one GEMM, per step the recurrent GEMM (GEMV for one row) "
             "on the packed R and the fused gate math",
+    "GRU": "GRU: the input projection of all steps as one GEMM, per step the recurrent GEMM (GEMV for one row) "
+           "on the packed R (z and r, then r * H against h without linear_before_reset) and the fused gate math",
+    "RNN": "RNN: the input projection of all steps as one GEMM, per step the recurrent GEMM (GEMV for one row) "
+           "on the packed R and the fused activation",
     "DynamicQuantizeLSTM": "DynamicQuantizeLSTM: LSTM on the dequantized int8/uint8 weights (float activations); "
                            "one row's recurrent product reads the int8 R",
 }
 # Ops whose attributes the kernel ABI cannot carry as they are (STRINGS).
-NATIVE_ATTRIBUTES = {"LSTM": lstm_attributes.native_attributes,
-                     "DynamicQuantizeLSTM": lstm_attributes.native_attributes}
+NATIVE_ATTRIBUTES = dict.fromkeys(("LSTM", "GRU", "RNN", "DynamicQuantizeLSTM"), rnn_attributes.native_attributes)
 
 
 def registrations() -> list[olc_core.KernelRegistration]:

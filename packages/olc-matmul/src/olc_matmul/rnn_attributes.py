@@ -1,8 +1,8 @@
-"""LSTM's (and DynamicQuantizeLSTM's) attributes restated for the native
-kernel.
+"""The recurrent ops' (LSTM, GRU, RNN, DynamicQuantizeLSTM) attributes
+restated for the native kernels.
 
 The kernel ABI carries INT, FLOAT, STRING, INTS and FLOATS attributes;
-LSTM's ``activations`` is a STRINGS list. This registration hook hands it
+``activations`` is a STRINGS list. This registration hook hands it
 over as the indices of ``manifest.RNN_ACTIVATIONS`` (the kernel's RnnAct
 codes) and every other attribute as it is. An unknown name is a ValueError,
 which the session reports as an OlcError naming the node.
