@@ -183,6 +183,7 @@ struct RecurrentState {
   const RecurrentKernels* rk = nullptr;
   const olc_tuning_param* t_split = nullptr;
   const olc_tuning_param* t_step = nullptr;
+  const olc_tuning_param* t_split_r = nullptr;
   std::shared_ptr<PackedB> w_packed;  // constant W, one [input, dirs * gates hidden] matrix
   std::vector<int64_t> w_shape;
   std::shared_ptr<PackedB> r_packed[2];  // constant R per part, dirs matrices of [hidden, part columns]
@@ -521,15 +522,21 @@ void* recurrent_create(const OpTraits& op, const olc_core_api* api, const olc_no
   // direction splits each step's product once it reaches step_min_macs.
   st->t_split = api->tuning_declare_int("olc_matmul", op.op, isa, OLC_DTYPE_FLOAT, "split_min_macs", 1 << 18);
   st->t_step = api->tuning_declare_int("olc_matmul", op.op, isa, OLC_DTYPE_FLOAT, "step_min_macs", 1 << 18);
+  // ... and only while a direction's R, as its steps read it, fits one
+  // core's L2: a thread per direction then streams a whole R per step
+  // from beyond it, where sharing each step's product keeps each thread's
+  // part of R in its L2 (ddddocr's CRNN, hidden 512 bidirectional, float R
+  // 4 MiB a direction, two threads: 10.8 -> 9.0 ms; its int8 R, 1 MiB,
+  // still splits: 6.7 ms against 7.1).
+  const int64_t l2_bytes = cache_info().l2 > 0 ? cache_info().l2 : int64_t(1) << 20;
+  st->t_split_r = api->tuning_declare_int("olc_matmul", op.op, isa, OLC_DTYPE_FLOAT, "split_max_r_bytes", l2_bytes);
   // One row's recurrent product reads the int8 R instead of the float one
   // once the float R of a direction has at least this many bytes (L2's
   // size): below, it stays in L2 and the FMAs alone are as fast as
   // converting codes (equal at 1 MiB, hidden 256; int8 2.8 times faster at
   // 4 MiB, hidden 512, on a 2 MiB L2).
-  if (op.quantized) {
-    const int64_t l2 = cache_info().l2 > 0 ? cache_info().l2 : int64_t(1) << 20;
-    st->t_q8 = api->tuning_declare_int("olc_matmul", op.op, isa, OLC_DTYPE_FLOAT, "q8_gemv_min_bytes", l2);
-  }
+  if (op.quantized)
+    st->t_q8 = api->tuning_declare_int("olc_matmul", op.op, isa, OLC_DTYPE_FLOAT, "q8_gemv_min_bytes", l2_bytes);
 
   std::string pack_note;
   auto note = [&](const char* what, const PackedB& p) {
@@ -1037,15 +1044,21 @@ int32_t recurrent_run(const void* state, olc_context* ctx, int32_t n_inputs, con
   // enough; else one thread, whose steps may still share a large product.
   const int32_t threads = std::max<int32_t>(1, g_api->concurrency(ctx));
   const double run_macs = static_cast<double>(S) * static_cast<double>(Bt * D) * static_cast<double>(G * H);
-  const bool split = threads > 1 && (D > 1 || Bt > 1) &&
-                     run_macs >= static_cast<double>(g_api->tuning_read_int(st->t_split));
-  r.chunks = split ? std::max<int64_t>(1, std::min<int64_t>(Bt, (threads + D - 1) / D)) : 1;
+  const int64_t split_chunks = std::max<int64_t>(1, std::min<int64_t>(Bt, (threads + D - 1) / D));
   // The int8 R where every product is of one row (a block of one batch row).
-  r.r_q8 = r_prepacked && st->r_q8 && r.chunks == Bt &&
+  const auto q8_for = [&](int64_t chunks) -> const Q8Panels* {
+    return r_prepacked && st->r_q8 && chunks == Bt &&
                    static_cast<double>(sizeof(float)) * static_cast<double>(G * H) >=
                        static_cast<double>(g_api->tuning_read_int(st->t_q8))
                ? st->r_q8.get()
                : nullptr;
+  };
+  const double r_read_bytes = static_cast<double>(G * H) * (q8_for(split_chunks) ? 1.0 : sizeof(float));
+  const bool split = threads > 1 && (D > 1 || Bt > 1) &&
+                     run_macs >= static_cast<double>(g_api->tuning_read_int(st->t_split)) &&
+                     r_read_bytes <= static_cast<double>(g_api->tuning_read_int(st->t_split_r));
+  r.chunks = split ? split_chunks : 1;
+  r.r_q8 = q8_for(r.chunks);
   const char* detail;
   if (split) {
     g_api->parallel_for(ctx, D * r.chunks, 1, 0, &run_items, &r);

@@ -281,6 +281,24 @@ def test_two_threads(level, lstm_parallel_at_any_size):
             assert mode in s.kernel_usage_details()[0]
 
 
+@pytest.mark.parametrize("r_limit,mode", [(1 << 30, "split"), (1024, "step-parallel")])
+def test_two_threads_split_only_while_a_direction_r_fits(lstm_parallel_at_any_size, r_limit, mode):
+    """Directions split between threads only while one direction's R (as
+    its steps read it) is within split_max_r_bytes (L2's size by default);
+    beyond, each step's product is shared instead and the directions run
+    one after the other."""
+    level = LEVELS[-1]
+    for lvl in ("scalar", "avx2", "avx512"):
+        tuning.set("olc_matmul", "LSTM", "split_max_r_bytes", r_limit, implementation=lvl, dtype="float32")
+    try:
+        m, feeds, arrays = lstm_case(5, 1, 7, 40, "bidirectional", seed=11)  # R: 160 x 40 floats a direction
+        _, s = check_against_oracles(m, feeds, arrays, level, "bidirectional", f"R limit {r_limit}", threads=2)
+        assert mode in s.kernel_usage_details()[0]
+    finally:
+        for lvl in ("scalar", "avx2", "avx512"):
+            tuning.reset("olc_matmul", "LSTM", "split_max_r_bytes", implementation=lvl, dtype="float32")
+
+
 def test_two_threads_default_thresholds():
     """At the default thresholds: a long bidirectional run splits, a small
     step of one row stays on one thread."""
