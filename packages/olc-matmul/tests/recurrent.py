@@ -6,12 +6,15 @@ module writes."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import olc_core
+import olc_core.tuning as tuning
 
 NODE = "rnn0"
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
@@ -166,3 +169,88 @@ def ort_covers(m, layout):
     """onnxruntime's CPU recurrent kernels refuse layout 1 and a missing
     hidden_size."""
     return layout == 0 and any(a.name == "hidden_size" for a in m.graph.node[-1].attribute)
+
+
+# ------------------------------------------------------------ case variations
+
+
+def activation_attributes(sets, direction, n):
+    """The activations attributes of case n: per direction the next of
+    ``sets`` ((names, alphas, betas) each) in turn."""
+    D = 2 if direction == "bidirectional" else 1
+    chosen = [sets[(n + d) % len(sets)] for d in range(D)]
+    attrs = {"activations": [a for acts, _, _ in chosen for a in acts]}
+    alphas = [a for _, al, _ in chosen for a in al]
+    betas = [b for _, _, be in chosen for b in be]
+    if alphas:
+        attrs["activation_alpha"] = alphas
+    if betas:
+        attrs["activation_beta"] = betas
+    return attrs
+
+
+def feature_case(feature, S, Bt, direction, n, activation_sets):
+    """(case kwargs, attrs, layout) of one feature on case n of a shape,
+    for the ops without peepholes and input_forget (GRU, RNN)."""
+    kw, attrs, layout = {}, {}, 0
+    if feature == "sequence_lens":
+        # Every length from 0 to S, in turn; the states fed.
+        kw.update(seq_lens=[(S - b - n) % (S + 1) for b in range(Bt)], const=("W", "R") if n % 3 else ())
+    elif feature == "clip":
+        attrs["clip"] = 0.6 + 0.3 * (n % 3)
+        kw.update(scale=3.0)
+    elif feature == "activations":
+        attrs.update(activation_attributes(activation_sets, direction, n))
+        kw.update(scale=0.5)
+    elif feature == "layout":
+        layout = 1
+        kw.update(seq_lens=[max(0, S - b) for b in range(Bt)] if n % 3 == 1 else None,
+                  const=("W", "R", "B") if n % 2 else (), h0=n % 4 != 3)
+    elif feature == "no_hidden_size":
+        kw.update(hidden_attr=False, const=("R",) if n % 2 else ("W", "B"))
+    elif feature == "saturated":
+        # Pre-activations far outside [-10, 10]: the functions at their limits.
+        kw.update(scale=40.0)
+    return kw, attrs, layout
+
+
+def with_array(name, value):
+    """An edit of a case's arrays: ``name`` replaced by ``value``."""
+    def edit(arrays):
+        arrays[name] = np.asarray(value)
+    return edit
+
+
+def with_initializers_from(m, arrays):
+    """``m`` with its initializers rewritten from ``arrays`` (after an edit)."""
+    for init in m.graph.initializer:
+        init.CopyFrom(numpy_helper.from_array(arrays[init.name], init.name))
+    return m
+
+
+def with_attributes(m, attrs):
+    """``m`` with the attributes of its one node named in ``attrs`` replaced
+    (or added)."""
+    node = m.graph.node[0]
+    keep = [a for a in node.attribute if a.name not in attrs]
+    del node.attribute[:]
+    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
+    return m
+
+
+LEVEL_NAMES = ("scalar", "avx2", "avx512")
+
+
+@contextmanager
+def tuned(op, **values):
+    """The op's float32 tuning keys set to ``values`` at every level for the
+    duration (the thresholds that choose between the kernel's paths)."""
+    for level in LEVEL_NAMES:
+        for name, value in values.items():
+            tuning.set("olc_matmul", op, name, value, implementation=level, dtype="float32")
+    try:
+        yield
+    finally:
+        for level in LEVEL_NAMES:
+            for name in values:
+                tuning.reset("olc_matmul", op, name, implementation=level, dtype="float32")

@@ -16,12 +16,11 @@ import numpy as np
 import pytest
 from helpers import LEVELS
 from onnx import TensorProto, helper, numpy_helper
-from recurrent import assert_close, run_ort
+from recurrent import assert_close, run_ort, tuned, with_attributes
 from recurrent import run_olc as run_recurrent
 from test_lstm import OUTPUTS, reference_lstm
 
 import olc_core
-import olc_core.tuning as tuning
 from olc_core import testing
 
 OP = "DynamicQuantizeLSTM"
@@ -126,17 +125,6 @@ def reference_outputs(arrays, direction, attrs=None, outputs=OUTPUTS):
 
 # ------------------------------------------------------------ running
 
-LEVEL_NAMES = ("scalar", "avx2", "avx512")
-
-
-def _set_all(name, value):
-    for level in LEVEL_NAMES:
-        tuning.set("olc_matmul", OP, name, value, implementation=level, dtype="float32")
-
-
-def _reset_all(names):
-    for level, name in itertools.product(LEVEL_NAMES, names):
-        tuning.reset("olc_matmul", OP, name, implementation=level, dtype="float32")
 
 
 @pytest.fixture(params=["float-R", "int8-R"])
@@ -144,9 +132,8 @@ def r_path(request):
     """Which product one row's recurrent step takes on a constant R: the
     GEMV over the float R, or over the int8 R (the default from the L2's
     size up), forced here at every size."""
-    _set_all("q8_gemv_min_bytes", 0 if request.param == "int8-R" else 2**62)
-    yield request.param
-    _reset_all(["q8_gemv_min_bytes"])
+    with tuned(OP, q8_gemv_min_bytes=0 if request.param == "int8-R" else 2**62):
+        yield request.param
 
 
 def run_olc(m, feeds, level, threads=1):
@@ -246,10 +233,8 @@ def test_features(level, feature, r_path):
 
 @pytest.fixture
 def parallel_at_any_size():
-    _set_all("split_min_macs", 0)
-    _set_all("step_min_macs", 0)
-    yield
-    _reset_all(["split_min_macs", "step_min_macs"])
+    with tuned(OP, split_min_macs=0, step_min_macs=0):
+        yield
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -371,12 +356,8 @@ BAD_ATTRIBUTES = [
 def test_bad_attributes(case):
     attrs, message = BAD_ATTRIBUTES[case]
     m, _, _ = dq_case(3, 2, 5, 6, "forward")
-    node = m.graph.node[0]
-    keep = [a for a in node.attribute if a.name not in attrs]
-    del node.attribute[:]
-    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
     with pytest.raises(olc_core.OlcError, match=f"{NODE}.*{OP}.*{message}"):
-        olc_core.Session(m, strict=True)
+        olc_core.Session(with_attributes(m, attrs), strict=True)
 
 
 def test_too_few_inputs():

@@ -15,19 +15,22 @@ import zlib
 import numpy as np
 import pytest
 from helpers import LEVELS
-from onnx import helper, numpy_helper
 from recurrent import (
     activation_functions,
     assert_close,
     check_outputs,
+    feature_case,
     olc_session,
     ort_covers,
     recurrent_case,
     run_olc,
+    tuned,
+    with_array,
+    with_attributes,
+    with_initializers_from,
 )
 
 import olc_core
-import olc_core.tuning as tuning
 from olc_core import testing
 
 KERNEL = "olc_matmul::GRU"
@@ -148,44 +151,12 @@ FEATURES = ["sequence_lens", "clip", "activations", "layout", "no_hidden_size", 
 SHAPES = [(5, 3, 7, 5), (5, 3, 16, 33), (1, 1, 7, 16), (4, 2, 1, 17)]
 
 
-def feature_case(feature, S, Bt, In, H, direction, n):
-    """(gru_case kwargs, attrs, layout) of one feature on one shape; odd n
-    with linear_before_reset."""
-    kw, attrs = {}, {"linear_before_reset": n % 2}
-    layout = 0
-    if feature == "sequence_lens":
-        # Every length from 0 to S, in turn; the states fed.
-        kw.update(seq_lens=[(S - b - n) % (S + 1) for b in range(Bt)], const=("W", "R") if n % 3 else ())
-    elif feature == "clip":
-        attrs["clip"] = 0.6 + 0.3 * (n % 3)
-        kw.update(scale=3.0)
-    elif feature == "activations":
-        D = 2 if direction == "bidirectional" else 1
-        sets = [ACTIVATION_SETS[(n + d) % len(ACTIVATION_SETS)] for d in range(D)]
-        attrs["activations"] = [a for acts, _, _ in sets for a in acts]
-        alphas = [a for _, al, _ in sets for a in al]
-        betas = [b for _, _, be in sets for b in be]
-        if alphas:
-            attrs["activation_alpha"] = alphas
-        if betas:
-            attrs["activation_beta"] = betas
-        kw.update(scale=0.5)
-    elif feature == "layout":
-        layout = 1
-        kw.update(seq_lens=[max(0, S - b) for b in range(Bt)] if n % 3 == 1 else None,
-                  const=("W", "R", "B") if n % 2 else (), h0=n % 4 != 3)
-    elif feature == "no_hidden_size":
-        kw.update(hidden_attr=False, const=("R",) if n % 2 else ("W", "B"))
-    elif feature == "saturated":
-        kw.update(scale=40.0)
-    return kw, attrs, layout
-
-
 @pytest.mark.parametrize("feature", FEATURES)
 @pytest.mark.parametrize("level", LEVELS)
 def test_features(level, feature):
     for n, ((S, Bt, In, H), direction) in enumerate(itertools.product(SHAPES, ["forward", "reverse", "bidirectional"])):
-        kw, attrs, layout = feature_case(feature, S, Bt, In, H, direction, n)
+        kw, attrs, layout = feature_case(feature, S, Bt, direction, n, ACTIVATION_SETS)
+        attrs["linear_before_reset"] = n % 2
         kw.setdefault("seed", zlib.crc32(f"{feature}/{n}".encode()))
         m, feeds, arrays = gru_case(S, Bt, In, H, direction, attrs=attrs, layout=layout, **kw)
         check_against_oracles(m, feeds, arrays, level, direction, f"{feature} {direction} S{S} B{Bt} In{In} H{H}",
@@ -218,12 +189,8 @@ def test_empty_sequence_and_batch(level):
 
 @pytest.fixture
 def gru_parallel_at_any_size():
-    keys = [(level, name) for level in ("scalar", "avx2", "avx512") for name in ("split_min_macs", "step_min_macs")]
-    for level, name in keys:
-        tuning.set("olc_matmul", "GRU", name, 0, implementation=level, dtype="float32")
-    yield
-    for level, name in keys:
-        tuning.reset("olc_matmul", "GRU", name, implementation=level, dtype="float32")
+    with tuned("GRU", split_min_macs=0, step_min_macs=0):
+        yield
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -283,20 +250,14 @@ def test_opsets(opset):
 
 # ------------------------------------------------------------ errors
 
-def _with_array(name, value):
-    def edit(arrays):
-        arrays[name] = np.asarray(value)
-    return edit
-
-
 ERRORS_AT_CREATION = [
-    ({"const": ("W",)}, _with_array("W", np.ones((1, 24, 5), np.float32)),
+    ({"const": ("W",)}, with_array("W", np.ones((1, 24, 5), np.float32)),
      r"input W has shape \[1, 24, 5\]; direction 'forward' and hidden_size 6 take "
      r"\[num_directions, 3 \* hidden_size, input_size\] = \[1, 18, \*\]"),
-    ({"const": ("R",)}, _with_array("R", np.ones((1, 18, 5), np.float32)), r"input R has shape \[1, 18, 5\]"),
-    ({"const": ("B",)}, _with_array("B", np.ones((1, 18), np.float32)),
+    ({"const": ("R",)}, with_array("R", np.ones((1, 18, 5), np.float32)), r"input R has shape \[1, 18, 5\]"),
+    ({"const": ("B",)}, with_array("B", np.ones((1, 18), np.float32)),
      r"input B has shape \[1, 18\]; .* take \[num_directions, 6 \* hidden_size\] = \[1, 36\]"),
-    ({"const": ("W",), "direction": "bidirectional"}, _with_array("W", np.ones((1, 18, 5), np.float32)),
+    ({"const": ("W",), "direction": "bidirectional"}, with_array("W", np.ones((1, 18, 5), np.float32)),
      r"input W has shape \[1, 18, 5\]; direction 'bidirectional'"),
 ]
 
@@ -308,8 +269,7 @@ def test_bad_constant_inputs_at_creation(case):
     direction = kw.pop("direction", "forward")
     m, _, arrays = gru_case(3, 2, 5, 6, direction, **kw)
     edit(arrays)
-    for init in m.graph.initializer:
-        init.CopyFrom(numpy_helper.from_array(arrays[init.name], init.name))
+    with_initializers_from(m, arrays)
     with pytest.raises(olc_core.OlcError, match=f"{NODE}.*GRU.*{message}"):
         olc_core.Session(m, strict=True)
 
@@ -329,12 +289,8 @@ BAD_ATTRIBUTES = [
 def test_bad_attributes(case):
     attrs, message = BAD_ATTRIBUTES[case]
     m, _, _ = gru_case(3, 2, 5, 6, "forward")
-    node = m.graph.node[0]
-    keep = [a for a in node.attribute if a.name not in attrs]
-    del node.attribute[:]
-    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
     with pytest.raises(olc_core.OlcError, match=f"{NODE}.*GRU.*{message}"):
-        olc_core.Session(m, strict=True)
+        olc_core.Session(with_attributes(m, attrs), strict=True)
 
 
 def test_linear_before_reset_is_not_in_opset_one():

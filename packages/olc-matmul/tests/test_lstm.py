@@ -18,17 +18,21 @@ import pytest
 from helpers import LEVELS
 from onnx import TensorProto, helper, numpy_helper
 from recurrent import (
+    activation_attributes,
     activation_functions,
     assert_close,
     check_outputs,
     olc_session,
     ort_covers,
     recurrent_case,
+    tuned,
+    with_array,
+    with_attributes,
+    with_initializers_from,
 )
 from recurrent import run_olc as run_recurrent
 
 import olc_core
-import olc_core.tuning as tuning
 from olc_core import testing
 
 KERNEL = "olc_matmul::LSTM"
@@ -194,15 +198,7 @@ def feature_case(feature, S, Bt, In, H, direction, n):
         attrs = {"input_forget": 1} | ({"clip": 0.8} if n % 2 else {})
         kw.update(peep=True)
     elif feature == "activations":
-        D = 2 if direction == "bidirectional" else 1
-        sets = [ACTIVATION_SETS[(n + d) % len(ACTIVATION_SETS)] for d in range(D)]
-        attrs = {"activations": [a for acts, _, _ in sets for a in acts]}
-        alphas = [a for _, al, _ in sets for a in al]
-        betas = [b for _, _, be in sets for b in be]
-        if alphas:
-            attrs["activation_alpha"] = alphas
-        if betas:
-            attrs["activation_beta"] = betas
+        attrs = activation_attributes(ACTIVATION_SETS, direction, n)
         kw.update(scale=0.5)
     elif feature == "layout":
         layout = 1
@@ -255,12 +251,8 @@ def lstm_parallel_at_any_size():
     """The kernel shares work between threads only above split_min_macs
     (whole directions and blocks of batch rows) and step_min_macs (one
     row's per-step product): at 0 these small cases take those paths."""
-    keys = [(level, name) for level in ("scalar", "avx2", "avx512") for name in ("split_min_macs", "step_min_macs")]
-    for level, name in keys:
-        tuning.set("olc_matmul", "LSTM", name, 0, implementation=level, dtype="float32")
-    yield
-    for level, name in keys:
-        tuning.reset("olc_matmul", "LSTM", name, implementation=level, dtype="float32")
+    with tuned("LSTM", split_min_macs=0, step_min_macs=0):
+        yield
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -287,16 +279,10 @@ def test_two_threads_split_only_while_a_direction_r_fits(lstm_parallel_at_any_si
     its steps read it) is within split_max_r_bytes (L2's size by default);
     beyond, each step's product is shared instead and the directions run
     one after the other."""
-    level = LEVELS[-1]
-    for lvl in ("scalar", "avx2", "avx512"):
-        tuning.set("olc_matmul", "LSTM", "split_max_r_bytes", r_limit, implementation=lvl, dtype="float32")
-    try:
+    with tuned("LSTM", split_max_r_bytes=r_limit):
         m, feeds, arrays = lstm_case(5, 1, 7, 40, "bidirectional", seed=11)  # R: 160 x 40 floats a direction
-        _, s = check_against_oracles(m, feeds, arrays, level, "bidirectional", f"R limit {r_limit}", threads=2)
+        _, s = check_against_oracles(m, feeds, arrays, LEVELS[-1], "bidirectional", f"R limit {r_limit}", threads=2)
         assert mode in s.kernel_usage_details()[0]
-    finally:
-        for lvl in ("scalar", "avx2", "avx512"):
-            tuning.reset("olc_matmul", "LSTM", "split_max_r_bytes", implementation=lvl, dtype="float32")
 
 
 def test_two_threads_default_thresholds():
@@ -404,22 +390,16 @@ def test_float64_is_not_claimed():
 
 # ------------------------------------------------------------ errors
 
-def _with_array(name, value):
-    def edit(arrays):
-        arrays[name] = np.asarray(value)
-    return edit
-
-
 ERRORS_AT_CREATION = [
     # (lstm_case kwargs, how to change the arrays, expected message)
-    ({"const": ("W",)}, _with_array("W", np.ones((1, 20, 5), np.float32)),
+    ({"const": ("W",)}, with_array("W", np.ones((1, 20, 5), np.float32)),
      r"input W has shape \[1, 20, 5\]; direction 'forward' and hidden_size 6 take"),
-    ({"const": ("R",)}, _with_array("R", np.ones((1, 24, 5), np.float32)), r"input R has shape \[1, 24, 5\]"),
-    ({"const": ("B",)}, _with_array("B", np.ones((1, 24), np.float32)), r"input B has shape \[1, 24\]"),
-    ({"const": ("P",), "peep": True}, _with_array("P", np.ones((1, 12), np.float32)), r"input P has shape \[1, 12\]"),
-    ({"const": ("W",), "direction": "bidirectional"}, _with_array("W", np.ones((1, 24, 5), np.float32)),
+    ({"const": ("R",)}, with_array("R", np.ones((1, 24, 5), np.float32)), r"input R has shape \[1, 24, 5\]"),
+    ({"const": ("B",)}, with_array("B", np.ones((1, 24), np.float32)), r"input B has shape \[1, 24\]"),
+    ({"const": ("P",), "peep": True}, with_array("P", np.ones((1, 12), np.float32)), r"input P has shape \[1, 12\]"),
+    ({"const": ("W",), "direction": "bidirectional"}, with_array("W", np.ones((1, 24, 5), np.float32)),
      r"input W has shape \[1, 24, 5\]; direction 'bidirectional'"),
-    ({"const": ("R",), "hidden_attr": False}, _with_array("R", np.ones((1, 0, 0), np.float32)),
+    ({"const": ("R",), "hidden_attr": False}, with_array("R", np.ones((1, 0, 0), np.float32)),
      r"hidden size of 0; it must be positive"),
 ]
 
@@ -431,8 +411,7 @@ def test_bad_constant_inputs_at_creation(case):
     direction = kw.pop("direction", "forward")
     m, _, arrays = lstm_case(3, 2, 5, 6, direction, **kw)
     edit(arrays)
-    for init in m.graph.initializer:
-        init.CopyFrom(numpy_helper.from_array(arrays[init.name], init.name))
+    with_initializers_from(m, arrays)
     with pytest.raises(olc_core.OlcError, match=f"{NODE}.*LSTM.*{message}"):
         olc_core.Session(m, strict=True)
 
@@ -453,12 +432,8 @@ BAD_ATTRIBUTES = [
 def test_bad_attributes(case):
     attrs, message = BAD_ATTRIBUTES[case]
     m, _, _ = lstm_case(3, 2, 5, 6, "forward")
-    node = m.graph.node[0]
-    keep = [a for a in node.attribute if a.name not in attrs]
-    del node.attribute[:]
-    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
     with pytest.raises(olc_core.OlcError, match=f"{NODE}.*LSTM.*{message}"):
-        olc_core.Session(m, strict=True)
+        olc_core.Session(with_attributes(m, attrs), strict=True)
 
 
 def test_bidirectional_takes_six_activations():

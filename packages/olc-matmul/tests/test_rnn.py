@@ -16,19 +16,21 @@ import numpy as np
 import pytest
 from helpers import LEVELS
 from olc_matmul.manifest import RNN_ACTIVATIONS
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
 from recurrent import (
     activation_functions,
     assert_close,
     check_outputs,
+    feature_case,
     olc_session,
     ort_covers,
     recurrent_case,
     run_olc,
+    tuned,
+    with_attributes,
 )
 
 import olc_core
-import olc_core.tuning as tuning
 from olc_core import testing
 
 KERNEL = "olc_matmul::RNN"
@@ -123,41 +125,11 @@ FEATURES = ["sequence_lens", "clip", "activations", "layout", "no_hidden_size", 
 SHAPES = [(5, 3, 7, 5), (5, 3, 16, 33), (1, 1, 7, 16), (4, 2, 1, 17)]
 
 
-def feature_case(feature, S, Bt, In, H, direction, n):
-    kw, attrs = {}, {}
-    layout = 0
-    if feature == "sequence_lens":
-        kw.update(seq_lens=[(S - b - n) % (S + 1) for b in range(Bt)], const=("W", "R") if n % 3 else ())
-    elif feature == "clip":
-        attrs["clip"] = 0.6 + 0.3 * (n % 3)
-        kw.update(scale=3.0)
-    elif feature == "activations":
-        D = 2 if direction == "bidirectional" else 1
-        sets = [ACTIVATIONS[(n + d) % len(ACTIVATIONS)] for d in range(D)]
-        attrs["activations"] = [a for acts, _, _ in sets for a in acts]
-        alphas = [a for _, al, _ in sets for a in al]
-        betas = [b for _, _, be in sets for b in be]
-        if alphas:
-            attrs["activation_alpha"] = alphas
-        if betas:
-            attrs["activation_beta"] = betas
-        kw.update(scale=0.5)
-    elif feature == "layout":
-        layout = 1
-        kw.update(seq_lens=[max(0, S - b) for b in range(Bt)] if n % 3 == 1 else None,
-                  const=("W", "R", "B") if n % 2 else (), h0=n % 4 != 3)
-    elif feature == "no_hidden_size":
-        kw.update(hidden_attr=False, const=("R",) if n % 2 else ("W", "B"))
-    elif feature == "saturated":
-        kw.update(scale=40.0)
-    return kw, attrs, layout
-
-
 @pytest.mark.parametrize("feature", FEATURES)
 @pytest.mark.parametrize("level", LEVELS)
 def test_features(level, feature):
     for n, ((S, Bt, In, H), direction) in enumerate(itertools.product(SHAPES, ["forward", "reverse", "bidirectional"])):
-        kw, attrs, layout = feature_case(feature, S, Bt, In, H, direction, n)
+        kw, attrs, layout = feature_case(feature, S, Bt, direction, n, ACTIVATIONS)
         kw.setdefault("seed", zlib.crc32(f"{feature}/{n}".encode()))
         m, feeds, arrays = rnn_case(S, Bt, In, H, direction, attrs=attrs, layout=layout, **kw)
         check_against_oracles(m, feeds, arrays, level, direction, f"{feature} {direction} S{S} B{Bt} In{In} H{H}",
@@ -183,12 +155,8 @@ def test_empty_sequence_and_batch(level):
 
 @pytest.fixture
 def rnn_parallel_at_any_size():
-    keys = [(level, name) for level in ("scalar", "avx2", "avx512") for name in ("split_min_macs", "step_min_macs")]
-    for level, name in keys:
-        tuning.set("olc_matmul", "RNN", name, 0, implementation=level, dtype="float32")
-    yield
-    for level, name in keys:
-        tuning.reset("olc_matmul", "RNN", name, implementation=level, dtype="float32")
+    with tuned("RNN", split_min_macs=0, step_min_macs=0):
+        yield
 
 
 @pytest.mark.parametrize("level", LEVELS)
@@ -266,12 +234,8 @@ BAD_ATTRIBUTES = [
 def test_bad_attributes(case):
     attrs, message = BAD_ATTRIBUTES[case]
     m, _, _ = rnn_case(3, 2, 5, 6, "forward")
-    node = m.graph.node[0]
-    keep = [a for a in node.attribute if a.name not in attrs]
-    del node.attribute[:]
-    node.attribute.extend(keep + [helper.make_attribute(k, v) for k, v in attrs.items()])
     with pytest.raises(olc_core.OlcError, match=f"{NODE}.*RNN.*{message}"):
-        olc_core.Session(m, strict=True)
+        olc_core.Session(with_attributes(m, attrs), strict=True)
 
 
 BAD_FEEDS = [
