@@ -180,6 +180,10 @@ def test_a_branch_value_contradicting_the_declared_if_output_names_the_branch_at
         s.run(None, feeds)
     feeds["s"] = np.array([6], np.int64)
     np.testing.assert_array_equal(s.run(None, feeds)[0], feeds["x"])
+    # A value that fit once does not let another shape through after it.
+    feeds["s"] = np.array([3, 2], np.int64)
+    with pytest.raises(olc_core.OlcError, match=r"then_branch output 0 is shape \[3, 2\]"):
+        s.run(None, feeds)
 
 
 @pytest.mark.parametrize("strict", [True, False])
