@@ -560,7 +560,7 @@ class Pool final : public Kernel {
     // against the row's width choose the padded long row below instead.
     int64_t edge_taps = 0;
     for (const auto& e : edges) edge_taps += std::max<int64_t>(0, e[2] - e[1]);
-    static const std::vector<std::array<int64_t, 3>> no_edges;
+    const bool padded_rows = edge_taps * 5 > W;
     // Scratch only where it is used: a long 1-D row read in place and
     // written straight to the output needs none (sizing it would zero
     // megabytes per run).
@@ -624,10 +624,10 @@ class Pool final : public Kernel {
       if constexpr (std::is_same_v<T, F>) {
         if (kind != PKind::Lp) out = yo;
       }
-      if (edge_taps * 5 > W) {
+      if (padded_rows) {
         // Windows nearly as wide as the row (SPP's 5, 9 and 13 at 13x13:
-        // every output an edge, recomputed tap by tap below at 4x the time
-        // of the whole pool): V's rows copied between margins of the
+        // every output an edge, whose recomputation tap by tap took 4x the
+        // time of the whole pool): V's rows copied between margins of the
         // identity, wide enough for every window, and one long window over
         // them (a multiple of sw wide, so each row's outputs start at a
         // window position).
@@ -641,36 +641,38 @@ class Pool final : public Kernel {
         if (is_max) r.window_max(t, P, nq, kw, dw, sw);
         else r.window_add(t, P, nq, kw, dw, sw);
         for (int64_t oh = 0; oh < OH; ++oh) std::copy(t + oh * (Wp / sw), t + oh * (Wp / sw) + OW, out + oh * OW);
-      } else if (i1 > i0) {
-        if (is_max) r.window_max(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
-        else r.window_add(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
-      }
-      // Edge outputs: windows that leave their row (the long row read the
-      // neighbouring row there), one edge position down every row at a time.
-      for (const auto& [ow, jlo, jhi] : edge_taps * 5 > W ? no_edges : edges) {
-        F* o = out + ow;
-        if (jlo < 0) {
-          for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = ident;
-          continue;
+      } else {
+        if (i1 > i0) {
+          if (is_max) r.window_max(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
+          else r.window_add(out + i0, V + i0 * sw - pw, i1 - i0, kw, dw, sw);
         }
-        // Taps [jlo, jhi) are the ones inside the row (positions rise with j).
-        const F* v0 = V + ow * sw - pw + jlo * dw;
-        const int64_t nt = jhi - jlo;
-        if (is_max) {
-          for (int64_t oh = 0; oh < OH; ++oh) {
-            const F* vr = v0 + oh * W;
-            F v = vr[0];
-            for (int64_t j = 1; j < nt; ++j) v = fmax1(v, vr[j * dw]);
-            o[oh * OW] = v;
+        // Edge outputs: windows that leave their row (the long row read the
+        // neighbouring row there), one edge position down every row at a time.
+        for (const auto& [ow, jlo, jhi] : edges) {
+          F* o = out + ow;
+          if (jlo < 0) {
+            for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = ident;
+            continue;
           }
-        } else if (nt == 2) {
-          for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = v0[oh * W] + v0[oh * W + dw];
-        } else {
-          for (int64_t oh = 0; oh < OH; ++oh) {
-            const F* vr = v0 + oh * W;
-            F v = vr[0];
-            for (int64_t j = 1; j < nt; ++j) v += vr[j * dw];
-            o[oh * OW] = v;
+          // Taps [jlo, jhi) are the ones inside the row (positions rise with j).
+          const F* v0 = V + ow * sw - pw + jlo * dw;
+          const int64_t nt = jhi - jlo;
+          if (is_max) {
+            for (int64_t oh = 0; oh < OH; ++oh) {
+              const F* vr = v0 + oh * W;
+              F v = vr[0];
+              for (int64_t j = 1; j < nt; ++j) v = fmax1(v, vr[j * dw]);
+              o[oh * OW] = v;
+            }
+          } else if (nt == 2) {
+            for (int64_t oh = 0; oh < OH; ++oh) o[oh * OW] = v0[oh * W] + v0[oh * W + dw];
+          } else {
+            for (int64_t oh = 0; oh < OH; ++oh) {
+              const F* vr = v0 + oh * W;
+              F v = vr[0];
+              for (int64_t j = 1; j < nt; ++j) v += vr[j * dw];
+              o[oh * OW] = v;
+            }
           }
         }
       }
