@@ -672,6 +672,33 @@ void q8_gemv_items(void* user, int64_t begin, int64_t end) {
                        j1 - j0, g.q->scale.data() + at, g.q->zero.data() + at, g.gates + j0);
 }
 
+// C[M, N] (rows ldc apart) = A[M, K] B^T (+ bias along N, NULL: none) on
+// the family's GEMM, B matrix `mat` of `packed`, or [N, K] read in place
+// when packed is NULL: the input projection and the recurrent products.
+// False when out of memory.
+bool product_bt(olc_context* ctx, const RecurrentState& st, const GemmTuning& tun, int64_t M, int64_t N, int64_t K,
+                const float* a, const float* b, const PackedB* packed, int64_t mat, float* c, int64_t ldc,
+                const float* bias) {
+  GemmDesc desc{};
+  desc.dtype = OLC_DTYPE_FLOAT;
+  desc.M = M;
+  desc.N = N;
+  desc.K = K;
+  desc.transB = true;
+  desc.lda = K;
+  desc.ldb = K;
+  desc.ldc = ldc;
+  desc.alpha = 1.0;
+  desc.beta = bias ? 1.0 : 0.0;
+  desc.bias = bias;
+  desc.bias_cs = 1;
+  const void* ap = a;
+  const void* bp = b;
+  void* cp = c;
+  GemmBatch batch{1, &ap, &bp, &mat, &cp, packed};
+  return std::strcmp(gemm_run(g_api, ctx, st.ks, tun, desc, batch), "oom") != 0;
+}
+
 // out[rows, part.cols] (rows G apart) = h[rows, H] times part `part` of
 // R_d^T.
 bool recurrent_product(const RecurrentRun& r, int64_t d, int part, int64_t rows, const float* h, float* out) {
@@ -698,22 +725,7 @@ bool recurrent_product(const RecurrentRun& r, int64_t d, int part, int64_t rows,
     }
     return true;
   }
-  GemmDesc desc{};
-  desc.dtype = OLC_DTYPE_FLOAT;
-  desc.M = rows;
-  desc.N = cols.cols;
-  desc.K = H;
-  desc.transB = true;
-  desc.lda = H;
-  desc.ldb = H;
-  desc.ldc = G;
-  desc.alpha = 1.0;
-  const void* ap = h;
-  const void* bp = fed;
-  void* cp = out;
-  const int64_t mat = d;
-  GemmBatch batch{1, &ap, &bp, &mat, &cp, packed};
-  return std::strcmp(gemm_run(g_api, r.step_ctx, st->ks, r.tun, desc, batch), "oom") != 0;
+  return product_bt(r.step_ctx, *st, r.tun, rows, cols.cols, H, h, fed, packed, d, out, G, nullptr);
 }
 
 // Direction d, batch rows [b0, b1): every step, then the final states and
@@ -976,26 +988,7 @@ int32_t recurrent_run(const void* state, olc_context* ctx, int32_t n_inputs, con
       const PackedB& p = *st->w_packed;
       st->rk->gemv_panels(xv, static_cast<const float*>(p.data), I, p.nr, p.panel_stride, N, bias, xproj);
     } else {
-      GemmDesc desc{};
-      desc.dtype = OLC_DTYPE_FLOAT;
-      desc.M = M;
-      desc.N = N;
-      desc.K = I;
-      desc.transB = true;
-      desc.lda = I;
-      desc.ldb = I;
-      desc.ldc = N;
-      desc.alpha = 1.0;
-      desc.beta = bias ? 1.0 : 0.0;
-      desc.bias = bias;
-      desc.bias_rs = 0;
-      desc.bias_cs = 1;
-      const void* ap = xv;
-      const void* bp = w_float;
-      void* cp = xproj;
-      const int64_t mat0 = 0;
-      GemmBatch batch{1, &ap, &bp, &mat0, &cp, w_packed ? st->w_packed.get() : nullptr};
-      if (!std::strcmp(gemm_run(g_api, ctx, st->ks, tun, desc, batch), "oom"))
+      if (!product_bt(ctx, *st, tun, M, N, I, xv, w_float, w_packed ? st->w_packed.get() : nullptr, 0, xproj, N, bias))
         return fail_run(ctx, "out of memory for the GEMM work buffers");
     }
   }
