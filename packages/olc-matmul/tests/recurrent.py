@@ -171,6 +171,35 @@ def ort_covers(m, layout):
     return layout == 0 and any(a.name == "hidden_size" for a in m.graph.node[-1].attribute)
 
 
+
+def reference_h_only(X, seq_lens, h0, direction, D, H, layout, step):
+    """Y, Y_h in float64 of a recurrence whose state is H alone (GRU, RNN):
+    ``step(d, x, h)`` gives H(t) of direction d from X(t) and H(t-1), one
+    batch row and step at a time. A row of length 0 ends with a zero Y_h
+    and the reverse direction runs each row from its own last step back
+    (ONNX Runtime's choices); layout 1 is [batch, ...] in and out."""
+    if layout:
+        X = X.transpose(1, 0, 2)
+        h0 = None if h0 is None else h0.transpose(1, 0, 2)
+    S, Bt, _ = X.shape
+    Y = np.zeros((S, D, Bt, H))
+    Y_h = np.zeros((D, Bt, H))
+    for d in range(D):
+        reverse = direction == "reverse" or d == 1
+        for b in range(Bt):
+            length = int(seq_lens[b]) if seq_lens is not None else S
+            ht = h0[d, b] if h0 is not None else np.zeros(H)
+            for s in range(length):
+                t = length - 1 - s if reverse else s
+                ht = step(d, X[t, b], ht)
+                Y[t, d, b] = ht
+            if length > 0:
+                Y_h[d, b] = ht
+    if layout:
+        return Y.transpose(2, 0, 1, 3), Y_h.transpose(1, 0, 2)
+    return Y, Y_h
+
+
 # ------------------------------------------------------------ case variations
 
 

@@ -23,6 +23,7 @@ from recurrent import (
     olc_session,
     ort_covers,
     recurrent_case,
+    reference_h_only,
     run_olc,
     tuned,
     with_array,
@@ -47,43 +48,27 @@ def reference_gru(X, W, R, B=None, seq_lens=None, h0=None, direction="forward", 
     def f64(a):
         return None if a is None else np.asarray(a, np.float64)
     X, W, R, B, h0 = map(f64, (X, W, R, B, h0))
-    if layout:
-        X = X.transpose(1, 0, 2)
-        h0 = None if h0 is None else h0.transpose(1, 0, 2)
-    S, Bt, _ = X.shape
     D, G, _ = W.shape
     H = G // 3
     funcs = activation_functions(activations or ["Sigmoid", "Tanh"] * D, alphas, betas)
     cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
-    Y = np.zeros((S, D, Bt, H))
-    Y_h = np.zeros((D, Bt, H))
-    for d in range(D):
-        reverse = direction == "reverse" or d == 1
+    wb, rb = (B[:, :G], B[:, G:]) if B is not None else (np.zeros((D, G)), np.zeros((D, G)))
+
+    def step(d, x, ht):
         f, g = funcs[2 * d:2 * d + 2]
-        wb, rb = (B[d, :G], B[d, G:]) if B is not None else (np.zeros(G), np.zeros(G))
         wz, wr, wh = np.split(W[d], 3)
         rz, rr, rh = np.split(R[d], 3)
-        wbz, wbr, wbh = np.split(wb, 3)
-        rbz, rbr, rbh = np.split(rb, 3)
-        for b in range(Bt):
-            length = int(seq_lens[b]) if seq_lens is not None else S
-            ht = h0[d, b] if h0 is not None else np.zeros(H)
-            for s in range(length):
-                t = length - 1 - s if reverse else s
-                x = X[t, b]
-                z = f(cl(wz @ x + rz @ ht + wbz + rbz))
-                r = f(cl(wr @ x + rr @ ht + wbr + rbr))
-                if linear_before_reset:
-                    cand = g(cl(wh @ x + r * (rh @ ht + rbh) + wbh))
-                else:
-                    cand = g(cl(wh @ x + rh @ (r * ht) + rbh + wbh))
-                ht = (1.0 - z) * cand + z * ht
-                Y[t, d, b] = ht
-            if length > 0:
-                Y_h[d, b] = ht
-    if layout:
-        return Y.transpose(2, 0, 1, 3), Y_h.transpose(1, 0, 2)
-    return Y, Y_h
+        wbz, wbr, wbh = np.split(wb[d], 3)
+        rbz, rbr, rbh = np.split(rb[d], 3)
+        z = f(cl(wz @ x + rz @ ht + wbz + rbz))
+        r = f(cl(wr @ x + rr @ ht + wbr + rbr))
+        if linear_before_reset:
+            cand = g(cl(wh @ x + r * (rh @ ht + rbh) + wbh))
+        else:
+            cand = g(cl(wh @ x + rh @ (r * ht) + rbh + wbh))
+        return (1.0 - z) * cand + z * ht
+
+    return reference_h_only(X, seq_lens, h0, direction, D, H, layout, step)
 
 
 def gru_case(S, Bt, In, H, direction="forward", **kw):

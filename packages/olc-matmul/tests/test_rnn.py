@@ -25,6 +25,7 @@ from recurrent import (
     olc_session,
     ort_covers,
     recurrent_case,
+    reference_h_only,
     run_olc,
     tuned,
     with_attributes,
@@ -46,30 +47,12 @@ def reference_rnn(X, W, R, B=None, seq_lens=None, h0=None, direction="forward", 
     def f64(a):
         return None if a is None else np.asarray(a, np.float64)
     X, W, R, B, h0 = map(f64, (X, W, R, B, h0))
-    if layout:
-        X = X.transpose(1, 0, 2)
-        h0 = None if h0 is None else h0.transpose(1, 0, 2)
-    S, Bt, _ = X.shape
     D, H, _ = W.shape
     funcs = activation_functions(activations or ["Tanh"] * D, alphas, betas)
     cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
-    Y = np.zeros((S, D, Bt, H))
-    Y_h = np.zeros((D, Bt, H))
-    for d in range(D):
-        reverse = direction == "reverse" or d == 1
-        bias = B[d, :H] + B[d, H:] if B is not None else np.zeros(H)
-        for b in range(Bt):
-            length = int(seq_lens[b]) if seq_lens is not None else S
-            ht = h0[d, b] if h0 is not None else np.zeros(H)
-            for s in range(length):
-                t = length - 1 - s if reverse else s
-                ht = funcs[d](cl(W[d] @ X[t, b] + R[d] @ ht + bias))
-                Y[t, d, b] = ht
-            if length > 0:
-                Y_h[d, b] = ht
-    if layout:
-        return Y.transpose(2, 0, 1, 3), Y_h.transpose(1, 0, 2)
-    return Y, Y_h
+    bias = B[:, :H] + B[:, H:] if B is not None else np.zeros((D, H))
+    return reference_h_only(X, seq_lens, h0, direction, D, H, layout,
+                            lambda d, x, ht: funcs[d](cl(W[d] @ x + R[d] @ ht + bias[d])))
 
 
 def rnn_case(S, Bt, In, H, direction="forward", **kw):
