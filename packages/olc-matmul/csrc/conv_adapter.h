@@ -18,6 +18,8 @@ const olc_kernel_vtable* conv_transpose_vtable();
 struct CacheInfo;
 // The Conv tuning key stream_min_bytes' default for these caches.
 int64_t conv_stream_min_bytes(const CacheInfo& caches);
+// The Conv tuning key gemv_split_min_bytes' default for these caches.
+int64_t conv_gemv_split_min_bytes(const CacheInfo& caches);
 }  // namespace olc_mm
 
 #endif  // OLC_MATMUL_CONV_ADAPTER_H_

@@ -66,6 +66,8 @@ PYBIND11_MODULE(_ext, m) {
     }
     api->tuning_declare_int("olc_matmul", "Conv", isa, OLC_DTYPE_FLOAT, "stream_min_bytes",
                             olc_mm::conv_stream_min_bytes(olc_mm::cache_info()));
+    api->tuning_declare_int("olc_matmul", "Conv", isa, OLC_DTYPE_FLOAT, "gemv_split_min_bytes",
+                            olc_mm::conv_gemv_split_min_bytes(olc_mm::cache_info()));
   }
 
   m.def(
@@ -131,6 +133,14 @@ PYBIND11_MODULE(_ext, m) {
         return olc_mm::conv_stream_min_bytes(c);
       },
       py::arg("l3"), "The Conv stream_min_bytes default for an L3 of l3 bytes (0: unknown).");
+  m.def(
+      "conv_gemv_split_min_bytes",
+      [](int64_t l2) {
+        olc_mm::CacheInfo c;
+        c.l2 = l2;
+        return olc_mm::conv_gemv_split_min_bytes(c);
+      },
+      py::arg("l2"), "The Conv gemv_split_min_bytes default for an L2 of l2 bytes (0: unknown).");
   m.def(
       "fma_peak_gflops",
       [](int64_t iters, const std::string& isa) {

@@ -521,6 +521,12 @@ SPLIT_CASES = [
     ((1, 96, 3, 3), (160, 96, 1, 1), {}, "pointwise-gemm-transposed"),
     ((1, 240, 4, 4), (40, 240, 1, 1), {}, "pointwise-gemm "),  # 16 positions: half a panel, not transposed
     ((1, 64, 9, 9), (128, 32, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
+    # Depthwise planes padded band by band, their rows in chunks per thread
+    # (bands starting inside a plane, the last one short): 3x3 eight rows
+    # a pass, stride 2, and 5x5 taps
+    ((1, 2, 70, 100), (2, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, "depthwise "),
+    ((1, 2, 121, 101), (2, 1, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 0, 1, 1]}, "depthwise "),
+    ((1, 3, 61, 103), (3, 1, 5, 5), {"group": 3, "strides": [2, 2], "pads": [2, 2, 2, 2]}, "depthwise "),
 ]
 
 

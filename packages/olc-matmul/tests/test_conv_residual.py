@@ -317,3 +317,55 @@ def test_projection_shortcut_two_conv_branches():
         assert set(s.kernel_usage()) == {FUSED}
         assert_within(y, want, bound, level)
     assert_within(ort_run(m, {"X": x}), want, bound, "onnxruntime")
+
+
+@pytest.mark.parametrize("act", ["none", "Relu", "HardSigmoid"])
+@pytest.mark.parametrize("xs,ws,attrs", [
+    ((1, 40, 1, 1), (70, 40, 1, 1), {}),                # 3 panels at avx512: shares of 1 and 2, a tail panel
+    ((1, 24, 1, 1), (90, 12, 1, 1), {"group": 2}),      # a share per group and thread
+    ((1, 9, 1, 1), (5, 9, 1, 1), {}),                   # one partial panel: one share
+], ids=["tail", "groups", "one-panel"])
+def test_gemv_shares_between_threads(xs, ws, attrs, act):
+    """A 1x1 Conv of a 1x1 input (the GEMV over the W^T panels) split
+    between two threads by output channels once its weights reach
+    gemv_split_min_bytes (here every size): each share adds its slice of R
+    and applies the activation, against the float64 reference and one
+    thread's result."""
+    from recurrent import tuned
+
+    rng = np.random.default_rng(31)
+    x, w, b, p = data(rng, xs, ws, True)
+    r = rng.standard_normal(out_shape(xs, ws, attrs)).astype(np.float32)
+    want, bound = residual_reference(x, w, b, attrs, p, 1e-3, r, act)
+    m = build("float32", xs, ws, attrs, act, w=w, b=b, bn=p, swap=True)
+    with tuned("Conv", gemv_split_min_bytes=1):
+        for level in LEVELS:
+            ys = []
+            for threads in (1, 2):
+                with olc_core.simd_cap(level):
+                    s = olc_core.Session(m, threads=threads, strict=OTHERS_STRICT, record_usage=True)
+                (y,) = s.run(None, {"X": testing.guarded(x), "R": testing.guarded(r)})
+                assert "pointwise-gemm-transposed" in s.kernel_usage_details()[0], s.kernel_usage_details()
+                assert_within(y, want, bound, f"{level} t{threads}")
+                ys.append(y)
+            np.testing.assert_array_equal(ys[0], ys[1])  # the same sums, only split
+
+
+def test_gemv_split_threshold_follows_the_l2():
+    """gemv_split_min_bytes: 3/4 of the L2 (weights that one core's L2 no longer
+    holds; of 1 MiB where it is unknown); this host's default is the one its
+    L2 gives."""
+    from olc_matmul import _ext
+
+    import olc_core.tuning as tuning
+
+    M = 1 << 20
+    assert _ext.conv_gemv_split_min_bytes(2 * M) == 3 * M // 2  # Sapphire Rapids
+    assert _ext.conv_gemv_split_min_bytes(M // 2) == 3 * M // 8  # Zen 2/3
+    assert _ext.conv_gemv_split_min_bytes(0) == 3 * M // 4
+    want = _ext.conv_gemv_split_min_bytes(_ext.cache_info()["l2_bytes"])
+    m = build("float32", (1, 8, 1, 1), (4, 8, 1, 1), {}, "none", w=np.ones((4, 8, 1, 1), np.float32))
+    for level in LEVELS:
+        with olc_core.simd_cap(level):
+            olc_core.Session(m)
+        assert tuning.get("olc_matmul", "Conv", "gemv_split_min_bytes", implementation=level, dtype="float32") == want
