@@ -527,6 +527,13 @@ SPLIT_CASES = [
     ((1, 2, 70, 100), (2, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, "depthwise "),
     ((1, 2, 121, 101), (2, 1, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 0, 1, 1]}, "depthwise "),
     ((1, 3, 61, 103), (3, 1, 5, 5), {"group": 3, "strides": [2, 2], "pads": [2, 2, 2, 2]}, "depthwise "),
+    # planes of 8192 values or more: each plane's rows split between the
+    # threads (stride 1 and 2, eight-row passes, a short last range)
+    ((1, 8, 100, 90), (8, 1, 3, 3), {"group": 8, "pads": [1, 1, 1, 1]}, "depthwise "),
+    ((2, 5, 97, 95), (5, 1, 3, 3), {"group": 5, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "depthwise "),
+    # small planes copied whole per task: only the rows a task reads
+    ((1, 3, 34, 40), (3, 1, 3, 3), {"group": 3, "strides": [2, 1], "pads": [1, 1, 1, 1]}, "depthwise "),
+    ((1, 2, 23, 36), (2, 1, 5, 3), {"group": 2, "dilations": [2, 1], "pads": [4, 1, 3, 1]}, "depthwise "),
 ]
 
 
