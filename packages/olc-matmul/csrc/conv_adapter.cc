@@ -1405,7 +1405,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // 88@8x8 12 -> 5.5 us, 384@14x14 91 -> 47, 144@28x28 86 -> 59; 5x5
     // 120@28x28 155 -> 95 (AVX-512 158 -> 95); but AVX-512 3x3 64@32x32
     // 31 -> 65.
-    const bool rows3 = dw_rows3_applies(g.in[0], g.k[0], g.k[1], g.k[2], g.d[1], g.s[1]);
+    const bool rows3 = dw_rows3_applies(g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.s[1]);
     // 2-D 5x5 taps at W stride 1 (PP-LCNet's and MobileNetV3's wide
     // layers) go blocked up to 96 positions a row: there the blocked loop's
     // shared loads (dwb_row) outweigh its transposes. One thread, same
@@ -1413,7 +1413,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // 174 us, 64@56x56 189 -> 163, 192@40x40 363 -> 237, but 32@112x112
     // 331 -> 353 and stride 2 240@24x160 301 -> 334; AVX2 240@12x80 257 ->
     // 204, 64@56x56 205 -> 182 (Sapphire Rapids).
-    const bool wide5 = g.in[0] == 1 && g.k[0] == 1 && g.k[2] == 5 && g.s[2] == 1 && g.d[2] == 1 && g.out[2] <= 96;
+    const bool wide5 = g.in[0] + g.pb[0] + g.pe[0] == 1 && g.k[2] == 5 && g.s[2] == 1 && g.d[2] == 1 && g.out[2] <= 96;
     if ((g.out[2] < L || (g.out[2] <= 32 && !(rows3 && L >= 16)) || wide5) && L <= 64) {
       std::vector<float> wblkv;
       const float* wblk;

@@ -30,11 +30,12 @@ struct Activation {
 };
 
 // Whether the direct depthwise loop runs a plane's rows eight at a time
-// (four below AVX-512) sharing their input loads (dw_rows3): 2-D 3x3 taps,
-// H dilation 1, H stride 1 or 2. The adapter's choice of the blocked
-// kernel reads the same rule.
-inline bool dw_rows3_applies(int64_t id, int64_t kd, int64_t kh, int64_t kw, int64_t dh, int64_t sh) {
-  return id == 1 && kd == 1 && kh == 3 && kw == 3 && dh == 1 && (sh == 1 || sh == 2);
+// (four below AVX-512) sharing their input loads (dw_rows3): 2-D 3x3 taps
+// (a padded depth pd of 1: one output depth, its rows one run), H
+// dilation 1, H stride 1 or 2. The adapter's choice of the blocked kernel
+// reads the same rule.
+inline bool dw_rows3_applies(int64_t pd, int64_t kh, int64_t kw, int64_t dh, int64_t sh) {
+  return pd == 1 && kh == 3 && kw == 3 && dh == 1 && (sh == 1 || sh == 2);
 }
 
 // One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows

@@ -171,6 +171,12 @@ CASES = [
     ((1, 2, 61, 101), (2, 1, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 0, 1, 1]}),
     ((1, 3, 33, 40), (3, 1, 3, 3), {"group": 3, "pads": [1, 1, 1, 1]}),
     ((1, 3, 32, 32), (3, 1, 3, 3), {"group": 3, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    # 3-D depthwise of one input depth, padded in depth (three output
+    # depths, each a run of rows): the direct loop's plane copied whole and
+    # band by band, and a 5x5 one
+    ((1, 2, 1, 20, 40), (2, 1, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 1, 1, 1]}),
+    ((1, 2, 1, 70, 100), (2, 1, 1, 3, 3), {"group": 2, "pads": [1, 1, 1, 0, 1, 1], "strides": [1, 2, 2]}),
+    ((1, 2, 1, 9, 120), (2, 1, 1, 5, 5), {"group": 2, "pads": [2, 2, 2, 1, 2, 2]}),
     # few output positions: the transposed product (positions as rows),
     # pointwise and im2col, a batch stacked, groups, a partial W^T panel
     ((1, 48, 4, 4), (64, 48, 1, 1), {}),
