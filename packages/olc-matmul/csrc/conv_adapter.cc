@@ -851,10 +851,10 @@ void dw_range(void* user, int64_t begin, int64_t end) {
   const bool f32 = job.dt == OLC_DTYPE_FLOAT;
   const size_t es = f32 ? 4 : 2;
   const int64_t rows = g.out[0] * g.out[1];
+  const int64_t planes = g.N * g.Cout;
   for (int64_t t = begin; t < end; ++t) {
     // Row chunk major: a thread's contiguous share of the tasks is the same
     // rows of every plane (see the split in conv_run).
-    const int64_t planes = g.N * g.Cout;
     const int64_t rc = t / planes;
     const int64_t plane = t % planes;  // n * Cout + co
     const int64_t co = plane % g.Cout, n = plane / g.Cout;
