@@ -170,7 +170,11 @@ class Where:
         self.name = name
         self.client = client
         if client is not None:
-            self.nthreads = {a: w["nthreads"] for a, w in client.scheduler_info()["workers"].items()}
+            # Asked of the scheduler: scheduler_info() returns the client's cached
+            # identity, which its periodic refresh replaces with one that lists no
+            # workers (every worker filter then matched nothing, now and then).
+            self.nthreads = dict(client.nthreads())
+            assert len(self.nthreads) == 2, self.nthreads
         else:
             self.nthreads = {"": min(2, olc_core.default_thread_count())}
 
