@@ -1361,14 +1361,20 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   const Activation* act = st->act.kind == ActKind::kNone ? nullptr : &st->act;
   const bool packed = st->wpack && w.data == st->wdata && w.ndim == static_cast<int32_t>(st->wshape.size()) &&
                       std::equal(st->wshape.begin(), st->wshape.end(), w.shape) && st->wpack_dw == g.depthwise;
-  // Work for the threading decision in multiply-adds. A depthwise output
-  // costs more than its few multiply-adds (its window's loads, no register
-  // reuse across channels): counted as kDepthwiseOutputCost, MobileNetV2's
-  // 3x3 depthwise layers at 7x7 and 14x14 (423K and 677K multiply-adds)
-  // split again, while MobileNetV3-style layers at 16x16 and below stay on
-  // one thread.
-  constexpr int64_t kDepthwiseOutputCost = 24;
-  const int64_t macs = total * (g.depthwise ? std::max<int64_t>(g.Kg, kDepthwiseOutputCost) : g.Kg);
+  // Work for the threading decision in multiply-adds. A depthwise layer
+  // costs more than its few multiply-adds: its time goes with the values
+  // it reads and writes (copied into padded or channel-blocked buffers,
+  // no register reuse across channels), each counted as
+  // kDepthwiseValueCost, and an output's taps past that. MobileNetV2's 3x3
+  // depthwise layers at 7x7 and 14x14 (423K and 677K multiply-adds) split
+  // again, while MobileNetV3-style layers at 16x16 and below stay on one
+  // thread; a stride-2 layer reads four inputs per output (3x3 stride 2 on
+  // 128 x 28x28, one thread, AVX-512: 22 us, as long as 960 x 7x7 at
+  // stride 1; two threads 16 us).
+  constexpr int64_t kDepthwiseValueCost = 12;
+  const int64_t macs = g.depthwise ? total * std::max<int64_t>(g.Kg, kDepthwiseValueCost) +
+                                         g.N * g.C * g.in_sp * kDepthwiseValueCost
+                                   : total * g.Kg;
   const int64_t threads =
       macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
   std::atomic<bool> failed{false};
