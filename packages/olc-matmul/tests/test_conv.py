@@ -663,8 +663,8 @@ def test_direct_rows(case, t):
     """An image stem's implicit GEMM reading B's rows straight from the
     padded copy (tuning direct_rows 1: the usage detail says
     implicit-gemm-rows) and building im2col panels (0): both against the
-    float64 reference on every level, one and two threads (two: each task
-    pads its own rows)."""
+    float64 reference on every level, one and two threads (two, and one
+    for taps at most three rows tall: each task pads its own rows)."""
     import olc_core.tuning as tuning
 
     xs, ws, attrs = case
