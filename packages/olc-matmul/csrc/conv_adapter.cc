@@ -1740,14 +1740,22 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // rows (a 3x3 stride-2 layer of 64 channels at 16x16 spent a sixth of
     // its two-thread time in the serial copy before); not for one output
     // row (1-D), where every task would copy the whole input. On one
-    // thread too for an image stem of at most three rows of taps: the
-    // whole image's copy went to a buffer last touched a run ago, its
-    // stores missing every cache, where a task's rows stay in L1 and L2
-    // and repeat few (PP-LCNet's 3x3 stride-2 stem in the model, one
-    // thread: 177-182 -> 157-171 us; but a 7x7 stem's tiles repeat half
-    // their rows: batch 8 2 % slower).
-    const bool stem_rows = job.direct_rows && (g.k[1] - 1) * g.d[1] + 1 <= 3;
-    job.own_pad = copy && !transposed && (threads > 1 || stem_rows) && job.tm == 1 && l.Dp == 1 && g.out[1] > 1;
+    // thread too, for taps at most three rows tall (a task's rows then
+    // repeat few), in an image stem or where the image's padded copy
+    // passes 3/4 of the L2: that copy went to a buffer last touched a run
+    // ago, its stores missing every cache, where a task's rows stay in L1
+    // and L2 while its panels are built. In the models, one thread,
+    // alternating processes: PP-LCNet's 3x3 stride-2 stem 172-180 -> 156-168
+    // us; YOLOv5's 3x3 stride-2 24 -> 48 at 208x208 (a 4.3 MB copy)
+    // 2.67-2.95 -> 2.35-2.41 ms; YOLOv8n's 16 -> 32 at 160x160 (1.7 MB)
+    // 705-765 -> 676-703 us. A smaller copy stays whole: YOLOv5's 96 ->
+    // 192 at 52x52 (1.1 MB) ran 2-3 % slower per task, AVX-512 and AVX2.
+    // (A 7x7 stem's tiles repeat half their rows: batch 8 2 % slower.)
+    const bool short_taps = (g.k[1] - 1) * g.d[1] + 1 <= 3;
+    const int64_t l2 = cache_info().l2 > 0 ? cache_info().l2 : int64_t(1) << 20;
+    const bool large_copy = g.C * l.cs * int64_t{sizeof(float)} > l2 / 4 * 3;
+    job.own_pad = copy && !transposed && (threads > 1 || (short_taps && (job.direct_rows || large_copy))) &&
+                  job.tm == 1 && l.Dp == 1 && g.out[1] > 1;
     int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(1) << 18) / job.img_stride)) : g.N;
     if (transposed)
       chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, g_api->tuning_read_int(st->t_trows) / g.out_sp));

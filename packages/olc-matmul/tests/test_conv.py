@@ -686,6 +686,22 @@ def test_direct_rows(case, t):
                 tuning.reset("olc_matmul", "Conv", "direct_rows", implementation=level, dtype=t)
 
 
+def test_large_image_rows_padded_per_task():
+    """A 3x3 stride-2 layer whose padded image (4.3 MB) passes 3/4 of any
+    L2: on one thread too each task pads its own rows (implicit GEMM, W
+    constant and fed), every level, against the float64 reference."""
+    xs, ws, attrs = (1, 24, 210, 208), (8, 24, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}
+    rng = np.random.default_rng(11)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        for const in (True, False):
+            m = conv_model("float32", attrs, w_const=w if const else None)
+            y, s = run_olc(m, {"X": x, "B": b} | ({} if const else {"W": w}), level, 1)
+            assert "implicit-gemm" in s.kernel_usage_details()[0], s.kernel_usage_details()
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} const={const}")
+
+
 def test_large_input_uses_tiles():
     """A 3x3 convolution whose im2col matrix would be 9 times the input:
     right result on the tiled path, on more than one tile per image."""
