@@ -62,6 +62,13 @@ inline void index_buffer(std::vector<int64_t>& v, int64_t n) {
   if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
 }
 
+// Three quarters of the L2 (of 1 MiB where its size is unknown): past
+// this much, one core's L2 no longer holds a layer's working set.
+inline int64_t l2_three_quarters(const CacheInfo& c) {
+  const int64_t l2 = c.l2 > 0 ? c.l2 : int64_t(1) << 20;
+  return l2 / 4 * 3;
+}
+
 inline float load_f(const uint16_t* p, int64_t i, bool f16) { return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]); }
 
 // Element i of a float32/float16/bfloat16 buffer as float32.
@@ -1752,8 +1759,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // 192 at 52x52 (1.1 MB) ran 2-3 % slower per task, AVX-512 and AVX2.
     // (A 7x7 stem's tiles repeat half their rows: batch 8 2 % slower.)
     const bool short_taps = (g.k[1] - 1) * g.d[1] + 1 <= 3;
-    const int64_t l2 = cache_info().l2 > 0 ? cache_info().l2 : int64_t(1) << 20;
-    const bool large_copy = g.C * l.cs * int64_t{sizeof(float)} > l2 / 4 * 3;
+    const bool large_copy = job.img_stride * int64_t{sizeof(float)} > l2_three_quarters(cache_info());
     job.own_pad = copy && !transposed && (threads > 1 || (short_taps && (job.direct_rows || large_copy))) &&
                   job.tm == 1 && l.Dp == 1 && g.out[1] > 1;
     int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(1) << 18) / job.img_stride)) : g.N;
@@ -2348,10 +2354,7 @@ int64_t conv_stream_min_bytes(const CacheInfo& c) {
 // (AVX-512, 2 MiB L2), weights: 1 MiB 8.3 -> 9.3 us (the hand-off costs
 // more than the half saves), 1.5 MiB 15.5 -> 11.0, 2 MiB 33.5 -> 12.5,
 // 2.5 MiB (PP-LCNet's 512 -> 1280 head) 64 -> 15, 8 MiB 296 -> 144.
-int64_t conv_gemv_split_min_bytes(const CacheInfo& c) {
-  const int64_t l2 = c.l2 > 0 ? c.l2 : int64_t(1) << 20;
-  return l2 / 4 * 3;
-}
+int64_t conv_gemv_split_min_bytes(const CacheInfo& c) { return l2_three_quarters(c); }
 
 void set_conv_api(const olc_core_api* api) { g_api = api; }
 const olc_kernel_vtable* conv_vtable() { return &kConv; }
