@@ -300,6 +300,20 @@ def test_slice(case, itype, threads):
     check_slice(make_model("Slice", names, ["y"], 13, {}), feeds, slice_oracle(x, starts, ends, axes, steps), threads)
 
 
+# Every other element of the last axis, from column 0 or 1 (YOLOv5's
+# space-to-depth Slices): rows long enough for the strided copy's vector
+# loop and a tail, for each element size it copies.
+@pytest.mark.parametrize("dtype", ["bool", "float16", "float32", "int64"])
+@pytest.mark.parametrize("width", [37, 64])
+@pytest.mark.parametrize("start", [0, 1])
+def test_slice_every_other_column(dtype, width, start):
+    x = random_array(np.random.default_rng(15), (2, 3, 5, width), dtype)
+    feeds = {"x": x, "s": np.array([start], np.int64), "e": np.array([I64_MAX], np.int64),
+             "a": np.array([-1], np.int64), "st": np.array([2], np.int64)}
+    names = [("x", dtype), ("s", "int64"), ("e", "int64"), ("a", "int64"), ("st", "int64")]
+    check_slice(make_model("Slice", names, ["y"], 13, {}), feeds, x[..., start::2])
+
+
 @pytest.mark.parametrize("t", ALL_TYPES)
 def test_slice_types_and_legacy(t):
     rng = np.random.default_rng(15)
