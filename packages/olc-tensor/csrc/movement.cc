@@ -27,6 +27,16 @@ bool norm_axis(int64_t axis, int rank, int64_t* out) {
   return true;
 }
 
+// x as a strided view of itself: its shape, row-major strides in elements.
+void contiguous_view(const olc_tensor& x, int64_t* shape, int64_t* stride) {
+  int64_t st = 1;
+  for (int d = x.ndim - 1; d >= 0; --d) {
+    shape[d] = x.shape[d];
+    stride[d] = st;
+    st *= x.shape[d];
+  }
+}
+
 bool check_input(olc_context* ctx, const olc_tensor* in, int idx, int32_t dtype) {
   if (dtype != OLC_DTYPE_UNDEFINED && in[idx].dtype != dtype) {
     fail(ctx, "input %d has type %s, the kernel was created for %s", idx, olc_dtype_name(in[idx].dtype),
@@ -386,6 +396,35 @@ int32_t emit_strided_view(olc_context* ctx, const olc_tensor& x, int out_rank, c
 
 // ------------------------------------------------------------------- Slice
 
+// One Slice step on a strided view (shape, stride in elements, first
+// element base): axis a cut to [start, end) by step, both clamped as the
+// Slice schema says (negative values count from the end). Shared by Slice
+// and the Concat of Slices, which applies a chain of them.
+void slice_view_axis(int64_t* shape, int64_t* stride, int64_t* base, int a, int64_t start, int64_t end,
+                     int64_t step) {
+  const int64_t d = shape[a];
+  // d >= 0 and start, end < 0 here: the sums cannot overflow.
+  if (start < 0) start += d;
+  if (end < 0) end += d;
+  int64_t len = 0;
+  if (d == 0) {
+    len = 0;
+  } else if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, d);
+    end = std::clamp<int64_t>(end, 0, d);
+    len = end > start ? (end - start - 1) / step + 1 : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, d - 1);
+    end = std::clamp<int64_t>(end, -1, d - 1);
+    len = start > end ? (start - end - 1) / (-step) + 1 : 0;
+  }
+  if (len > 0) *base += start * stride[a];
+  // With two or more elements |step| < d, so the product stays within the
+  // tensor's element count; a step that large otherwise may not.
+  if (len > 1) stride[a] *= step;
+  shape[a] = len;
+}
+
 class Slice final : public Kernel {
  public:
   int32_t dtype;
@@ -431,13 +470,9 @@ class Slice final : public Kernel {
       for (size_t i = 0; i < k; ++i) axes[i] = static_cast<int64_t>(i);
     }
     if (!has_steps) steps.assign(k, 1);
-    int64_t st[kMaxRank], en[kMaxRank], sp[kMaxRank];
+    int64_t vshape[kMaxRank], vstride[kMaxRank], base = 0;
+    contiguous_view(x, vshape, vstride);
     bool seen[kMaxRank] = {};
-    for (int d = 0; d < rank; ++d) {
-      st[d] = 0;
-      en[d] = x.shape[d];
-      sp[d] = 1;
-    }
     for (size_t i = 0; i < k; ++i) {
       int64_t a;
       if (!norm_axis(axes[i], rank, &a))
@@ -445,36 +480,87 @@ class Slice final : public Kernel {
       if (seen[a]) return fail(ctx, "axis %lld is repeated in axes", (long long)a);
       seen[a] = true;
       if (steps[i] == 0) return fail(ctx, "step for axis %lld is 0", (long long)a);
-      const int64_t d = x.shape[a];
-      int64_t s = starts[i], e = ends[i];
-      // d >= 0 and s, e < 0 here: the sums cannot overflow.
-      if (s < 0) s += d;
-      if (e < 0) e += d;
-      if (steps[i] > 0) {
-        s = std::clamp<int64_t>(s, 0, d);
-        e = std::clamp<int64_t>(e, 0, d);
-      } else {
-        s = std::clamp<int64_t>(s, 0, d - 1);
-        e = std::clamp<int64_t>(e, -1, d - 1);
+      slice_view_axis(vshape, vstride, &base, static_cast<int>(a), starts[i], ends[i], steps[i]);
+    }
+    return emit_strided_view(ctx, x, rank, vshape, base, rank, vshape, vstride, "Slice");
+  }
+};
+
+// -------------------------------------------------------- Concat of Slices
+
+// A Concat whose every input is a chain of Slices of one tensor x, as the
+// olc-tensor graph pass restates it (domain olc.tensor, x its one input):
+// each input is x read through the strided view its chain makes, copied
+// straight into its place in the output. YOLOv5's space-to-depth (eight
+// Slices and a Concat) wrote and read every value twice more on the way.
+class ConcatSlices final : public Kernel {
+ public:
+  int32_t dtype;
+  int64_t axis;
+  std::vector<int64_t> chain;                      // Slices per Concat input
+  std::vector<int64_t> starts, ends, axes, steps;  // the Slices, input by input, in chain order
+  int32_t run(olc_context* ctx, int32_t n_in, const olc_tensor* in, int32_t n_out) const override {
+    if (n_in != 1 || n_out != 1) return fail(ctx, "expects 1 input and 1 output, got %d and %d", n_in, n_out);
+    if (!check_input(ctx, in, 0, dtype)) return OLC_ERROR;
+    const olc_tensor& x = in[0];
+    const int rank = x.ndim;
+    if (rank < 1) return fail(ctx, "inputs must have rank >= 1");
+    int64_t ax;
+    if (!norm_axis(axis, rank, &ax))
+      return fail(ctx, "axis %lld is out of range for inputs of rank %d", (long long)axis, rank);
+    const size_t n = chain.size();
+    std::vector<int64_t> vshape(n * rank), vstride(n * rank), vbase(n, 0);
+    size_t j = 0;
+    for (size_t i = 0; i < n; ++i) {
+      int64_t* sh = vshape.data() + i * rank;
+      int64_t* st = vstride.data() + i * rank;
+      contiguous_view(x, sh, st);
+      for (int64_t c = 0; c < chain[i]; ++c, ++j) {
+        int64_t a;
+        if (!norm_axis(axes[j], rank, &a))
+          return fail(ctx, "input %zu: Slice axis %lld is out of range for an input of rank %d", i,
+                      (long long)axes[j], rank);
+        slice_view_axis(sh, st, &vbase[i], static_cast<int>(a), starts[j], ends[j], steps[j]);
       }
-      st[a] = s;
-      en[a] = e;
-      sp[a] = steps[i];
     }
-    int64_t oshape[kMaxRank], istride[kMaxRank];
-    int64_t base = 0, stride = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      int64_t len;
-      if (sp[d] > 0)
-        len = en[d] > st[d] ? (en[d] - st[d] - 1) / sp[d] + 1 : 0;
-      else
-        len = st[d] > en[d] ? (st[d] - en[d] - 1) / (-sp[d]) + 1 : 0;
-      oshape[d] = len;
-      istride[d] = stride * sp[d];
-      if (len > 0) base += st[d] * stride;
-      stride *= x.shape[d];
+    int64_t oshape[kMaxRank];
+    for (int d = 0; d < rank; ++d) oshape[d] = vshape[d];
+    oshape[ax] = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t* sh = vshape.data() + i * rank;
+      for (int d = 0; d < rank; ++d)
+        if (d != ax && sh[d] != vshape[d])
+          return fail(ctx, "input %zu has shape %s, input 0 has shape %s: they differ on axis %d, not only on the "
+                           "concat axis %lld", i, shape_str(sh, rank).c_str(), shape_str(vshape.data(), rank).c_str(),
+                      d, (long long)ax);
+      oshape[ax] += sh[ax];
     }
-    return emit_strided_view(ctx, x, rank, oshape, base, rank, oshape, istride, "Slice");
+    const olc_tensor probe{x.dtype, rank, oshape, nullptr};
+    const int64_t total = olc_element_count(&probe);
+    if (total < 0) return fail(ctx, "output shape %s is too large", shape_str(oshape, rank).c_str());
+    char* y = static_cast<char*>(g_api->allocate_output(ctx, 0, x.dtype, rank, oshape));
+    if (!y && total > 0) return OLC_ERROR;
+    if (total == 0) return OLC_OK;
+    const size_t es = olc_dtype_size(x.dtype);
+    const int64_t outer = prod(oshape, 0, static_cast<int>(ax)), out_row = total / outer;
+    const int64_t inner = prod(oshape, static_cast<int>(ax) + 1, rank);
+    for (int64_t o = 0; o < outer; ++o) {
+      int64_t off = o * out_row;
+      for (size_t i = 0; i < n; ++i) {
+        const int64_t* sh = vshape.data() + i * rank;
+        const int64_t* st = vstride.data() + i * rank;
+        // Outer index o in the view: its digits over the dims before the axis.
+        int64_t base = vbase[i];
+        for (int64_t d = ax - 1, r = o; d >= 0; --d) {
+          base += (r % sh[d]) * st[d];
+          r /= sh[d];
+        }
+        strided_copy(ctx, es, static_cast<const char*>(x.data), base, y + off * static_cast<int64_t>(es),
+                     rank - static_cast<int>(ax), sh + ax, st + ax, parallel_min_bytes("Concat"));
+        off += sh[ax] * inner;
+      }
+    }
+    return OLC_OK;
   }
 };
 
@@ -583,7 +669,41 @@ Kernel* make_gather_elements(const olc_node_info* node, std::string* error) {
   return k.release();
 }
 
+// The Concat of Slices the graph pass restates (domain olc.tensor).
+Kernel* make_concat_slices(const olc_node_info* node, std::string* error) {
+  static const char* const kAttrs[] = {"axis", "chain", "starts", "ends", "axes", "steps", nullptr};
+  auto k = std::make_unique<ConcatSlices>();
+  bool has[5];
+  if (!check_attr_names(node, kAttrs, error) || !common_create(node, 1, &k->dtype, error) ||
+      !attr_int(node, "axis", 0, &k->axis, error) || !attr_ints(node, "chain", &k->chain, &has[0], error) ||
+      !attr_ints(node, "starts", &k->starts, &has[1], error) || !attr_ints(node, "ends", &k->ends, &has[2], error) ||
+      !attr_ints(node, "axes", &k->axes, &has[3], error) || !attr_ints(node, "steps", &k->steps, &has[4], error))
+    return nullptr;
+  int64_t slices = 0;
+  for (int64_t c : k->chain) {
+    if (c < 1) {
+      *error = "every value of attribute 'chain' must be >= 1";
+      return nullptr;
+    }
+    slices += c;
+  }
+  const size_t m = static_cast<size_t>(slices);
+  if (k->chain.empty() || k->starts.size() != m || k->ends.size() != m || k->axes.size() != m ||
+      k->steps.size() != m) {
+    *error = strf("attributes 'starts', 'ends', 'axes' and 'steps' need one value per Slice of 'chain' (%lld)",
+                  (long long)slices);
+    return nullptr;
+  }
+  for (int64_t v : k->steps)
+    if (v == 0) {
+      *error = "a Slice step is 0";
+      return nullptr;
+    }
+  return k.release();
+}
+
 Kernel* make_concat(const olc_node_info* node, std::string* error) {
+  if (!std::strcmp(node->domain, "olc.tensor")) return make_concat_slices(node, error);
   static const char* const kAttrs[] = {"axis", nullptr};
   auto k = std::make_unique<Concat>();
   if (!check_attr_names(node, kAttrs, error) || !common_create(node, 1, &k->dtype, error)) return nullptr;

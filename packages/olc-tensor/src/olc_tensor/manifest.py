@@ -7,8 +7,8 @@ segment per range of opsets with the element types the kernel claims there
 CastLike at 19). Types are claimed only where that version's schema allows
 them and the kernel handles them. A row whose types belong to another
 constraint than input 0's names it (`segment_constraint`: OneHot's values
-T3, ConstantOfShape's output T2); one row has a domain of its own (the
-ConstantOfShape nodes the graph pass of passes.py restates).
+T3, ConstantOfShape's output T2); two rows have a domain of their own (the
+ConstantOfShape and Concat nodes the graph passes of passes.py restate).
 """
 
 from __future__ import annotations
@@ -87,9 +87,11 @@ RED_FLOAT = ("float32", "float64", "float16", "bfloat16")
 CUMSUM = ("float32", "float64", "int32", "int64", "uint32", "uint64")
 RANGE = ("float32", "float64", "int16", "int32", "int64")
 INT64 = ("int64",)
-# ConstantOfShape's `value` is a TENSOR attribute, which the kernel ABI does
-# not carry: a graph pass restates such nodes in this domain, with the value
-# as the INT attributes `dtype` (ONNX code) and `value_bits` (its bytes).
+# Nodes the graph passes (passes.py) restate in a domain of their own:
+# ConstantOfShape, whose `value` is a TENSOR attribute, which the kernel ABI
+# does not carry (as the INT attributes `dtype`, the ONNX code, and
+# `value_bits`, its bytes); a Concat whose inputs are Slices of one tensor
+# (as one node reading that tensor, the Slices as INTS attributes).
 RESTATED_DOMAIN = "olc.tensor"
 
 
@@ -205,6 +207,9 @@ OPS: tuple[TensorOp, ...] = (
     TensorOp("Gather", _bf16_from_13(1), ("T", "Tind"), (("Tind", INDEX),), "row copies, indices checked first"),
     TensorOp("GatherElements", _bf16_from_13(11), ("T", "Tind"), (("Tind", INDEX),)),
     TensorOp("Concat", _bf16_from_13(4), ("T",), description="row copies split across the executor"),
+    TensorOp("Concat", (Segment(1, MAX_OPSET, ALL),), ("T",),
+             description="a Concat of Slices of one tensor, restated by the graph pass: each part copied from its view",
+             domain=RESTATED_DOMAIN),
     TensorOp("Split", _bf16_from_13(2), ("T",), description="split attribute, split input or num_outputs"),
     # Slice 1-9 takes starts/ends/axes as attributes; 10+ as int32/int64 inputs.
     TensorOp("Slice", (Segment(1, 9, ALL_NO_BF16),), ("T",)),

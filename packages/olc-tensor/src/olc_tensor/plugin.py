@@ -162,4 +162,4 @@ def olc_register_kernels() -> list[olc_core.KernelRegistration]:
 def olc_register_graph_passes() -> list[olc_core.GraphPass]:
     from . import passes
 
-    return [passes.GRAPH_PASS]
+    return [passes.GRAPH_PASS, passes.CONCAT_SLICES]
