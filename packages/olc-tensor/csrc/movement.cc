@@ -544,6 +544,13 @@ class ConcatSlices final : public Kernel {
     const size_t es = olc_dtype_size(x.dtype);
     const int64_t outer = prod(oshape, 0, static_cast<int>(ax)), out_row = total / outer;
     const int64_t inner = prod(oshape, static_cast<int>(ax) + 1, rank);
+    bool same = true;
+    for (size_t i = 1; i < n; ++i)
+      same = same && std::equal(vshape.begin(), vshape.begin() + rank, vshape.begin() + i * rank);
+    if (same) {
+      copy_interleaved(ctx, x, y, rank, ax, vshape.data(), vstride, vbase, total);
+      return OLC_OK;
+    }
     for (int64_t o = 0; o < outer; ++o) {
       int64_t off = o * out_row;
       for (size_t i = 0; i < n; ++i) {
@@ -561,6 +568,46 @@ class ConcatSlices final : public Kernel {
       }
     }
     return OLC_OK;
+  }
+
+ private:
+  // Parts of one shape: output rows (every dim but the last) go to the
+  // executor in chunks, and each row index is copied for every part in
+  // turn, so parts that read the same input rows (YOLOv5's even and odd
+  // columns of a row) read them while they are cached: part by part, each
+  // read the whole image again, from beyond L2 at 416x416.
+  void copy_interleaved(olc_context* ctx, const olc_tensor& x, char* y, int rank, int64_t ax, const int64_t* shape,
+                        const std::vector<int64_t>& vstride, const std::vector<int64_t>& vbase, int64_t total) const {
+    const size_t n = chain.size(), es = olc_dtype_size(x.dtype);
+    const int64_t n_inner = shape[rank - 1];
+    const int64_t rows = n_inner > 0 ? total / static_cast<int64_t>(n) / n_inner : 0;
+    const int64_t part_rows = prod(shape, static_cast<int>(ax), rank - 1);  // a part's rows per outer index
+    const int64_t row_bytes = n_inner * static_cast<int64_t>(es);
+    const char* src = static_cast<const char*>(x.data);
+    const int64_t grain = std::max<int64_t>(1, (16 << 10) / std::max<int64_t>(row_bytes * static_cast<int64_t>(n), 1));
+    par_for(ctx, rows, grain, total * static_cast<int64_t>(es), parallel_min_bytes("Concat"), [&](int64_t b, int64_t e) {
+      std::vector<int64_t> idx(static_cast<size_t>(rank), 0), off(vbase);
+      // Odometer over the dims before the last, started at row b.
+      int64_t r = b;
+      for (int d = rank - 2; d >= 0; --d) {
+        idx[d] = r % shape[d];
+        r /= shape[d];
+        for (size_t i = 0; i < n; ++i) off[i] += idx[d] * vstride[i * rank + d];
+      }
+      for (int64_t row = b; row < e; ++row) {
+        // Output row: outer index, then part i's block, then the row within it.
+        const int64_t o = row / part_rows, q = row % part_rows;
+        for (size_t i = 0; i < n; ++i)
+          row_copy(es, src + off[i] * static_cast<int64_t>(es), vstride[i * rank + rank - 1],
+                   y + ((o * static_cast<int64_t>(n) + static_cast<int64_t>(i)) * part_rows + q) * row_bytes, n_inner);
+        for (int d = rank - 2; d >= 0; --d) {
+          for (size_t i = 0; i < n; ++i) off[i] += vstride[i * rank + d];
+          if (++idx[d] < shape[d]) break;
+          for (size_t i = 0; i < n; ++i) off[i] -= vstride[i * rank + d] * shape[d];
+          idx[d] = 0;
+        }
+      }
+    });
   }
 };
 

@@ -54,6 +54,8 @@ void strided_row(const T* src, int64_t stride, T* dst, int64_t n) {
   }
 }
 
+}  // namespace
+
 void row_copy(size_t es, const char* src, int64_t stride, char* dst, int64_t n) {
   if (stride == 1) {
     std::memcpy(dst, src, static_cast<size_t>(n) * es);
@@ -66,6 +68,8 @@ void row_copy(size_t es, const char* src, int64_t stride, char* dst, int64_t n) 
     default: strided_row(reinterpret_cast<const uint64_t*>(src), stride, reinterpret_cast<uint64_t*>(dst), n); break;
   }
 }
+
+namespace {
 
 // dst[a * dst_ld + b] = src[b * src_ld + a] for a < na, b < nb (elements).
 template <class T>
