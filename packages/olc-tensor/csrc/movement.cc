@@ -187,6 +187,29 @@ class GatherElements final : public Kernel {
 
 // ------------------------------------------------------------------ Concat
 
+// The output shape of a Concat along axis ax of n parts of one rank, part
+// i's shape at shape_of(i): every dim but ax as part 0's, ax summed. false
+// (after fail) when a part differs off the axis. Shared by Concat and the
+// Concat of Slices, whose parts are views.
+template <class ShapeOf>
+bool concat_shape(olc_context* ctx, int64_t n, int rank, int64_t ax, ShapeOf shape_of, int64_t* oshape) {
+  const int64_t* s0 = shape_of(0);
+  for (int d = 0; d < rank; ++d) oshape[d] = s0[d];
+  oshape[ax] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t* si = shape_of(i);
+    for (int d = 0; d < rank; ++d)
+      if (d != ax && si[d] != s0[d]) {
+        fail(ctx, "input %lld has shape %s, input 0 has shape %s: they differ on axis %d, not only on the concat "
+                  "axis %lld", (long long)i, shape_str(si, rank).c_str(), shape_str(s0, rank).c_str(), d,
+             (long long)ax);
+        return false;
+      }
+    oshape[ax] += si[ax];
+  }
+  return true;
+}
+
 class Concat final : public Kernel {
  public:
   int32_t dtype;
@@ -201,21 +224,13 @@ class Concat final : public Kernel {
     int64_t ax;
     if (!norm_axis(axis, rank, &ax))
       return fail(ctx, "axis %lld is out of range for inputs of rank %d", (long long)axis, rank);
-    int64_t axis_total = 0;
-    for (int i = 0; i < n_in; ++i) {
+    for (int i = 0; i < n_in; ++i)
       if (in[i].ndim != rank)
         return fail(ctx, "input %d has rank %d, input 0 has rank %d (all inputs must have the same rank)", i,
                     in[i].ndim, rank);
-      for (int d = 0; d < rank; ++d)
-        if (d != ax && in[i].shape[d] != x0.shape[d])
-          return fail(ctx, "input %d has shape %s, input 0 has shape %s: they differ on axis %d, not only on the "
-                           "concat axis %lld", i, shape_str(in[i].shape, rank).c_str(),
-                      shape_str(x0.shape, rank).c_str(), d, (long long)ax);
-      axis_total += in[i].shape[ax];
-    }
     int64_t oshape[kMaxRank];
-    for (int d = 0; d < rank; ++d) oshape[d] = x0.shape[d];
-    oshape[ax] = axis_total;
+    if (!concat_shape(ctx, n_in, rank, ax, [&](int64_t i) { return in[i].shape; }, oshape)) return OLC_ERROR;
+    const int64_t axis_total = oshape[ax];
     const int64_t outer = prod(x0.shape, 0, (int)ax);
     const int64_t inner = prod(x0.shape, (int)ax + 1, rank);
     const int64_t total = outer * axis_total * inner;
@@ -406,14 +421,12 @@ void slice_view_axis(int64_t* shape, int64_t* stride, int64_t* base, int a, int6
   // d >= 0 and start, end < 0 here: the sums cannot overflow.
   if (start < 0) start += d;
   if (end < 0) end += d;
-  int64_t len = 0;
-  if (d == 0) {
-    len = 0;
-  } else if (step > 0) {
+  int64_t len = 0;  // an empty dim stays empty
+  if (d > 0 && step > 0) {
     start = std::clamp<int64_t>(start, 0, d);
     end = std::clamp<int64_t>(end, 0, d);
     len = end > start ? (end - start - 1) / step + 1 : 0;
-  } else {
+  } else if (d > 0) {
     start = std::clamp<int64_t>(start, 0, d - 1);
     end = std::clamp<int64_t>(end, -1, d - 1);
     len = start > end ? (start - end - 1) / (-step) + 1 : 0;
@@ -524,17 +537,9 @@ class ConcatSlices final : public Kernel {
       }
     }
     int64_t oshape[kMaxRank];
-    for (int d = 0; d < rank; ++d) oshape[d] = vshape[d];
-    oshape[ax] = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const int64_t* sh = vshape.data() + i * rank;
-      for (int d = 0; d < rank; ++d)
-        if (d != ax && sh[d] != vshape[d])
-          return fail(ctx, "input %zu has shape %s, input 0 has shape %s: they differ on axis %d, not only on the "
-                           "concat axis %lld", i, shape_str(sh, rank).c_str(), shape_str(vshape.data(), rank).c_str(),
-                      d, (long long)ax);
-      oshape[ax] += sh[ax];
-    }
+    if (!concat_shape(ctx, static_cast<int64_t>(n), rank, ax, [&](int64_t i) { return vshape.data() + i * rank; },
+                      oshape))
+      return OLC_ERROR;
     const olc_tensor probe{x.dtype, rank, oshape, nullptr};
     const int64_t total = olc_element_count(&probe);
     if (total < 0) return fail(ctx, "output shape %s is too large", shape_str(oshape, rank).c_str());
