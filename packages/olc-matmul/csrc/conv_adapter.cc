@@ -1960,6 +1960,11 @@ bool t_resolve(const ConvTState* st, const olc_tensor& x, const olc_tensor& w, c
       const int64_t total = full - out;
       const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
       pb = st->autopad == AutoPad::kSameUpper ? half : total - half;
+      // An output_shape past the full extent without auto_pad: the extra
+      // positions (bias only) all at the end, as onnx.reference and
+      // onnxruntime give them; the formula above would put half of them
+      // before the first (a total of -2: one at each end).
+      if (!same && total < 0) pb = 0;
     } else {
       int64_t pe = 0;
       if (st->autopad == AutoPad::kNotSet && !st->pads.empty()) {

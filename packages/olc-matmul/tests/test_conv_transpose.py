@@ -37,6 +37,8 @@ def ref_geometry(xs, ws, attrs):
             o = oshape[-nsp + i] if oshape is not None else xs[2 + i] * s[i]
             total = full - o
             head = total // 2 if ap == "SAME_UPPER" else total - total // 2
+            if ap not in ("SAME_UPPER", "SAME_LOWER") and total < 0:
+                head = 0  # an output_shape past the full extent: the extra positions at the end
             out.append((head, o))
         else:
             out.append((pads[i], full - pads[i] - pads[nsp + i]))
@@ -99,6 +101,10 @@ CASES = [
     ((1, 3, 5, 6), (3, 2, 4, 3), {"strides": [2, 2], "auto_pad": "SAME_LOWER"}),
     ((1, 3, 5, 6), (3, 2, 3, 3), {"strides": [3, 2], "output_shape": [16, 13]}),
     ((1, 3, 5, 6), (3, 2, 3, 3), {"strides": [3, 2], "output_shape": [15, 12], "output_padding": [1, 1]}),
+    # output_shape past the full extent (15 x 13 and 22 here): positions of
+    # bias alone at the end.
+    ((1, 3, 5, 6), (3, 2, 3, 3), {"strides": [3, 2], "output_shape": [17, 14]}),
+    ((2, 4, 8), (4, 2, 1), {"strides": [3], "output_shape": [24]}),
     ((1, 16, 9, 11), (16, 24, 2, 2), {"strides": [2, 2]}),
     ((1, 64, 6, 7), (64, 8, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
     ((1, 3, 17), (3, 4, 5), {"strides": [3], "pads": [1, 2]}),
@@ -135,6 +141,54 @@ def run_olc(m, feeds, level, threads):
     (y,) = s.run(None, feeds)
     assert s.kernel_usage() == [KERNEL]
     return y, s
+
+
+# (X shape, W shape, output_shape): the full extent is 15 x 13 and 22;
+# onnxruntime takes outputs up to a stride past it (17 x 14, 24).
+PAST_FULL = [
+    ((1, 3, 5, 6), (3, 2, 3, 3), [16, 14]),
+    ((1, 3, 5, 6), (3, 2, 3, 3), [17, 14]),
+    ((1, 3, 5, 6), (3, 2, 3, 3), [19, 18]),
+    ((2, 4, 8), (4, 2, 1), [24]),
+    ((1, 4, 8), (4, 2, 1), [27]),
+]
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("xs,ws,oshape", PAST_FULL, ids=[str(o) for _, _, o in PAST_FULL])
+def test_output_shape_past_full_extent(xs, ws, oshape, level):
+    """An output_shape larger than the transposed convolution's full extent
+    without auto_pad: the extra positions, bias alone, all come after the
+    others, as onnxruntime gives them up to a stride past the extent (it
+    rejects more) and onnx.reference where it runs (it rejects some). The
+    spec's pad formula, read literally, would put half of them before the
+    first position."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(5)
+    nsp = len(xs) - 2
+    strides = [3, 2][:nsp]
+    attrs = {"strides": strides, "output_shape": oshape}
+    x = rng.standard_normal(xs).astype(np.float32)
+    w = rng.standard_normal(ws).astype(np.float32)
+    b = rng.standard_normal(ws[1]).astype(np.float32)
+    m = convt_model("float32", attrs, w_const=w)
+    feeds = {"X": x, "B": b}
+    y, _ = run_olc(m, feeds, level, 1)
+    assert y.shape == (xs[0], ws[1], *oshape)
+    want, _ = convt_ref(x, w, b, attrs)
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+    full = [strides[i] * (xs[2 + i] - 1) + ws[2 + i] for i in range(nsp)]
+    tail = y[(slice(None), slice(None), slice(full[0], None))]
+    np.testing.assert_array_equal(tail, np.broadcast_to(b.reshape((1, -1) + (1,) * nsp), tail.shape))
+    if all(oshape[i] - full[i] < strides[i] for i in range(nsp)):
+        (want_ort,) = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+        np.testing.assert_allclose(y, want_ort, rtol=1e-5, atol=1e-5)
+    try:
+        (want_ref,) = ReferenceEvaluator(m).run(None, feeds)
+    except ValueError:  # onnx.reference's col2im step rejects the larger extensions
+        return
+    np.testing.assert_allclose(y, want_ref, rtol=1e-5, atol=1e-5)
 
 
 def test_reference_matches_onnx_reference():
