@@ -51,9 +51,11 @@ of the run. Against them each timed case reports its efficiency: with
 the FMA peak of the level that ran times the threads (so on an AVX-512
 host, a run under OLC_SIMD=avx2 is judged against the AVX2 peak); and its
 GB/s (``bytes`` per run given by the case, else the bytes of its inputs and
-outputs) over the copy bandwidth of its thread count. On an AVX-512 host
-onnxruntime cannot be capped to AVX2: these efficiencies are how the AVX2
-paths are judged there.
+outputs) over the copy bandwidth of its thread count. OLC_SIMD does not cap
+onnxruntime: on an AVX-512 host these efficiencies judge olc's AVX2 paths,
+and ``tools/avx2_host.py`` (CPUID answering without AVX-512 for the whole
+process, where the CPU has CPUID faulting) runs this benchmark with both
+runtimes on their AVX2 paths, to be compared directly.
 
 Suites:
   unary     float32 unary ops, one node on a 1-D tensor of each size. The op
