@@ -16,8 +16,7 @@ from __future__ import annotations
 import numpy as np
 import onnxruntime as ort
 import pytest
-from helpers import LEVELS, session
-from onnx import TensorProto, helper, numpy_helper
+from helpers import LEVELS, model, session
 
 CASES = 64  # per test below
 
@@ -33,18 +32,10 @@ def _ort(model_bytes, feeds):
 
 
 def _build(op, x, w, b, attrs, const_w):
-    inits = [numpy_helper.from_array(b, "B")] if b is not None else []
-    inputs = [helper.make_tensor_value_info("X", TensorProto.FLOAT, x.shape)]
-    feeds = {"X": x}
-    if const_w:
-        inits.append(numpy_helper.from_array(w, "W"))
-    else:
-        inputs.append(helper.make_tensor_value_info("W", TensorProto.FLOAT, w.shape))
-        feeds["W"] = w
-    names = ["X", "W"] + (["B"] if b is not None else [])
-    graph = helper.make_graph([helper.make_node(op, names, ["Y"], name="n0", **attrs)], "g", inputs,
-                              [helper.make_tensor_value_info("Y", TensorProto.FLOAT, None)], inits)
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), feeds
+    inputs = [("X", "float32"), ("W", "float32")] + ([("B", "float32")] if b is not None else [])
+    inits = ([("W", w)] if const_w else []) + ([("B", b)] if b is not None else [])
+    feeds = {"X": x} if const_w else {"X": x, "W": w}
+    return model(op, inputs, [("Y", "float32")], attrs=attrs, initializers=inits, opset=17, name="n0"), feeds
 
 
 def _conv_config(rng):
@@ -96,7 +87,8 @@ def _convt_config(rng):
         if rng.integers(0, 2):
             attrs["output_padding"] = [int(rng.integers(0, max(s[i], d[i]))) for i in range(rank)]
     elif mode == "output_shape":
-        attrs["output_shape"] = [full[i] - int(rng.integers(0, 3)) + int(rng.integers(0, s[i])) for i in range(rank)]
+        attrs["output_shape"] = [max(1, full[i] - int(rng.integers(0, 3)) + int(rng.integers(0, s[i])))
+                                 for i in range(rank)]
     elif mode == "VALID":
         attrs["auto_pad"] = "VALID"
     else:
