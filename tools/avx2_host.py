@@ -45,6 +45,11 @@ print("numpy sees AVX512F:", bool(npf.get("AVX512F")), " AVX2:", bool(npf.get("A
 """
 
 
+def compiler() -> str | None:
+    """The C compiler that builds the preloaded library, or None."""
+    return shutil.which("cc") or shutil.which("gcc")
+
+
 def unsupported() -> str | None:
     """Why this machine cannot run the tool, or None."""
     if sys.platform != "linux" or platform.machine() not in ("x86_64", "AMD64"):
@@ -55,7 +60,7 @@ def unsupported() -> str | None:
         return "cannot read /proc/cpuinfo"
     if "cpuid_fault" not in flags:
         return "this CPU (or its hypervisor) has no CPUID faulting (no cpuid_fault in /proc/cpuinfo)"
-    if not (shutil.which("cc") or shutil.which("gcc")):
+    if compiler() is None:
         return "needs a C compiler (cc or gcc) to build the preloaded library"
     return None
 
@@ -64,8 +69,7 @@ def library() -> Path:
     """The preloaded library, built when missing or older than its source."""
     if not LIBRARY.exists() or LIBRARY.stat().st_mtime < SOURCE.stat().st_mtime:
         LIBRARY.parent.mkdir(parents=True, exist_ok=True)
-        cc = shutil.which("cc") or shutil.which("gcc") or "cc"
-        subprocess.run([cc, "-O2", "-shared", "-fPIC", "-o", str(LIBRARY), str(SOURCE)], check=True)
+        subprocess.run([compiler() or "cc", "-O2", "-shared", "-fPIC", "-o", str(LIBRARY), str(SOURCE)], check=True)
     return LIBRARY
 
 
