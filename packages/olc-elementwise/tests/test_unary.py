@@ -678,11 +678,15 @@ def test_inputs_ending_at_a_guard_page(op, t):
 
 
 # Levels whose algorithm for an op differs from the scalar one (so not bit
-# for bit): Tanh at AVX2 is a rational form without table lookups, and so is
-# Gelu's R(a) there (its accuracy: test_vmath_accuracy's AVX2 sweep).
-OWN_ALGORITHM = {("Tanh", "avx2"), ("Gelu", "avx2")}
-# float32 Tanh at the levels that evaluate the 16-piece table.
-TANH_TABLE_ULP = 2
+# for bit): Tanh and Erf at AVX2 are rational forms without table lookups,
+# and so is Gelu's R(a) there (their accuracy: test_vmath_accuracy's AVX2
+# sweep).
+OWN_ALGORITHM = {("Tanh", "avx2"), ("Erf", "avx2"), ("Gelu", "avx2")}
+# float32 ulp bounds of the odd saturating functions per form: (the levels
+# that evaluate the 16-piece table, the AVX2 rational form); docs/accuracy.md.
+ODD_FN_ULP = {"Tanh": (2, 6), "Erf": (3, 7)}
+_ODD_REF = {"Tanh": np.tanh, "Erf": np.vectorize(math.erf, otypes=[np.float64])}
+_ODD_EDGE = {"Tanh": (8, 9.5), "Erf": (3.5, 4.5)}
 
 
 @pytest.mark.parametrize("case", [c for c in cases() if c[1] in ("float32", "float16", "bfloat16")], ids=case_id)
@@ -697,21 +701,22 @@ def test_levels_bit_identical(case):
 
 
 @pytest.mark.parametrize("level", LEVELS)
-def test_tanh_by_level(level):
-    """float32 Tanh per level: the table levels within TANH_TABLE_ULP, the
-    AVX2 rational form within the manifest's bound, over a dense sweep of
-    [-10, 10], the small and subnormal range, the saturation edge and the
-    special values (odd: tanh(-x) = -tanh(x) bit for bit, -0 kept)."""
+@pytest.mark.parametrize("op", sorted(ODD_FN_ULP))
+def test_odd_saturating_by_level(op, level):
+    """float32 Tanh and Erf per level, table or rational form, within their
+    ulp bounds over a dense sweep of [-10, 10], the small and subnormal
+    range, the saturation edge and the special values (odd: f(-x) = -f(x)
+    bit for bit, -0 kept)."""
     rng = np.random.default_rng(21)
-    x = np.concatenate([_dense(-10, 10, 400_001), rng.uniform(8, 9.5, 50_000),
+    x = np.concatenate([_dense(-10, 10, 400_001), rng.uniform(*_ODD_EDGE[op], 50_000),
                         np.exp(rng.uniform(-104, 0, 50_000)), np.float32([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45])])
     x = np.concatenate([x, -x]).astype(np.float32)
-    y = session("Tanh", "float32", {}, level).run(None, {"x": x})[0]
-    ref = np.tanh(x.astype(np.float64)).astype(np.float32)
+    y = session(op, "float32", {}, level).run(None, {"x": x})[0]
+    ref = _ODD_REF[op](x.astype(np.float64)).astype(np.float32)
     assert (np.isnan(y) == np.isnan(ref)).all()
     ok = ~np.isnan(ref)
     assert (np.signbit(y[ok]) == np.signbit(ref[ok])).all()
-    bound = TANH_TABLE_ULP if ("Tanh", level) not in OWN_ALGORITHM else BY_NAME["Tanh"].tolerance["float32"][1]
+    bound = ODD_FN_ULP[op][1 if (op, level) in OWN_ALGORITHM else 0]
     d = ulp_distance_f32(y[ok], ref[ok])
     assert d.max() <= bound, (level, d.max(), x[ok][d.argmax()])
     half = x.size // 2

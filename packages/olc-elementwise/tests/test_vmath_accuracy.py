@@ -58,8 +58,9 @@ ULP_BOUNDS = {
     "acosh": 3.0,
     "atanh": 3.0,
 }
-# Per build where it differs: the AVX2 tanh is the rational form (no lookups).
-ISA_ULP_BOUNDS = {"avx2": {"tanh": 6.0}}
+# Per build where it differs: the AVX2 tanh and erf are rational forms (no
+# lookups).
+ISA_ULP_BOUNDS = {"avx2": {"tanh": 6.0, "erf": 7.0}}
 CORE_ULP_BOUNDS = {"gelu_erf": 6.0, "gelu_tanh": 8.0}
 # GELU: absolute error over all inputs (the large-ulp cases are tiny values).
 ABS_BOUNDS = {"gelu_erf": 6e-7, "gelu_tanh": 6e-7}

@@ -71,6 +71,7 @@ struct OpsV256 {
   static OLC_VM_INLINE M itest(I a, I b) {
     return mnot(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(a, b), _mm256_setzero_si256())));
   }
+  static OLC_VM_INLINE M igt(I a, I b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }  // signed
   static OLC_VM_INLINE M mand(M a, M b) { return _mm256_and_ps(a, b); }
   static OLC_VM_INLINE bool any(M a) { return _mm256_movemask_ps(a) != 0; }
   static OLC_VM_INLINE unsigned bits(M a) { return static_cast<unsigned>(_mm256_movemask_ps(a)); }
@@ -119,7 +120,8 @@ static inline __m256 olc_v256_log1p(__m256 x) { return olc_vm::log1p<olc_vm::Ops
 // twin is olc_s_tanh_rational. Accuracy: docs/accuracy.md.
 static inline __m256 olc_v256_tanh(__m256 x) { return olc_vm::tanh_rational<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_sigmoid(__m256 x) { return olc_vm::sigmoid<olc_vm::OpsV256>(x); }
-static inline __m256 olc_v256_erf(__m256 x) { return olc_vm::erf<olc_vm::OpsV256>(x); }
+// erf likewise (scalar twin olc_s_erf_rational).
+static inline __m256 olc_v256_erf(__m256 x) { return olc_vm::erf_rational<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_sin(__m256 x) { return olc_vm::sin<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_cos(__m256 x) { return olc_vm::cos<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_softplus(__m256 x) { return olc_vm::softplus<olc_vm::OpsV256>(x); }

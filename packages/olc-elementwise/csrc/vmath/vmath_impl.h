@@ -39,6 +39,7 @@ constexpr float kMinNormal = 0x1p-126f;
 constexpr int32_t kSqrtHalfBits = 0x3f3504f3;
 constexpr int32_t kSignBit = static_cast<int32_t>(0x80000000u);
 constexpr int32_t kAbsMask = 0x7fffffff;
+constexpr int32_t kNeg87Bits = static_cast<int32_t>(0xc2ae0000u);  // -87.0f
 
 // exp(r) = 1 + r + r^2 * P(r), |r| <= ln2/2
 constexpr float kExp0 = 0x1.fffffcp-2f, kExp1 = 0x1.55548cp-3f, kExp2 = 0x1.5558bap-5f,
@@ -125,6 +126,16 @@ constexpr float kGeluRP0 = 0.5f, kGeluRP1 = 0x1.abe99ap-2f, kGeluRP2 = 0x1.590f4
                 kGeluRP4 = 0x1.bf69acp-9f;
 constexpr float kGeluRQ1 = 0x1.a236f4p+0f, kGeluRQ2 = 0x1.23f3ap+0f, kGeluRQ3 = 0x1.b8eb58p-2f,
                 kGeluRQ4 = 0x1.6f2694p-4f, kGeluRQ5 = 0x1.185c5cp-7f;
+// erf without table lookups (erf_rational, the AVX2 level): erf(a) =
+// a P(a^2) / Q(a^2) with P and Q of degree 5 (Q0 = 1), all coefficients
+// positive, a fit of the relative error on [0, 3.92] (0.31 x 2^-24 before
+// rounding to float; tools/fit_coeffs.py), then moved by an ulp or two on a
+// search of the float32 evaluation. From kErfOne on erf rounds to 1.
+constexpr float kErfRP0 = 0x1.20dd74p+0f, kErfRP1 = 0x1.85f168p-3f, kErfRP2 = 0x1.b01c88p-5f,
+                kErfRP3 = 0x1.ed894p-9f, kErfRP4 = 0x1.2ab588p-12f, kErfRP5 = 0x1.1326e6p-19f;
+constexpr float kErfRQ1 = 0x1.010f92p-1f, kErfRQ2 = 0x1.d361f2p-4f, kErfRQ3 = 0x1.ea7f02p-7f,
+                kErfRQ4 = 0x1.30bbd2p-10f, kErfRQ5 = 0x1.3f8708p-15f;
+constexpr float kErfOne = 0x1.f5a88ap+1f;  // 3.9192059: erfc below 2^-25
 // Below this x, |gelu(x)| < 5.5e-12 and the result is flushed to -0.
 constexpr float kGeluFlush = -7.0710678f;
 // sin(r) = r + r^3 * S(r^2), cos(r) = 1 - r^2/2 + r^4 * C(r^2), |r| <= pi/4
@@ -233,10 +244,14 @@ OLC_VM_INLINE typename O::I piece16(typename O::V a, float scale, typename O::V*
 
 // Reduce x = n*ln2 + r and return e^r (in [0.7, 1.42]) and n (as a float).
 // Needs |x| small enough that n fits comfortably (callers clamp to ~[-104, 89]).
+// biased_out (optional): n + 1.5 * 2^23, whose low bits hold n as an integer
+// (see scale2_biased).
 template <class O>
-OLC_VM_INLINE typename O::V exp_reduced(typename O::V x, typename O::V* n_out) {
+OLC_VM_INLINE typename O::V exp_reduced(typename O::V x, typename O::V* n_out, typename O::V* biased_out = nullptr) {
   typedef typename O::V V;
-  const V n = O::sub(O::fma(x, O::f(kLog2e), O::f(kRound)), O::f(kRound));
+  const V biased = O::fma(x, O::f(kLog2e), O::f(kRound));
+  if (biased_out) *biased_out = biased;
+  const V n = O::sub(biased, O::f(kRound));
   V r = O::fma(n, O::f(-kLn2Hi), x);
   r = O::fma(n, O::f(-kLn2Lo), r);
   // Plain Horner, 1 + r(1 + r(c0 + r(c1 + ...))): one FMA per term; the
@@ -250,19 +265,42 @@ OLC_VM_INLINE typename O::V exp_reduced(typename O::V x, typename O::V* n_out) {
   return O::fma(r, q, O::f(1.0f));
 }
 
-// exp for arguments whose result is a normal float (about [-87.3, 88.3]).
+// p * 2^n for a normal result, n taken from exp_reduced's biased value:
+// since 1.5 * 2^23's bit pattern ends in 23 zero bits, biased's bits
+// shifted left by 23 are n << 23, which added to p's bits moves p's
+// exponent by n. Exact (the same bits as the multiply by 2^n) whenever
+// the result is normal; two integer operations instead of a conversion,
+// two integer operations and a multiply.
+template <class O>
+OLC_VM_INLINE typename O::V scale2_biased(typename O::V p, typename O::V biased) {
+  return O::cf(O::iadd(O::ci(p), O::template sll<23>(O::ci(biased))));
+}
+
+// exp for arguments whose result is a normal float (about [-87.3, 88.3]);
+// not NaN (the exponent-field scaling would not keep it a NaN).
 template <class O>
 OLC_VM_INLINE typename O::V exp_normal(typename O::V x) {
-  typename O::V n;
-  const typename O::V p = exp_reduced<O>(x, &n);
-  return scale2_normal<O>(p, n);
+  typename O::V n, biased;
+  const typename O::V p = exp_reduced<O>(x, &n, &biased);
+  if constexpr (O::kScalef) {
+    return O::scalef(p, n);
+  } else {
+    return scale2_biased<O>(p, biased);
+  }
 }
 
 template <class O>
 OLC_VM_INLINE typename O::V exp(typename O::V x) {
   // Past these bounds the result is 0 / +inf anyway; NaN passes the clamp.
-  typename O::V n;
-  const typename O::V p = exp_reduced<O>(vclamp<O>(x, -104.0f, 89.0f), &n);
+  typename O::V n, biased;
+  const typename O::V p = exp_reduced<O>(vclamp<O>(x, -104.0f, 89.0f), &n, &biased);
+  if constexpr (!O::kScalef) {
+    // p is in [0.7, 1.42] (exponent field 126 or 127): for n in [-125,
+    // 125] p * 2^n is normal. Only vectors with a lane outside need the
+    // general scaling (subnormal results, overflow, NaN).
+    const typename O::V a = vabs<O>(n);
+    if (!O::any(O::mnot(O::le(a, O::f(125.0f))))) return scale2_biased<O>(p, biased);
+  }
   return scale2<O>(p, n);
 }
 
@@ -444,12 +482,19 @@ OLC_VM_INLINE typename O::V sigmoid(typename O::V x) {
   // large negative x keeps full relative accuracy down to subnormals.
   // Without vscalefps the full exp's range handling costs a sixth of the
   // function: take it only for a vector that reaches past -87 (e subnormal).
-  const V na = O::sub(O::f(0.0f), vabs<O>(x));
+  const V na = vor<O>(x, O::f(-0.0f));  // -|x|
   V e;
-  if (O::kScalef || O::any(O::lt(na, O::f(-87.0f)))) {
+  if constexpr (O::kScalef) {
     e = exp<O>(na);
   } else {
-    e = exp_normal<O>(na);
+    // As an integer -|x| is INT_MIN + bits(|x|): above -87's pattern
+    // exactly where x < -87 (e subnormal) or x is NaN, which scale2_biased
+    // cannot take. One integer compare covers both.
+    if (O::any(O::igt(O::ci(na), O::i(kNeg87Bits)))) {
+      e = exp<O>(na);
+    } else {
+      e = exp_normal<O>(na);
+    }
   }
   const V num = O::sel(O::lt(x, O::f(0.0f)), e, O::f(1.0f));
   return O::div(num, O::add(O::f(1.0f), e));
@@ -469,6 +514,23 @@ OLC_VM_INLINE typename O::V erf(typename O::V x) {
   y = O::fma(t, y, O::lut16(kErfPw[0], k));
   // erf rounds to 1 from 3.86 on; the pieces end at 4
   y = O::sel(O::ge(a, O::f(4.0f)), O::f(1.0f), y);
+  return vor<O>(y, vsign<O>(x));
+}
+
+// erf for levels where a 16-entry lookup is expensive (AVX2: two vpermps
+// and a blend for each of the six coefficients): two degree-5 polynomials
+// in a^2 and one division. Past kErfOne (inf included) the result is 1,
+// which also hides the overflow of a^2 for huge a; NaN propagates.
+template <class O>
+OLC_VM_INLINE typename O::V erf_rational(typename O::V x) {
+  typedef typename O::V V;
+  const V a = vabs<O>(x);
+  const V u = O::mul(a, a);
+  V p, q;
+  horner2<O>(u, {kErfRP5, kErfRP4, kErfRP3, kErfRP2, kErfRP1, kErfRP0},
+             {kErfRQ5, kErfRQ4, kErfRQ3, kErfRQ2, kErfRQ1, 1.0f}, &p, &q);
+  V y = O::div(O::mul(a, p), q);
+  y = O::sel(O::ge(a, O::f(kErfOne)), O::f(1.0f), y);
   return vor<O>(y, vsign<O>(x));
 }
 
@@ -833,11 +895,12 @@ OLC_VM_INLINE typename O::V atanh(typename O::V x) {
 
 // mish(x) = x tanh(log(1 + e^x)) = x n/(n + 2) with n = e^x (e^x + 2): no
 // tanh, no log. e^x is taken at x clamped to [-80, 20]: from 9.1 on the
-// ratio rounds to 1, so x passes through (inf too); NaN passes the clamp.
+// ratio rounds to 1, so x passes through (inf too). A NaN x is clamped to
+// 20 (exp_normal needs a normal result); the NaN reaches y through x.
 template <class O>
 OLC_VM_INLINE typename O::V mish(typename O::V x) {
   typedef typename O::V V;
-  const V e = exp_normal<O>(vclamp<O>(x, -80.0f, 20.0f));
+  const V e = exp_normal<O>(O::max_(O::min_(x, O::f(20.0f)), O::f(-80.0f)));
   const V n = O::fma(e, e, O::add(e, e));  // e^2 + 2e, one rounding
   V y = O::mul(x, O::div(n, O::add(n, O::f(2.0f))));
   // Below -80 mish(x) = x e^x to float precision (e^x < 2e-35): x p 2^k with

@@ -57,6 +57,7 @@ struct OpsScalar {
   static OLC_VM_INLINE M eq(V a, V b) { return a == b; }
   static OLC_VM_INLINE M unord(V a, V b) { return a != a || b != b; }
   static OLC_VM_INLINE M itest(I a, I b) { return (a & b) != 0; }
+  static OLC_VM_INLINE M igt(I a, I b) { return a > b; }  // signed
   static OLC_VM_INLINE M mand(M a, M b) { return a && b; }
   static OLC_VM_INLINE M mnot(M a) { return !a; }
   static OLC_VM_INLINE bool any(M a) { return a; }
@@ -88,6 +89,7 @@ static inline float olc_s_log1p(float x) { return olc_vm::log1p<olc_vm::OpsScala
 static inline float olc_s_tanh(float x) { return olc_vm::tanh<olc_vm::OpsScalar>(x); }
 // The AVX2 level's lookup-free tanh (olc_v256_tanh), for its scalar checks.
 static inline float olc_s_tanh_rational(float x) { return olc_vm::tanh_rational<olc_vm::OpsScalar>(x); }
+static inline float olc_s_erf_rational(float x) { return olc_vm::erf_rational<olc_vm::OpsScalar>(x); }
 static inline float olc_s_gelu_erf_rational(float x) { return olc_vm::gelu_erf_rational<olc_vm::OpsScalar>(x); }
 static inline float olc_s_sigmoid(float x) { return olc_vm::sigmoid<olc_vm::OpsScalar>(x); }
 static inline float olc_s_erf(float x) { return olc_vm::erf<olc_vm::OpsScalar>(x); }

@@ -149,8 +149,9 @@ struct Fn {
 #define FNF(NAME, CORE, FLOOR) {#NAME, VLOOP(NAME), olc_s_##NAME, ref_##NAME, CORE, FLOOR}
 #if OLC_HARNESS_ISA == 1
 // An AVX2 form whose scalar twin is not olc_s_NAME: the tail and the
-// scalar comparison go through TWIN (tanh and gelu_erf are rational
-// functions at this level: olc_s_tanh_rational, olc_s_gelu_erf_rational).
+// scalar comparison go through TWIN (tanh, erf and gelu_erf are rational
+// functions at this level: olc_s_tanh_rational, olc_s_erf_rational,
+// olc_s_gelu_erf_rational).
 #define FN_TWIN(NAME, TWIN, CORE, FLOOR)                                                \
   {#NAME,                                                                               \
    [](const float* x, float* y, size_t n) {                                             \
@@ -161,14 +162,16 @@ struct Fn {
    TWIN, ref_##NAME, CORE, FLOOR}
 #define TANH_FN FN_TWIN(tanh, olc_s_tanh_rational, INFINITY, 0.0L)
 #define GELU_ERF_FN FN_TWIN(gelu_erf, olc_s_gelu_erf_rational, 5.5f, 1e-11L)
+#define ERF_FN FN_TWIN(erf, olc_s_erf_rational, INFINITY, 0.0L)
 #else
 #define TANH_FN FN2(tanh, INFINITY)
 #define GELU_ERF_FN FNF(gelu_erf, 5.5f, 1e-11L)
+#define ERF_FN FN2(erf, INFINITY)
 #endif
 const Fn kFns[] = {
     FN2(exp, INFINITY),     FN(expm1, INFINITY),    FN(log, INFINITY),
     FN(log1p, INFINITY),    TANH_FN,    FN2(sigmoid, INFINITY),
-    FN2(erf, INFINITY),     FN(sin, INFINITY),      FN(cos, INFINITY),
+    ERF_FN,                 FN(sin, INFINITY),      FN(cos, INFINITY),
     FN(softplus, INFINITY), GELU_ERF_FN,     FN(gelu_tanh, 5.5f),
     FN(mish, INFINITY),     FN(tan, INFINITY),      FN(asin, INFINITY),
     FN(acos, INFINITY),     FN(atan, INFINITY),     FN(sinh, INFINITY),
