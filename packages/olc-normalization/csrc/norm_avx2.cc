@@ -23,6 +23,9 @@ struct V8 {
   using R = __m256;
   static constexpr int64_t W = 8;
   static constexpr bool kStream = true;
+  // Softmax [2048, 4096] one thread 6.3-7.0 -> 3.5-3.6 ms with the whole
+  // 16 KiB row ahead, 4.5-6.5 with only the first 4 KiB.
+  static constexpr int64_t kAheadBytes = 16384;
   static constexpr uintptr_t kAlign = 32;
   static void stream(T* p, R v) { _mm256_stream_ps(p, v); }
   static R load(const T* p) { return _mm256_loadu_ps(p); }
@@ -69,8 +72,13 @@ struct V8 {
     using namespace expc;
     const __m256 lo = _mm256_set1_ps(kLo);
     const __m256 xc = _mm256_max_ps(lo, x);  // a NaN x passes through (max returns its second operand)
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(kLog2e)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    // n = round(xc log2 e) by adding 1.5 * 2^23 (one rounding of the exact
+    // product): the sum's low bits hold n, whose pattern shifted left by
+    // 23 is n << 23 (1.5 * 2^23 ends in 23 zero bits). No vroundps (two
+    // uops on Intel) and no conversion back to integers.
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256 biased = _mm256_fmadd_ps(xc, _mm256_set1_ps(kLog2e), magic);
+    const __m256 n = _mm256_sub_ps(biased, magic);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);
     r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
     __m256 p = _mm256_set1_ps(kC5);
@@ -79,8 +87,10 @@ struct V8 {
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(kC2));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
     p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-    // n in [-126, 0] (any bits for NaN lanes, where p is NaN already)
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    // 2^n for n in [-126, 0] (any bits for NaN lanes, where p is NaN
+    // already); a multiply, not an add to p's exponent field, so that a
+    // NaN stays NaN and results just below FLT_MIN round as they should.
+    const __m256i e = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(biased), 23), _mm256_set1_epi32(127 << 23));
     const __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
     return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), y);  // x < kLo (and -inf): 0
   }

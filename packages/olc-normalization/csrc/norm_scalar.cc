@@ -104,6 +104,7 @@ struct VS {
   using R = TT;
   static constexpr int64_t W = 1;
   static constexpr bool kStream = false;
+  static constexpr int64_t kAheadBytes = 0;
   static constexpr uintptr_t kAlign = 1;
   static void stream(T* p, R v) { *p = v; }
   static R load(const T* p) { return *p; }
