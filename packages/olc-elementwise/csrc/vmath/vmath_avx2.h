@@ -67,15 +67,17 @@ struct OpsV256 {
   static OLC_VM_INLINE M ge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_GE_OQ); }
   static OLC_VM_INLINE M eq(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
   static OLC_VM_INLINE M unord(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_UNORD_Q); }
+  static OLC_VM_INLINE M nge(V a, V b) { return _mm256_cmp_ps(a, b, _CMP_NGE_UQ); }  // !(a >= b): NaN too
   static OLC_VM_INLINE M mnot(M a) { return _mm256_xor_ps(a, _mm256_castsi256_ps(_mm256_set1_epi32(-1))); }
   static OLC_VM_INLINE M itest(I a, I b) {
     return mnot(_mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(a, b), _mm256_setzero_si256())));
   }
-  static OLC_VM_INLINE M igt(I a, I b) { return _mm256_castsi256_ps(_mm256_cmpgt_epi32(a, b)); }  // signed
   static OLC_VM_INLINE M mand(M a, M b) { return _mm256_and_ps(a, b); }
   static OLC_VM_INLINE bool any(M a) { return _mm256_movemask_ps(a) != 0; }
   static OLC_VM_INLINE unsigned bits(M a) { return static_cast<unsigned>(_mm256_movemask_ps(a)); }
   static OLC_VM_INLINE V sel(M m, V t, V f) { return _mm256_blendv_ps(f, t, m); }
+  // t where x's sign bit is set (-0 and negative NaNs included), else f
+  static OLC_VM_INLINE V selneg(V x, V t, V f) { return _mm256_blendv_ps(f, t, x); }
   static OLC_VM_INLINE I seli(M m, I t, I f) {
     return _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(f), _mm256_castsi256_ps(t), m));
   }

@@ -72,6 +72,7 @@ struct OpsV512 {
   static OLC_VM_INLINE bool any(M a) { return a != 0; }
   static OLC_VM_INLINE unsigned bits(M a) { return a; }
   static OLC_VM_INLINE V sel(M m, V t, V f) { return _mm512_mask_blend_ps(m, f, t); }
+  static OLC_VM_INLINE V selneg(V x, V t, V f) { return _mm512_mask_blend_ps(_mm512_movepi32_mask(_mm512_castps_si512(x)), f, t); }
   static OLC_VM_INLINE I seli(M m, I t, I f) { return _mm512_mask_blend_epi32(m, f, t); }
   // Materializes a so the compiler cannot contract the multiply that made
   // it into a later add (error-free transforms need the rounded product).
@@ -129,6 +130,7 @@ struct OpsV512x2 {
   static OLC_VM_INLINE bool any(M x) { return x != 0; }
   static OLC_VM_INLINE unsigned bits(M x) { return x; }
   static OLC_VM_INLINE V sel(M m, V t, V f) { return {B::sel(lo(m), t.a, f.a), B::sel(hi(m), t.b, f.b)}; }
+  static OLC_VM_INLINE V selneg(V x, V t, V f) { return {B::selneg(x.a, t.a, f.a), B::selneg(x.b, t.b, f.b)}; }
   static OLC_VM_INLINE I seli(M m, I t, I f) { return {B::seli(lo(m), t.a, f.a), B::seli(hi(m), t.b, f.b)}; }
   static OLC_VM_INLINE V opaque(V x) { return {B::opaque(x.a), B::opaque(x.b)}; }
   static OLC_VM_INLINE V load(const float* p) { return {B::load(p), B::load(p + 16)}; }

@@ -39,7 +39,6 @@ constexpr float kMinNormal = 0x1p-126f;
 constexpr int32_t kSqrtHalfBits = 0x3f3504f3;
 constexpr int32_t kSignBit = static_cast<int32_t>(0x80000000u);
 constexpr int32_t kAbsMask = 0x7fffffff;
-constexpr int32_t kNeg87Bits = static_cast<int32_t>(0xc2ae0000u);  // -87.0f
 
 // exp(r) = 1 + r + r^2 * P(r), |r| <= ln2/2
 constexpr float kExp0 = 0x1.fffffcp-2f, kExp1 = 0x1.55548cp-3f, kExp2 = 0x1.5558bap-5f,
@@ -298,8 +297,7 @@ OLC_VM_INLINE typename O::V exp(typename O::V x) {
     // p is in [0.7, 1.42] (exponent field 126 or 127): for n in [-125,
     // 125] p * 2^n is normal. Only vectors with a lane outside need the
     // general scaling (subnormal results, overflow, NaN).
-    const typename O::V a = vabs<O>(n);
-    if (!O::any(O::mnot(O::le(a, O::f(125.0f))))) return scale2_biased<O>(p, biased);
+    if (!O::any(O::nge(O::f(125.0f), vabs<O>(n)))) return scale2_biased<O>(p, biased);
   }
   return scale2<O>(p, n);
 }
@@ -487,16 +485,17 @@ OLC_VM_INLINE typename O::V sigmoid(typename O::V x) {
   if constexpr (O::kScalef) {
     e = exp<O>(na);
   } else {
-    // As an integer -|x| is INT_MIN + bits(|x|): above -87's pattern
-    // exactly where x < -87 (e subnormal) or x is NaN, which scale2_biased
-    // cannot take. One integer compare covers both.
-    if (O::any(O::igt(O::ci(na), O::i(kNeg87Bits)))) {
+    // x < -87 (e subnormal) or NaN: exp_normal's exponent-field scaling
+    // cannot take those; one unordered compare finds both.
+    if (O::any(O::nge(na, O::f(-87.0f)))) {
       e = exp<O>(na);
     } else {
       e = exp_normal<O>(na);
     }
   }
-  const V num = O::sel(O::lt(x, O::f(0.0f)), e, O::f(1.0f));
+  // e where x's sign is set: for -0 e is 1 anyway, and a NaN gives NaN
+  // either way (no compare needed).
+  const V num = O::selneg(x, e, O::f(1.0f));
   return O::div(num, O::add(O::f(1.0f), e));
 }
 

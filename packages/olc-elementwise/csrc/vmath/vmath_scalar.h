@@ -56,13 +56,14 @@ struct OpsScalar {
   static OLC_VM_INLINE M ge(V a, V b) { return a >= b; }
   static OLC_VM_INLINE M eq(V a, V b) { return a == b; }
   static OLC_VM_INLINE M unord(V a, V b) { return a != a || b != b; }
+  static OLC_VM_INLINE M nge(V a, V b) { return !(a >= b); }
   static OLC_VM_INLINE M itest(I a, I b) { return (a & b) != 0; }
-  static OLC_VM_INLINE M igt(I a, I b) { return a > b; }  // signed
   static OLC_VM_INLINE M mand(M a, M b) { return a && b; }
   static OLC_VM_INLINE M mnot(M a) { return !a; }
   static OLC_VM_INLINE bool any(M a) { return a; }
   static OLC_VM_INLINE unsigned bits(M a) { return a ? 1u : 0u; }
   static OLC_VM_INLINE V sel(M m, V t, V f) { return m ? t : f; }
+  static OLC_VM_INLINE V selneg(V x, V t, V f) { return std::signbit(x) ? t : f; }
   static OLC_VM_INLINE I seli(M m, I t, I f) { return m ? t : f; }
   // Materializes a so the compiler cannot contract the multiply that made
   // it into a later add (error-free transforms need the rounded product).
