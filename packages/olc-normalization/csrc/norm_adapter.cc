@@ -601,6 +601,10 @@ void row_compute(const Job<T>& j, int64_t r, const T* x, T* y, bool nt, T* scrat
   }
 }
 
+// Rows longer than this keep the row-by-row loop: a pass over a long row
+// hides its reductions' latency by itself.
+constexpr int64_t kPairedRowsMax = 1024;
+
 template <class T>
 void run_rows(void* user, int64_t begin, int64_t end) {
   const Job<T>& j = *static_cast<const Job<T>*>(user);
@@ -610,6 +614,13 @@ void run_rows(void* user, int64_t begin, int64_t end) {
   const bool x_direct = j.L.contiguous && j.x_t == dtype_of<T>();
   const bool y_direct = j.L.contiguous && j.y_t == dtype_of<T>();
   const bool nt = j.stream && y_direct;
+  // Contiguous float rows of Softmax / LogSoftmax up to kPairedRowsMax
+  // long go to softmax_rows, which interleaves them in pairs.
+  if ((st->op == Op::Softmax || st->op == Op::LogSoftmax) && x_direct && y_direct && !nt && D <= kPairedRowsMax) {
+    j.ops->softmax_rows(static_cast<const T*>(j.x) + begin * D, static_cast<T*>(j.y) + begin * D, D, end - begin,
+                        st->op == Op::LogSoftmax);
+    return;
+  }
   // Row buffers: nothrow, since this runs on executor threads where an
   // exception cannot be carried back; a failure is reported after the loop.
   const size_t d = static_cast<size_t>(D);

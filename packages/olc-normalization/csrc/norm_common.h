@@ -17,6 +17,9 @@ struct RowOps {
   //   m = max(x); softmax: e = exp(x - m), y = e * (1 / sum(e));
   //   log: y = (x - m) - log(sum(exp(x - m))).
   void (*softmax)(const T* x, T* y, int64_t n, int log);
+  // softmax of `rows` contiguous rows of n (y likewise), the same bits as
+  // row by row; short rows interleaved in pairs (see eng_softmax_rows).
+  void (*softmax_rows)(const T* x, T* y, int64_t n, int64_t rows, int log);
   // Two-pass statistics: *mean = sum(x) / n, *var = sum((x - mean)^2) / n.
   void (*moments)(const T* x, int64_t n, T* mean, T* var);
   // sum(x * x).

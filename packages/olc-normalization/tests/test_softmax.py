@@ -159,6 +159,26 @@ def test_parallel_large(op):
         assert_close(run(op, "float32", 13, x, level=level, threads=2), expected, "float32", f"{op} {level}")
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", OPS)
+def test_paired_rows_same_bits_as_single_rows(op, level):
+    """Short contiguous rows run two at a time (an odd last row alone), on 1
+    and 2 threads (ranges starting at odd rows): every row's bits equal
+    those of the same row run by itself; -inf, NaN and a constant row
+    included; rows past the pairing limit (1024) too."""
+    rng = np.random.default_rng(8)
+    for rows, n in ((7, 9), (8, 33), (5, 128), (6, 1024), (3, 1025), (11, 1), (37, 300)):
+        x = rand(rng, (rows, n), "float32", -30, 30)
+        x[1, ::2] = -np.inf
+        x[2 % rows, 0] = np.nan
+        x[rows - 1] = 0.5
+        single = np.stack([run(op, "float32", 13, x[i:i + 1], level=level)[0] for i in range(rows)])
+        for threads in (1, 2):
+            y = run(op, "float32", 13, x, level=level, threads=threads)
+            assert y.tobytes() == single.tobytes(), (op, level, rows, n, threads)
+        assert_close(y, ref(op, x, -1, 13), "float32", f"{op} {level} {rows}x{n}")
+
+
 @pytest.mark.parametrize("op", OPS)
 def test_non_temporal_output_path(op):
     """Rows whose starts are not vector-aligned (n = 9, 33, 4097) and tails,
