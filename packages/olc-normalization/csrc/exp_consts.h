@@ -21,6 +21,9 @@ namespace expc {
 
 constexpr float kLo = -87.33654475f;  // ln(FLT_MIN)
 constexpr float kLog2e = 1.44269504088896341f;
+// 1.5 * 2^23: adding it to t (|t| < 2^22) rounds t to an integer, held in
+// the sum's low mantissa bits.
+constexpr float kRoundMagic = 12582912.0f;
 constexpr float kLn2Hi = 0.693145751953125f;     // 0x3f317200
 constexpr float kLn2Lo = 1.428606820309417e-06f;  // ln 2 - kLn2Hi
 constexpr float kLoScalef = -150.0f;  // exp(-150) underflows to 0 in float32

@@ -76,7 +76,7 @@ struct V8 {
     // product): the sum's low bits hold n, whose pattern shifted left by
     // 23 is n << 23 (1.5 * 2^23 ends in 23 zero bits). No vroundps (two
     // uops on Intel) and no conversion back to integers.
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    const __m256 magic = _mm256_set1_ps(kRoundMagic);
     const __m256 biased = _mm256_fmadd_ps(xc, _mm256_set1_ps(kLog2e), magic);
     const __m256 n = _mm256_sub_ps(biased, magic);
     __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), xc);

@@ -82,7 +82,7 @@ float exp_nonpos_f32(float x) {
   using namespace expc;
   if (!(x >= kLo)) return x != x ? x : 0.0f;  // NaN stays NaN; below FLT_MIN (and -inf) -> 0
   const float t = x * kLog2e;
-  const float n = (t + 12582912.0f) - 12582912.0f;  // round to nearest (|t| < 2^22)
+  const float n = (t + kRoundMagic) - kRoundMagic;  // round to nearest
   float r = x - n * kLn2Hi;
   r = r - n * kLn2Lo;
   float p = kC5;
