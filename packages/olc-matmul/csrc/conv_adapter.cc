@@ -158,6 +158,7 @@ struct ConvState : ConvAttrs {
   const olc_tuning_param* t_stream = nullptr;
   const olc_tuning_param* t_pwd = nullptr;
   const olc_tuning_param* t_trows = nullptr;
+  const olc_tuning_param* t_shared = nullptr;
   const olc_tuning_param* t_rows = nullptr;
   const olc_tuning_param* t_gemv = nullptr;
   // Constant weights: MR-row strips (GEMM) or float32 taps (depthwise),
@@ -691,6 +692,11 @@ struct GemmTJob {
   int64_t KC;
   int64_t ppt;  // W^T panels per task
   int64_t ipt;  // images per task (of the chunk)
+  // The strips of Xcol^T built once for every task (shared_strips), each
+  // group's K blocks in turn: strip si of K block kb of group gi at
+  // strips + ((gi * nkb + kb) * nstrips + si) * MR * kstep. NULL: each
+  // task builds the strips of its rows.
+  const float* strips;
   std::atomic<bool>* failed;
 };
 
@@ -712,6 +718,48 @@ int64_t strip_runs(const Geom& g, const PadLayout& l, int64_t img_stride, int64_
   return n;
 }
 
+// The runs of strip si of Xcol^T (rows si * MR onwards of `rows`, at most
+// MR): r[0] runs, then their triples.
+void strip_runs_of(const GemmTJob& job, int64_t rows, int64_t si, int64_t* r) {
+  const int MR = job.isa->mr_f32;
+  r[0] = strip_runs(*job.g, job.l, job.img_stride, si * MR, std::min<int64_t>(MR, rows - si * MR), r + 1);
+}
+
+// That strip's K block [k0, k0 + kc) into dst (MR values per k).
+void build_strip(const GemmTJob& job, const float* srcg, int64_t rows, int64_t si, const int64_t* r, int64_t k0,
+                 int64_t kc, float* dst) {
+  const int MR = job.isa->mr_f32;
+  PanelB pb{srcg, job.koff + k0, kc, r + 1, r[0], std::min<int64_t>(MR, rows - si * MR), MR, dst};
+  job.ck->panel(&pb);
+}
+
+// The K block split of the transposed product: nkb blocks of kstep (the
+// last one shorter).
+inline void gemmt_kblocks(const GemmTJob& job, int64_t* nkb, int64_t* kstep) {
+  *nkb = (job.g->Kg + job.KC - 1) / job.KC;
+  *kstep = (job.g->Kg + *nkb - 1) / *nkb;
+}
+
+// Items of the shared strips: (group, K block, strip).
+void strips_range(void* user, int64_t begin, int64_t end) {
+  const GemmTJob& job = *static_cast<const GemmTJob*>(user);
+  const Geom& g = *job.g;
+  const int MR = job.isa->mr_f32;
+  int64_t nkb, kstep;
+  gemmt_kblocks(job, &nkb, &kstep);
+  const int64_t rows = job.nimg * g.out_sp;
+  const int64_t nstrips = (rows + MR - 1) / MR;
+  std::vector<int64_t>& runs = t_runs;
+  index_buffer(runs, 3 * MR + 1);
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t si = t % nstrips, kb = (t / nstrips) % nkb, gi = t / (nstrips * nkb);
+    const int64_t k0 = kb * kstep, kc = std::min(kstep, g.Kg - k0);
+    strip_runs_of(job, rows, si, runs.data());
+    build_strip(job, job.src + gi * g.Cg * job.l.cs, rows, si, runs.data(), k0, kc,
+                const_cast<float*>(job.strips) + ((gi * nkb + kb) * nstrips + si) * MR * kstep);
+  }
+}
+
 void gemmt_range(void* user, int64_t begin, int64_t end) {
   const GemmTJob& job = *static_cast<const GemmTJob*>(user);
   const Geom& g = *job.g;
@@ -720,8 +768,8 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
   const int64_t npg = (g.Mg + NR - 1) / NR;            // panels per group
   const int64_t tpg = (npg + job.ppt - 1) / job.ppt;   // panel shares per group
   const int64_t tim = (job.nimg + job.ipt - 1) / job.ipt;  // image shares
-  const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
-  const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  int64_t nkb, kstep;
+  gemmt_kblocks(job, &nkb, &kstep);
   std::vector<int64_t>& runs = t_runs;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ii = t % tim, pt = (t / tim) % tpg, gi = t / (tim * tpg);
@@ -730,31 +778,34 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
     if (p0 >= p1 || i0 >= i1) continue;
     const int64_t rows = (i1 - i0) * g.out_sp;
     const int64_t nstrips = (rows + MR - 1) / MR;
-    index_buffer(runs, nstrips * (3 * MR + 1));
     const int64_t c0 = p0 * NR, c1 = std::min(g.Mg, p1 * NR);  // channels of the group
     const int64_t ldc = (p1 - p0) * NR;
-    float* abuf = t_tile.get(static_cast<size_t>(nstrips * MR * kstep));
+    float* abuf = job.strips ? nullptr : t_tile.get(static_cast<size_t>(nstrips * MR * kstep));
     float* C = t_ctile.get(static_cast<size_t>(rows * ldc));
-    if (!abuf || !C) {
+    if ((!job.strips && !abuf) || !C) {
       job.failed->store(true);
       return;
     }
     const float* srcg = job.src + i0 * job.img_stride + gi * g.Cg * job.l.cs;
-    for (int64_t si = 0; si < nstrips; ++si) {
-      int64_t* r = runs.data() + si * (3 * MR + 1);
-      r[0] = strip_runs(g, job.l, job.img_stride, si * MR, std::min<int64_t>(MR, rows - si * MR), r + 1);
+    if (!job.strips) {
+      index_buffer(runs, nstrips * (3 * MR + 1));
+      for (int64_t si = 0; si < nstrips; ++si) strip_runs_of(job, rows, si, runs.data() + si * (3 * MR + 1));
     }
     Epi<float> ep = bias_epilogue(true);
-    for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
+    for (int64_t k0 = 0, kb = 0; k0 < g.Kg; k0 += kstep, ++kb) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
-      // Every strip of Xcol^T for this K block (MR positions each).
-      for (int64_t si = 0; si < nstrips; ++si) {
-        const int64_t* r = runs.data() + si * (3 * MR + 1);
-        PanelB pb{srcg, job.koff + k0, kc, r + 1, r[0], std::min<int64_t>(MR, rows - si * MR), MR,
-                  abuf + si * MR * kc};
-        job.ck->panel(&pb);
+      // Every strip of Xcol^T for this K block (MR positions each), built
+      // here unless shared; strip si at MR * kc floats from the block's first.
+      const float* ablk;
+      if (job.strips) {
+        ablk = job.strips + (gi * nkb + kb) * nstrips * MR * kstep;
+      } else {
+        for (int64_t si = 0; si < nstrips; ++si)
+          build_strip(job, srcg, rows, si, runs.data() + si * (3 * MR + 1), k0, kc, abuf + si * MR * kc);
+        ablk = abuf;
       }
+      const int64_t sstride = job.strips ? MR * kstep : MR * kc;
       for (int64_t pi = p0; pi < p1; ++pi) {
         const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
         const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
@@ -770,7 +821,7 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, rows - si * MR));
           int64_t pf_lines;
           const char* pf = pfs.at(si, kc, &pf_lines);
-          isa->ukpf_f32(kc, abuf + si * MR * kc, bp, NR, C + si * MR * ldc + (pi - p0) * NR, ldc, mr, nr, flags, &ep,
+          isa->ukpf_f32(kc, ablk + si * sstride, bp, NR, C + si * MR * ldc + (pi - p0) * NR, ldc, mr, nr, flags, &ep,
                         pf, pf_lines);
         }
       }
@@ -1140,6 +1191,11 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // The transposed product stacks the positions of up to this many
   // output positions (whole images) into its rows per chunk.
   st->t_trows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "transposed_max_rows", 2048);
+  // On several threads, a transposed product's strips of at least this
+  // many values are built once for all its tasks (see run_tasks); fewer
+  // are built faster by each task than handed out (1x1 512->2048 at 7x7,
+  // batch 1, two threads: 49 x 512 values, 5 % slower shared).
+  st->t_shared = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "shared_strips_min_floats", 1 << 16);
   // 1: an image stem's implicit GEMM reads B's rows straight from its
   // padded copy (see direct_rows); 0: it builds im2col panels.
   st->t_rows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "direct_rows", 1);
@@ -1331,7 +1387,7 @@ void subsample_range(void* user, int64_t begin, int64_t end) {
   }
 }
 
-thread_local FloatScratch t_sub;
+thread_local FloatScratch t_sub, t_strips;
 
 int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
                  int32_t n_outputs) {
@@ -1677,10 +1733,33 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       // them twice. Two threads, the two splits alternating in one
       // process: 1x1 960->160 at 7x7 161-188 -> 126-140 us (before, slower
       // than on one thread), 576->96 61 -> 56, 96->576 47 -> 41.
+      tj.strips = nullptr;
       if (threads > 1 && nimg >= threads && nimg * g.out_sp >= g.Mg) {
         tj.ipt = (nimg + threads - 1) / threads;
       } else if (threads > 1) {
         tj.ppt = std::min(npg, std::max<int64_t>(1, (npg * g.G + threads - 1) / threads));
+        // Many panels (512->2048 at 7x7: 64): the strips are built once,
+        // shared out as items, and the panels go in four shares per
+        // thread, taken as the threads come free. One share per thread
+        // built every strip twice, and the run waited on whichever vCPU the
+        // host slowed (two threads, batch 8: the slowest tenth of the runs
+        // a fifth above the median, onnxruntime's a tenth).
+        int64_t nkb, kstep;
+        gemmt_kblocks(tj, &nkb, &kstep);
+        const int64_t nstrips = (nimg * g.out_sp + MR - 1) / MR;
+        const int64_t floats = g.G * nkb * nstrips * MR * kstep;
+        if (npg >= 4 * threads && floats >= g_api->tuning_read_int(st->t_shared) &&
+            floats * int64_t{sizeof(float)} <= l2_three_quarters(cache_info())) {
+          float* strips = t_strips.get(static_cast<size_t>(floats));
+          if (!strips) {
+            failed.store(true);
+            return;
+          }
+          tj.strips = strips;
+          const int64_t items = g.G * nkb * nstrips;
+          g_api->parallel_for(ctx, items, std::max<int64_t>(1, items / (4 * threads)), 0, &strips_range, &tj);
+          tj.ppt = std::max<int64_t>(1, npg / (4 * threads));
+        }
       }
       const int64_t ttasks = g.G * ((npg + tj.ppt - 1) / tj.ppt) * ((nimg + tj.ipt - 1) / tj.ipt);
       if (threads > 1 && ttasks > 1) g_api->parallel_for(ctx, ttasks, 1, 0, &gemmt_range, &tj);

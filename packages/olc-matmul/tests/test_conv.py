@@ -11,6 +11,7 @@ Invalid attributes and shapes raise an error naming the node."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import numpy as np
@@ -564,6 +565,47 @@ def test_thread_splits(case):
             check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
             ys.append(y.astype(np.float64))
         assert (np.abs(ys[0] - ys[1]) <= 2 * bound).all(), level
+
+
+# The transposed product with four panel shares per thread or more: its
+# strips built once for every task (two images stacked, a strip spanning
+# both; two K blocks; two groups; an implicit GEMM's im2col strips; the
+# last one past the default shared_strips_min_floats).
+SHARED_STRIPS_CASES = [
+    ((2, 96, 5, 5), (512, 96, 1, 1), {}, "pointwise-gemm-transposed"),
+    ((1, 300, 5, 5), (256, 300, 1, 1), {}, "pointwise-gemm-transposed"),
+    ((1, 64, 5, 5), (512, 32, 1, 1), {"group": 2}, "pointwise-gemm-transposed"),
+    ((1, 32, 9, 9), (256, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
+    ((6, 512, 5, 5), (512, 512, 1, 1), {}, "pointwise-gemm-transposed"),
+]
+
+
+@pytest.mark.parametrize("case", SHARED_STRIPS_CASES, ids=[str(i) for i in range(len(SHARED_STRIPS_CASES))])
+def test_shared_strips(case):
+    """Strips built once and shared (shared_strips_min_floats 1, and the
+    default for the last case) against each task building its own (the
+    key past any size): the same tiles from the same strips, so the same
+    bits, on 2 and 3 threads; and the float64 reference."""
+    from recurrent import tuned
+
+    xs, ws, attrs, algo = case
+    rng = np.random.default_rng(29)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    default = case is SHARED_STRIPS_CASES[-1]
+    for level in LEVELS:
+        for threads in (2, 3):
+            ys = []
+            for floats in (None if default else 1, 1 << 60):
+                with contextlib.ExitStack() as stack:
+                    if floats is not None:
+                        stack.enter_context(tuned("Conv", shared_strips_min_floats=floats))
+                    y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                assert algo in s.kernel_usage_details()[0], s.kernel_usage_details()
+                check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads} {floats}")
+                ys.append(y)
+            np.testing.assert_array_equal(ys[0], ys[1], err_msg=f"{level} t{threads}")
 
 
 POINTWISE_SPLIT_CASES = [
