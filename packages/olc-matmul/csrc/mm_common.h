@@ -142,6 +142,11 @@ using UKernelDA = void (*)(int64_t kc, const T* A, int64_t lda, const T* Bp, int
 template <typename T>
 using UKernelPF = void (*)(int64_t kc, const T* Ap, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr, int nr,
                            int flags, const Epi<T>* ep, const void* pf, int64_t pf_lines);
+// UKernelPF with A read in place, k-major: A(i, k) at A[k * ka + i] (X's
+// rows as the transposed product's strips, no copy).
+template <typename T>
+using UKernelKA = void (*)(int64_t kc, const T* A, int64_t ka, const T* Bp, int64_t ldbp, T* C, int64_t ldc, int mr,
+                           int nr, int flags, const Epi<T>* ep, const void* pf, int64_t pf_lines);
 // UKernel with B's rows gathered: row k at B + boff[k] (an im2col matrix
 // read straight from its padded source, no panel built). Every row is read
 // NR values wide: past a column tail of nr, NR - nr more must be readable
@@ -275,6 +280,7 @@ struct IsaKernels {
   UKernelDA<float> ukda_f32;
   UKernelDA<double> ukda_f64;
   UKernelPF<float> ukpf_f32;
+  UKernelKA<float> ukka_f32;
   UKernelRows<float> ukrows_f32;
   GemvRows<float> gemv_rows_f32;
   GemvCols<float> gemv_cols_f32;
