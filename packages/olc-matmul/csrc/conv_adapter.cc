@@ -1773,12 +1773,18 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         // built every strip twice, and the run waited on whichever vCPU the
         // host slowed (two threads, batch 8: the slowest tenth of the runs
         // a fifth above the median, onnxruntime's a tenth).
+        // One image of a 1x1 convolution: every strip is read in place
+        // (strip_in_place), so the shares cost no copies at all (512->2048
+        // at 7x7, batch 1, two threads: the strips of 49 positions were
+        // too few to share, and each share built them all).
         int64_t nkb, kstep;
         gemmt_kblocks(tj, &nkb, &kstep);
         const int64_t nstrips = (nimg * g.out_sp + MR - 1) / MR;
         const int64_t floats = g.G * nkb * nstrips * MR * kstep;
-        if (npg >= 4 * threads && floats >= g_api->tuning_read_int(st->t_shared) &&
-            floats * int64_t{sizeof(float)} <= l2_three_quarters(cache_info())) {
+        if (npg >= 4 * threads && g.ksz == 1 && nimg == 1) {
+          tj.ppt = std::max<int64_t>(1, npg / (4 * threads));
+        } else if (npg >= 4 * threads && floats >= g_api->tuning_read_int(st->t_shared) &&
+                   floats * int64_t{sizeof(float)} <= l2_three_quarters(cache_info())) {
           float* strips = t_strips.get(static_cast<size_t>(floats));
           if (!strips) {
             failed.store(true);

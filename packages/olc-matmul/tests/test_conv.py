@@ -528,6 +528,10 @@ SPLIT_CASES = [
     ((1, 96, 3, 3), (160, 96, 1, 1), {}, "pointwise-gemm-transposed"),
     ((1, 240, 4, 4), (40, 240, 1, 1), {}, "pointwise-gemm "),  # 16 positions: half a panel, not transposed
     ((1, 64, 9, 9), (128, 32, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
+    # One image of a 1x1 with four panel shares per thread or more: every
+    # strip read in place by every share (two K blocks; two groups)
+    ((1, 300, 5, 5), (512, 300, 1, 1), {}, "pointwise-gemm-transposed"),
+    ((1, 64, 5, 5), (512, 32, 1, 1), {"group": 2}, "pointwise-gemm-transposed"),
     # Depthwise planes padded band by band, their rows in chunks per thread
     # (bands starting inside a plane, the last one short): 3x3 eight rows
     # a pass, stride 2, and 5x5 taps
@@ -573,8 +577,8 @@ def test_thread_splits(case):
 # last one past the default shared_strips_min_floats).
 SHARED_STRIPS_CASES = [
     ((2, 96, 5, 5), (512, 96, 1, 1), {}, "pointwise-gemm-transposed"),
-    ((1, 300, 5, 5), (256, 300, 1, 1), {}, "pointwise-gemm-transposed"),
-    ((1, 64, 5, 5), (512, 32, 1, 1), {"group": 2}, "pointwise-gemm-transposed"),
+    ((2, 300, 5, 5), (256, 300, 1, 1), {}, "pointwise-gemm-transposed"),
+    ((2, 64, 5, 5), (512, 32, 1, 1), {"group": 2}, "pointwise-gemm-transposed"),
     ((1, 32, 9, 9), (256, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
     ((6, 512, 5, 5), (512, 512, 1, 1), {}, "pointwise-gemm-transposed"),
 ]
