@@ -1223,7 +1223,8 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // On several threads, a transposed product's strips of at least this
   // many values are built once for all its tasks (see run_tasks); fewer
   // are built faster by each task than handed out (1x1 512->2048 at 7x7,
-  // batch 1, two threads: 49 x 512 values, 5 % slower shared).
+  // batch 1, two threads: 49 x 512 values, 5 % slower shared, before
+  // strips were read in place).
   st->t_shared = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "shared_strips_min_floats", 1 << 16);
   // 1: an image stem's implicit GEMM reads B's rows straight from its
   // padded copy (see direct_rows); 0: it builds im2col panels.
@@ -1767,22 +1768,22 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         tj.ipt = (nimg + threads - 1) / threads;
       } else if (threads > 1) {
         tj.ppt = std::min(npg, std::max<int64_t>(1, (npg * g.G + threads - 1) / threads));
-        // Many panels (512->2048 at 7x7: 64): the strips are built once,
-        // shared out as items, and the panels go in four shares per
-        // thread, taken as the threads come free. One share per thread
-        // built every strip twice, and the run waited on whichever vCPU the
-        // host slowed (two threads, batch 8: the slowest tenth of the runs
-        // a fifth above the median, onnxruntime's a tenth).
-        // One image of a 1x1 convolution: every strip is read in place
-        // (strip_in_place), so the shares cost no copies at all (512->2048
-        // at 7x7, batch 1, two threads: the strips of 49 positions were
-        // too few to share, and each share built them all).
+        // Many panels (512->2048 at 7x7: 64) go in four shares per thread,
+        // taken as the threads come free: with one share per thread, each
+        // built every strip, and the run waited on whichever vCPU the host
+        // slowed (two threads, batch 8: the slowest tenth of the runs a
+        // fifth above the median, onnxruntime's a tenth). One image of a
+        // 1x1 convolution reads every strip in place (strip_in_place, each
+        // share of at most kInPlaceMaxColumns channels), so its shares copy
+        // nothing; otherwise the strips are built once, shared out as
+        // items, when there are enough values to share (at batch 1 the
+        // 49 x 512 of 512->2048 were built faster by each share).
         int64_t nkb, kstep;
         gemmt_kblocks(tj, &nkb, &kstep);
         const int64_t nstrips = (nimg * g.out_sp + MR - 1) / MR;
         const int64_t floats = g.G * nkb * nstrips * MR * kstep;
-        if (npg >= 4 * threads && g.ksz == 1 && nimg == 1) {
-          tj.ppt = std::max<int64_t>(1, npg / (4 * threads));
+        if (npg >= 4 * threads && g.pointwise && nimg == 1) {
+          tj.ppt = std::max<int64_t>(1, std::min(npg / (4 * threads), kInPlaceMaxColumns / NR));
         } else if (npg >= 4 * threads && floats >= g_api->tuning_read_int(st->t_shared) &&
                    floats * int64_t{sizeof(float)} <= l2_three_quarters(cache_info())) {
           float* strips = t_strips.get(static_cast<size_t>(floats));

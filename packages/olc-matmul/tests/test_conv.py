@@ -529,9 +529,11 @@ SPLIT_CASES = [
     ((1, 240, 4, 4), (40, 240, 1, 1), {}, "pointwise-gemm "),  # 16 positions: half a panel, not transposed
     ((1, 64, 9, 9), (128, 32, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "implicit-gemm-transposed"),
     # One image of a 1x1 with four panel shares per thread or more: every
-    # strip read in place by every share (two K blocks; two groups)
+    # strip read in place by every share (two K blocks; two groups; shares
+    # cut to 512 channels)
     ((1, 300, 5, 5), (512, 300, 1, 1), {}, "pointwise-gemm-transposed"),
     ((1, 64, 5, 5), (512, 32, 1, 1), {"group": 2}, "pointwise-gemm-transposed"),
+    ((1, 16, 5, 5), (4608, 16, 1, 1), {}, "pointwise-gemm-transposed"),
     # Depthwise planes padded band by band, their rows in chunks per thread
     # (bands starting inside a plane, the last one short): 3x3 eight rows
     # a pass, stride 2, and 5x5 taps
