@@ -1771,8 +1771,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         // Many panels (512->2048 at 7x7: 64) go in four shares per thread,
         // taken as the threads come free: with one share per thread, each
         // built every strip, and the run waited on whichever vCPU the host
-        // slowed (two threads, batch 8: the slowest tenth of the runs a
-        // fifth above the median, onnxruntime's a tenth). One image of a
+        // slowed (two threads, batch 8, AVX2: olc's slowest tenth of the
+        // runs 6-31 % above its median, onnxruntime's 2-7 %). One image of a
         // 1x1 convolution reads every strip in place (strip_in_place, each
         // share of at most kInPlaceMaxColumns channels), so its shares copy
         // nothing; otherwise the strips are built once, shared out as
