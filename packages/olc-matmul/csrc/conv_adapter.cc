@@ -808,14 +808,19 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       return;
     }
     const float* srcg = job.src + i0 * job.img_stride + gi * g.Cg * job.l.cs;
-    // Each strip's runs, and where a strip is read in place, its first value.
-    index_buffer(runs, nstrips * (3 * MR + 1));
+    // Unless the strips are shared (built already): each strip's runs, and
+    // where a strip is read in place, its first value.
     std::vector<const float*>& inplace = t_inplace;
     if (inplace.size() < static_cast<size_t>(nstrips)) inplace.resize(static_cast<size_t>(nstrips));
-    for (int64_t si = 0; si < nstrips; ++si) {
-      int64_t* r = runs.data() + si * (3 * MR + 1);
-      strip_runs_of(job, rows, si, r);
-      inplace[si] = job.strips || ldc > kInPlaceMaxColumns ? nullptr : strip_in_place(job, srcg, rows, si, r);
+    if (job.strips) {
+      std::fill_n(inplace.begin(), nstrips, nullptr);
+    } else {
+      index_buffer(runs, nstrips * (3 * MR + 1));
+      for (int64_t si = 0; si < nstrips; ++si) {
+        int64_t* r = runs.data() + si * (3 * MR + 1);
+        strip_runs_of(job, rows, si, r);
+        inplace[si] = ldc > kInPlaceMaxColumns ? nullptr : strip_in_place(job, srcg, rows, si, r);
+      }
     }
     Epi<float> ep = bias_epilogue(true);
     for (int64_t k0 = 0, kb = 0; k0 < g.Kg; k0 += kstep, ++kb) {
