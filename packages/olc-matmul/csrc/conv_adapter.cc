@@ -1014,6 +1014,14 @@ struct DwBlockJob {
   const Activation* act;
   std::atomic<bool>* failed;
   const void* res;  // FusedConv's residual; NULL: none
+  // On several threads: each task claims its output lines before its
+  // compute (claim_for_write), since its stores come in one burst at the
+  // end (the transpose back into the planes). After a pointwise Conv on
+  // two threads (whose input block the output recycles), AVX-512,
+  // alternating in one process: 5x5 depthwise of 256 channels at 14x14
+  // 38.7 -> 28.7 us; in the PP-LCNet orientation classifier its six such
+  // layers 43-44 -> 35-38 us.
+  bool claim;
 };
 
 void dw_block_range(void* user, int64_t begin, int64_t end) {
@@ -1065,6 +1073,7 @@ void dw_block_range(void* user, int64_t begin, int64_t end) {
       b.pe[i] = g.pe[i];
     }
     b.act = job.res ? nullptr : job.act;
+    if (job.claim && f32) claim_for_write(b.y, nch * g.out_sp * int64_t{sizeof(float)});
     job.ck->depthwise_block(&b);
     if (job.res && !finish(job.ck, job.act, job.dt, job.res, (n * g.Cout + co0) * g.out_sp, g.out_sp, b.y, nch,
                            g.out_sp, g.out_sp)) {
@@ -1528,8 +1537,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         block_taps(taps, g.Cout, g.ksz, L, wblkv.data());
         wblk = wblkv.data();
       }
-      DwBlockJob bj{&g, st->dtype, st->ck, wblk, x.data, y, bias, act, &failed, res};
       const int64_t tasks = g.N * ((g.Cout + L - 1) / L);
+      DwBlockJob bj{&g, st->dtype, st->ck, wblk, x.data, y, bias, act, &failed, res, threads > 1 && tasks > 1};
       if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &dw_block_range, &bj);
       else dw_block_range(&bj, 0, tasks);
       if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");

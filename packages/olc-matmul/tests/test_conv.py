@@ -547,6 +547,10 @@ SPLIT_CASES = [
     # small planes copied whole per task: only the rows a task reads
     ((1, 3, 34, 40), (3, 1, 3, 3), {"group": 3, "strides": [2, 1], "pads": [1, 1, 1, 1]}, "depthwise "),
     ((1, 2, 23, 36), (2, 1, 5, 3), {"group": 2, "dilations": [2, 1], "pads": [4, 1, 3, 1]}, "depthwise "),
+    # small planes in blocks of channels (the last one partial), each task
+    # claiming its output's lines before computing them
+    ((1, 40, 14, 14), (40, 1, 5, 5), {"group": 40, "pads": [2, 2, 2, 2]}, "depthwise-channels"),
+    ((2, 24, 7, 7), (24, 1, 3, 3), {"group": 24, "strides": [2, 2], "pads": [1, 1, 1, 1]}, "depthwise-channels"),
 ]
 
 
