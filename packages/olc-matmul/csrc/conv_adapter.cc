@@ -1433,6 +1433,30 @@ void subsample_range(void* user, int64_t begin, int64_t end) {
 
 thread_local FloatScratch t_sub, t_strips;
 
+// Whether a depthwise Conv runs blocked across channels (dw_block_range,
+// `depthwise-channels`) rather than plane by plane (dw_range), at L float
+// lanes.
+bool dw_blocked(const Geom& g, int L) {
+  // L channels at once where output rows are narrower than a vector, and
+  // up to 32 wide except for the 3x3 layers that AVX-512's direct loop
+  // runs eight rows at a time (dw_rows3): elsewhere the direct loop loads
+  // once per tap, where the blocked one shares a kernel row's loads
+  // across positions. Zen 4, one thread, direct -> blocked: AVX2 3x3
+  // 88@8x8 12 -> 5.5 us, 384@14x14 91 -> 47, 144@28x28 86 -> 59; 5x5
+  // 120@28x28 155 -> 95 (AVX-512 158 -> 95); but AVX-512 3x3 64@32x32
+  // 31 -> 65.
+  const bool rows3 = dw_rows3_applies(g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.s[1]);
+  // 2-D 5x5 taps at W stride 1 (PP-LCNet's and MobileNetV3's wide
+  // layers) go blocked up to 96 positions a row: there the blocked loop's
+  // shared loads (dwb_row) outweigh its transposes. One thread, same
+  // process alternating, direct -> blocked: AVX-512 240@12x80 205 ->
+  // 174 us, 64@56x56 189 -> 163, 192@40x40 363 -> 237, but 32@112x112
+  // 331 -> 353 and stride 2 240@24x160 301 -> 334; AVX2 240@12x80 257 ->
+  // 204, 64@56x56 205 -> 182 (Sapphire Rapids).
+  const bool wide5 = g.in[0] + g.pb[0] + g.pe[0] == 1 && g.k[2] == 5 && g.s[2] == 1 && g.d[2] == 1 && g.out[2] <= 96;
+  return (g.out[2] < L || (g.out[2] <= 32 && !(rows3 && L >= 16)) || wide5) && L <= 64;
+}
+
 int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc_tensor* inputs,
                  int32_t n_outputs) {
   const ConvState* st = static_cast<const ConvState*>(state);
@@ -1478,9 +1502,17 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // thread; a stride-2 layer reads four inputs per output (3x3 stride 2 on
   // 128 x 28x28, one thread, AVX-512: 22 us, as long as 960 x 7x7 at
   // stride 1; two threads 16 us).
-  constexpr int64_t kDepthwiseValueCost = 12;
-  const int64_t macs = g.depthwise ? total * std::max<int64_t>(g.Kg, kDepthwiseValueCost) +
-                                         g.N * g.C * g.in_sp * kDepthwiseValueCost
+  // Blocked across channels (small planes), a layer's values cost more
+  // again: interleaved into the channel-blocked buffer and transposed back.
+  // There a second thread pays from about 12K outputs (AVX-512, two
+  // threads against one, alternating in one process, 3x3 unless said:
+  // 240@7 0.93x, 5x5 128@10 1.18x, 600@7 1.26x, 144@14 1.67x, 5x5 512@7
+  // 1.14x, 5x5 stride 2 256@14 1.22x; AVX2 level: 3x3 64@16 1.29x, 5x5
+  // 128@10 1.33x), where 12 per value left all of these on one thread.
+  constexpr int64_t kDepthwiseValueCost = 12, kBlockedValueCost = 40;
+  const bool blocked = g.depthwise && dw_blocked(g, st->ck->lanes);
+  const int64_t value_cost = blocked ? kBlockedValueCost : kDepthwiseValueCost;
+  const int64_t macs = g.depthwise ? total * std::max<int64_t>(g.Kg, value_cost) + g.N * g.C * g.in_sp * value_cost
                                    : total * g.Kg;
   const int64_t threads =
       macs >= g_api->tuning_read_int(st->t_par) ? std::max<int32_t>(1, g_api->concurrency(ctx)) : 1;
@@ -1509,25 +1541,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       convert_run(st->dtype, w.data, 1, g.Cout * g.ksz, tapsv.data());
       taps = tapsv.data();
     }
-    const int L = st->ck->lanes;
-    // L channels at once where output rows are narrower than a vector, and
-    // up to 32 wide except for the 3x3 layers that AVX-512's direct loop
-    // runs eight rows at a time (dw_rows3): elsewhere the direct loop loads
-    // once per tap, where the blocked one shares a kernel row's loads
-    // across positions. Zen 4, one thread, direct -> blocked: AVX2 3x3
-    // 88@8x8 12 -> 5.5 us, 384@14x14 91 -> 47, 144@28x28 86 -> 59; 5x5
-    // 120@28x28 155 -> 95 (AVX-512 158 -> 95); but AVX-512 3x3 64@32x32
-    // 31 -> 65.
-    const bool rows3 = dw_rows3_applies(g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.s[1]);
-    // 2-D 5x5 taps at W stride 1 (PP-LCNet's and MobileNetV3's wide
-    // layers) go blocked up to 96 positions a row: there the blocked loop's
-    // shared loads (dwb_row) outweigh its transposes. One thread, same
-    // process alternating, direct -> blocked: AVX-512 240@12x80 205 ->
-    // 174 us, 64@56x56 189 -> 163, 192@40x40 363 -> 237, but 32@112x112
-    // 331 -> 353 and stride 2 240@24x160 301 -> 334; AVX2 240@12x80 257 ->
-    // 204, 64@56x56 205 -> 182 (Sapphire Rapids).
-    const bool wide5 = g.in[0] + g.pb[0] + g.pe[0] == 1 && g.k[2] == 5 && g.s[2] == 1 && g.d[2] == 1 && g.out[2] <= 96;
-    if ((g.out[2] < L || (g.out[2] <= 32 && !(rows3 && L >= 16)) || wide5) && L <= 64) {
+    if (blocked) {
+      const int L = st->ck->lanes;
       std::vector<float> wblkv;
       const float* wblk;
       if (packed) {
@@ -1565,6 +1580,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // Whole passes of the rows the 3x3 loop runs together (eight at a
     // time; four below AVX-512): a chunk's leftover rows take the slower
     // loop.
+    const bool rows3 = dw_rows3_applies(g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.s[1]);
     if (rows3 && job.rchunks > 1 && job.rstep > 8) job.rstep = (job.rstep + 7) / 8 * 8;
     job.rchunks = (rows + job.rstep - 1) / job.rstep;
     const int64_t tasks = planes * job.rchunks;
