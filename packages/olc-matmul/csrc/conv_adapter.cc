@@ -288,25 +288,23 @@ bool pointwise_tail(const GemmJob& job, int64_t n, int64_t gi, int64_t c0, int n
                     int64_t kstep) {
   const Geom& g = *job.g;
   const IsaKernels* isa = job.isa;
-  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int NR = isa->nr_f32;
   const int64_t npg = (g.Mg + NR - 1) / NR;
   const int64_t q0 = m0 / NR, q1 = (m1 + NR - 1) / NR;  // the W^T panels covering [m0, m1)
   const int64_t ldc = (q1 - q0) * NR;
-  float* strip = t_tile.get(static_cast<size_t>(kstep * MR));
   float* C = t_ctile.get(static_cast<size_t>(nr * ldc));
-  if (!strip || !C) return false;
+  if (!C) return false;
+  // The strip of nr positions is read in place: row k of it is X's row k.
   const float* xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp + c0;
   Epi<float> ep = bias_epilogue(true);
   for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
     const int64_t kc = std::min(kstep, g.Kg - k0);
     const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
-    for (int64_t r = 0; r < kc; ++r)
-      for (int i = 0; i < nr; ++i) strip[r * MR + i] = xg[(k0 + r) * g.in_sp + i];
     for (int64_t q = q0; q < q1; ++q) {
       const int cn = static_cast<int>(std::min<int64_t>(NR, g.Mg - q * NR));
       ep.bias = job.bias ? job.bias + gi * g.Mg + q * NR : nullptr;
-      isa->ukpf_f32(kc, strip, job.wt + ((gi * npg + q) * g.Kg + k0) * NR, NR, C + (q - q0) * NR, ldc, nr, cn, flags,
-                    &ep, nullptr, 0);
+      isa->ukka_f32(kc, xg + k0 * g.in_sp, g.in_sp, job.wt + ((gi * npg + q) * g.Kg + k0) * NR, NR,
+                    C + (q - q0) * NR, ldc, nr, cn, flags, &ep, nullptr, 0);
     }
   }
   // [position][channel] into the planes; with a residual, added to what
