@@ -695,6 +695,12 @@ struct GemmTJob {
   // strips + ((gi * nkb + kb) * nstrips + si) * MR * kstep. NULL: each
   // task builds the strips of its rows.
   const float* strips;
+  // On several threads: each task claims its output lines before its
+  // compute (claim_for_write), since it stores them in one burst at the
+  // end (the transpose into the planes). 1x1 256->256 at 7x7 after another
+  // on two threads, in-process alternation: 35-36 -> 28 us (22 us where
+  // the output block is one no parallel node read); 512->512 96.5 -> 95.
+  bool claim;
   std::atomic<bool>* failed;
 };
 
@@ -805,6 +811,10 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       job.failed->store(true);
       return;
     }
+    if (job.claim && job.dt == OLC_DTYPE_FLOAT)
+      for (int64_t i = i0; i < i1; ++i)
+        claim_for_write(static_cast<float*>(job.y) + ((job.n0 + i) * g.Cout + gi * g.Mg + c0) * g.out_sp,
+                        (c1 - c0) * g.out_sp * int64_t{sizeof(float)});
     const float* srcg = job.src + i0 * job.img_stride + gi * g.Cg * job.l.cs;
     // Unless the strips are shared (built already): each strip's runs, and
     // where a strip is read in place, its first value.
@@ -1826,7 +1836,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         }
       }
       const int64_t ttasks = g.G * ((npg + tj.ppt - 1) / tj.ppt) * ((nimg + tj.ipt - 1) / tj.ipt);
-      if (threads > 1 && ttasks > 1) g_api->parallel_for(ctx, ttasks, 1, 0, &gemmt_range, &tj);
+      tj.claim = threads > 1 && ttasks > 1;
+      if (tj.claim) g_api->parallel_for(ctx, ttasks, 1, 0, &gemmt_range, &tj);
       else gemmt_range(&tj, 0, ttasks);
       return;
     }
