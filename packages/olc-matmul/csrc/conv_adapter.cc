@@ -1562,7 +1562,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       }
       const int64_t tasks = g.N * ((g.Cout + L - 1) / L);
       DwBlockJob bj{&g, st->dtype, st->ck, wblk, x.data, y, bias, act, &failed, res, threads > 1 && tasks > 1};
-      if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &dw_block_range, &bj);
+      if (bj.claim) g_api->parallel_for(ctx, tasks, 1, 0, &dw_block_range, &bj);
       else dw_block_range(&bj, 0, tasks);
       if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
       g_api->record_usage_detail(ctx, st->detail_dwb.c_str());
@@ -1586,8 +1586,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     }
     job.rstep = (rows + job.rchunks - 1) / job.rchunks;
     // Whole passes of the rows the 3x3 loop runs together (eight at a
-    // time; four below AVX-512): a chunk's leftover rows take the slower
-    // loop.
+    // time; four below AVX-512): a chunk's leftover rows take a half pass
+    // (four or more at AVX-512) or the slower loop.
     const bool rows3 = dw_rows3_applies(g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.s[1]);
     if (rows3 && job.rchunks > 1 && job.rstep > 8) job.rstep = (job.rstep + 7) / 8 * 8;
     job.rchunks = (rows + job.rstep - 1) / job.rstep;
