@@ -218,6 +218,15 @@ CASES = [
     ((1, 18, 6, 13), (18, 1, 3, 5), {"group": 18, "pads": [1, 2, 1, 2]}),
     ((1, 16, 9, 11), (16, 1, 3, 3), {"group": 16, "dilations": [2, 1], "strides": [2, 1], "pads": [2, 1, 2, 1]}),
     ((2, 17, 11), (17, 1, 3), {"group": 17, "strides": [2], "pads": [1, 1]}),
+    # 3x3 at W stride 2 read straight from the input rows (AVX-512): a
+    # row of 17 positions (two vectors overlapping) over 12 rows (a pass of
+    # eight and one of four), one of 14 (stored in part) over 14 rows, a
+    # left pad of 2 and none at the right, and H stride 1 over 7 rows
+    # (passes of four, two and one)
+    ((1, 3, 23, 33), (3, 1, 3, 3), {"group": 3, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((1, 3, 28, 27), (3, 1, 3, 3), {"group": 3, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    ((2, 2, 15, 64), (2, 1, 3, 3), {"group": 2, "strides": [2, 2], "pads": [0, 2, 1, 0]}),
+    ((1, 2, 7, 40), (2, 1, 3, 3), {"group": 2, "strides": [1, 2], "pads": [1, 1, 1, 1]}),
     # 5x5 rows up to 96 positions wide go across channels too (PP-LCNet's
     # 12x80 planes): 83 positions, H stride 2; a 97-wide row stays direct
     ((1, 20, 7, 83), (20, 1, 5, 5), {"group": 20, "pads": [2, 2, 2, 2]}),
