@@ -38,16 +38,18 @@ inline bool dw_rows3_applies(int64_t pd, int64_t kh, int64_t kw, int64_t dh, int
   return pd == 1 && kh == 3 && kw == 3 && dh == 1 && (sh == 1 || sh == 2);
 }
 
-// Whether those rows, at W stride 2 (W dilation 1), read their taps
-// straight from the input rows (dw_s2, AVX-512 only: lanes 16) instead of
-// a padded, phase-split copy, for rows of ow >= 12 positions: narrower
-// ones waste a quarter of each vector or more and stay with the blocked
-// kernel (one thread, AVX-512, blocked -> direct: 3x3 stride 2 128@28
-// 29 -> 19.5 us, 96@28 33.5 -> 30; but 96@16, 8 positions a row, 11.5 ->
-// 15). The adapter's choice of the blocked kernel reads this rule too.
-inline bool dw_s2_applies(int lanes, int64_t pd, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t sh, int64_t sw,
-                          int64_t ow) {
-  return lanes == 16 && dw_rows3_applies(pd, kh, kw, dh, sh) && sw == 2 && dw == 1 && 4 * ow >= 3 * lanes;
+// Whether those rows read their taps straight from the input rows, at W
+// stride 2 and (with H stride 1) 1, W dilation 1, instead of from a padded
+// copy (dw_direct3, AVX-512 only: lanes 16), for rows of ow >= 12
+// positions: narrower ones waste a quarter of each vector or more and stay
+// with the blocked kernel (one thread, AVX-512, blocked -> direct: 3x3
+// stride 2 128@28 29 -> 19.5 us, 96@28 33.5 -> 30, stride 1 576@14 70 ->
+// 55; but 96@16 stride 2, 8 positions a row, 11.5 -> 15; 96@12 stride 1
+// even). The adapter's choice of the blocked kernel reads this rule too.
+inline bool dw_direct3_applies(int lanes, int64_t pd, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t sh,
+                               int64_t sw, int64_t ow) {
+  return lanes == 16 && dw_rows3_applies(pd, kh, kw, dh, sh) && (sw == 2 || (sw == 1 && sh == 1)) && dw == 1 &&
+         4 * ow >= 3 * lanes;
 }
 
 // One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows
