@@ -1462,6 +1462,8 @@ bool dw_blocked(const Geom& g, int L) {
   // 331 -> 353 and stride 2 240@24x160 301 -> 334; AVX2 240@12x80 257 ->
   // 204, 64@56x56 205 -> 182 (Sapphire Rapids).
   const bool wide5 = g.in[0] + g.pb[0] + g.pe[0] == 1 && g.k[2] == 5 && g.s[2] == 1 && g.d[2] == 1 && g.out[2] <= 96;
+  // AVX-512's 3x3 rows read straight from the input stay direct from 12
+  // positions a row (dw_direct3_applies).
   if (dw_direct3_applies(L, g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.d[2], g.s[1], g.s[2], g.out[2]))
     return false;
   return (g.out[2] < L || (g.out[2] <= 32 && !(rows3 && L >= 16)) || wide5) && L <= 64;
