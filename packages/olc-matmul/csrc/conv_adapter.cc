@@ -1464,8 +1464,7 @@ bool dw_blocked(const Geom& g, int L) {
   const bool wide5 = g.in[0] + g.pb[0] + g.pe[0] == 1 && g.k[2] == 5 && g.s[2] == 1 && g.d[2] == 1 && g.out[2] <= 96;
   // AVX-512's 3x3 rows read straight from the input stay direct from 12
   // positions a row (dw_direct3_applies).
-  if (dw_direct3_applies(L, g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], g.d[2], g.s[1], g.s[2], g.out[2]))
-    return false;
+  if (dw_direct3_applies(L, g)) return false;
   return (g.out[2] < L || (g.out[2] <= 32 && !(rows3 && L >= 16)) || wide5) && L <= 64;
 }
 

@@ -46,10 +46,13 @@ inline bool dw_rows3_applies(int64_t pd, int64_t kh, int64_t kw, int64_t dh, int
 // stride 2 128@28 29 -> 19.5 us, 96@28 33.5 -> 30, stride 1 576@14 70 ->
 // 55; but 96@16 stride 2, 8 positions a row, 11.5 -> 15; 96@12 stride 1
 // even). The adapter's choice of the blocked kernel reads this rule too.
-inline bool dw_direct3_applies(int lanes, int64_t pd, int64_t kh, int64_t kw, int64_t dh, int64_t dw, int64_t sh,
-                               int64_t sw, int64_t ow) {
-  return lanes == 16 && dw_rows3_applies(pd, kh, kw, dh, sh) && (sw == 2 || (sw == 1 && sh == 1)) && dw == 1 &&
-         4 * ow >= 3 * lanes;
+// G: the adapter's Geom or a DwPlane (spatial triples in, out, k, s, d,
+// pb, pe, a 2-D convolution's leading extent 1).
+template <class G>
+inline bool dw_direct3_applies(int lanes, const G& g) {
+  const int64_t sh = g.s[1], sw = g.s[2];
+  return lanes == 16 && dw_rows3_applies(g.in[0] + g.pb[0] + g.pe[0], g.k[1], g.k[2], g.d[1], sh) &&
+         (sw == 2 || (sw == 1 && sh == 1)) && g.d[2] == 1 && 4 * g.out[2] >= 3 * lanes;
 }
 
 // One depthwise plane: output rows [r0, r1) of the flattened (od, oh) rows
