@@ -170,6 +170,7 @@ struct ConvState : ConvAttrs {
   // Winograd F(2x2, 3x3): the transformed weights (float32 3x3 at stride 1).
   std::shared_ptr<PackedB> wino, wino_t;  // U strips; U^T panels (few tiles)
   const olc_tuning_param* t_wino = nullptr;
+  const olc_tuning_param* t_direct_t = nullptr;
   bool wpack_dw = false;
   const void* wdata = nullptr;
   std::vector<int64_t> wshape;
@@ -177,6 +178,7 @@ struct ConvState : ConvAttrs {
   std::vector<float> fbias;
   std::string detail_gemm, detail_pw, detail_gemmt, detail_pwt, detail_dw, detail_dwb, detail_wino, detail_winot;
   std::string detail_gemm_rows;  // the implicit GEMM reading B's rows in place (direct_rows)
+  std::string detail_gemmd;      // the transposed product reading its strips in place (gemmd_range)
   std::string detail_pws, detail_pwts;  // a strided 1x1 convolution's subsampled input, pointwise
 };
 
@@ -646,6 +648,31 @@ bool prefer_transposed(int64_t out_sp, int64_t Mg, int NR) {
   return transposed > 1.15 * normal;
 }
 
+// Whether Mg output channels fill NR-wide W^T panels to at least 90 %, a
+// last panel of at most NR / 2 channels counted as one vector (UKernelKA's
+// column tail): 128 and 48 do, 24 and 40 do not.
+bool fills_panels(int64_t Mg, int NR) {
+  const int64_t full = Mg / NR * NR, rest = Mg - full;
+  const int64_t padded = full + (rest == 0 ? 0 : rest <= NR / 2 ? NR / 2 : NR);
+  return 10 * Mg >= 9 * padded;
+}
+
+// The direct transposed product's tasks per image and group: ranges of its
+// strips (output rows cut into strips of at most MR positions) whose tiles
+// of C (positions x channels) hold at most kDirectTileBytes, and on
+// several threads a task count that is a multiple of the threads.
+constexpr int64_t kDirectTileBytes = int64_t(512) << 10;
+
+int64_t gemmd_blocks(const Geom& g, int MR, int NR, int64_t threads) {
+  const int64_t strips = g.out[0] * g.out[1] * ((g.out[2] + MR - 1) / MR);
+  const int64_t bytes = g.out_sp * ((g.Mg + NR - 1) / NR * NR) * int64_t{sizeof(float)};
+  int64_t nb = std::min(strips, std::max<int64_t>(1, (bytes + kDirectTileBytes - 1) / kDirectTileBytes));
+  const int64_t ng = g.N * g.G;
+  if (threads > 1)
+    while (nb < strips && (ng * nb) % threads) ++nb;
+  return nb;
+}
+
 // Which Winograd product, if any, by their products against the implicit
 // GEMM's, each counted with the microkernel's padding: Winograd does 16 per
 // tile of 2x2 outputs (plus about a quarter for its transforms; a third
@@ -783,6 +810,34 @@ void strips_range(void* user, int64_t begin, int64_t end) {
   }
 }
 
+// A transposed product's [position][channel] tile into Y's planes, the
+// activation applied (with a residual: added to the values just stored,
+// then activated).
+struct TStore {
+  const Geom* g;
+  const ConvKernels* ck;
+  int32_t dt;
+  void* y;
+  const void* res;
+  const Activation* act;
+  // Positions [p0, p0 + np) of image n, channels [c0, c1) of group gi,
+  // from C (ldc floats per position). false: out of memory.
+  bool store(const float* C, int64_t ldc, int64_t n, int64_t gi, int64_t c0, int64_t c1, int64_t p0,
+             int64_t np) const {
+    const int64_t o = (n * g->Cout + gi * g->Mg + c0) * g->out_sp + p0;
+    const bool f32 = dt == OLC_DTYPE_FLOAT;
+    float* yt = f32 ? static_cast<float*>(y) + o : t_yplane.get(static_cast<size_t>((c1 - c0) * np));
+    const int64_t ldy = f32 ? g->out_sp : np;
+    if (!yt) return false;
+    ck->transpose_store(C, np, c1 - c0, ldc, yt, ldy, res ? nullptr : act);
+    if (res && !finish(ck, act, dt, res, o, g->out_sp, yt, c1 - c0, np, ldy)) return false;
+    if (!f32)
+      for (int64_t c = 0; c < c1 - c0; ++c)
+        for (int64_t j = 0; j < np; ++j) put(dt, y, o + c * g->out_sp + j, yt[c * np + j]);
+    return true;
+  }
+};
+
 thread_local std::vector<const float*> t_inplace;
 
 void gemmt_range(void* user, int64_t begin, int64_t end) {
@@ -868,26 +923,146 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
         }
       }
     }
-    // [position][channel] into each image's planes, the activation applied
-    // (with a residual: added to the planes just stored, then activated).
-    const Activation* sact = job.res ? nullptr : job.act;
-    for (int64_t i = i0; i < i1; ++i) {
-      const int64_t n = job.n0 + i;
-      const float* ci = C + (i - i0) * g.out_sp * ldc;
-      const int64_t o = (n * g.Cout + gi * g.Mg + c0) * g.out_sp;
-      const bool f32 = job.dt == OLC_DTYPE_FLOAT;
-      float* yt = f32 ? static_cast<float*>(job.y) + o : t_yplane.get(static_cast<size_t>((c1 - c0) * g.out_sp));
-      if (!yt) {
+    const TStore ts{&g, job.ck, job.dt, job.y, job.res, job.act};
+    for (int64_t i = i0; i < i1; ++i)
+      if (!ts.store(C + (i - i0) * g.out_sp * ldc, ldc, job.n0 + i, gi, c0, c1, 0, g.out_sp)) {
         job.failed->store(true);
         return;
       }
-      job.ck->transpose_store(ci, g.out_sp, c1 - c0, ldc, yt, g.out_sp, sact);
-      if (job.res && !finish(job.ck, job.act, job.dt, job.res, o, g.out_sp, yt, c1 - c0, g.out_sp, g.out_sp)) {
+  }
+}
+
+// ------------------------------------------------------------ direct transposed product
+// The transposed product (output positions as the microkernel's rows,
+// output channels as its W^T panels' columns) with no strip built: a strip
+// is up to MR consecutive positions of one output row, which lie
+// consecutively in the padded, phase-split input at every tap, so the
+// microkernel reads each A column straight from there (UKernelRowsA, A(i,
+// k) at src[koff[k] + i]). Each output row goes in strips of nearly equal
+// width (28 as 10 + 9 + 9 at MR = 12): no position padded, where the
+// normal product pads each image's positions to whole NR-wide panels and
+// copies every K block of them into panels (a tenth of a 3x3 stride-2
+// layer of 128 channels at 56x56), and no strip copied, as the transposed
+// product copies its strips. Tasks are blocks of output rows of an image
+// and group; each stores its tile into the planes transposed (TStore).
+struct GemmDJob {
+  const Geom* g;
+  const IsaKernels* isa;
+  const ConvKernels* ck;
+  int32_t dt;
+  const float* wt;  // W^T panels
+  const void* x;    // own_pad: X itself
+  const float* bias;
+  TStore out;
+  // The input in PadLayout l (images n0 .. n0 + nimg, img_stride floats
+  // apart), unless own_pad; koff: channel 0's tap offsets (ksz of them),
+  // then the other channels' (Kg in all).
+  const float* src;
+  PadLayout l;
+  int64_t n0, nimg, img_stride;
+  const int64_t* koff;
+  int64_t KC;
+  int64_t blocks;  // strip ranges per image and group (gemmd_blocks)
+  bool own_pad;     // each task copies its own padded rows of X
+  std::atomic<bool>* failed;
+};
+
+thread_local std::vector<int64_t> t_doff;
+
+void gemmd_range(void* user, int64_t begin, int64_t end) {
+  const GemmDJob& job = *static_cast<const GemmDJob*>(user);
+  const Geom& g = *job.g;
+  const IsaKernels* isa = job.isa;
+  const int MR = isa->mr_f32, NR = isa->nr_f32;
+  const int64_t npg = (g.Mg + NR - 1) / NR;
+  const int64_t ldc = npg * NR;
+  const int64_t OW = g.out[2];
+  const int64_t spr = (OW + MR - 1) / MR;  // strips per output row
+  const int64_t strips = g.out[0] * g.out[1] * spr;
+  // Strip j of a row: positions [j OW / spr, (j + 1) OW / spr).
+  auto strip_col = [&](int64_t j) { return j * OW / spr; };
+  const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
+  const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t b = t % job.blocks, gi = (t / job.blocks) % g.G, i = t / (job.blocks * g.G);
+    const int64_t s0 = b * strips / job.blocks, s1 = (b + 1) * strips / job.blocks;  // the task's strips
+    if (s0 >= s1) continue;
+    // Its positions [p0, p0 + np) of the plane, in output rows [q0, q1).
+    const int64_t q0 = s0 / spr, q1 = (s1 - 1) / spr + 1;
+    const int64_t p0 = q0 * OW + strip_col(s0 % spr);
+    const int64_t np = (s1 - 1) / spr * OW + strip_col((s1 - 1) % spr + 1) - p0;
+    float* C = t_ctile.get(static_cast<size_t>(np * ldc));
+    if (!C) {
+      job.failed->store(true);
+      return;
+    }
+    const float* srcg;
+    const int64_t* koff = job.koff;
+    int64_t row_shift = 0;  // own_pad: the first padded row's offset in the job's layout
+    if (job.own_pad) {
+      // Padded rows [r0, r1) of this group's channels (2-D: one depth).
+      const int64_t r0 = q0 * g.s[1], r1 = std::min(job.l.Hp, (q1 - 1) * g.s[1] + (g.k[1] - 1) * g.d[1] + 1);
+      const PadLayout lt = rows_layout(job.l, r0, r1);
+      float* P = t_opad.get(static_cast<size_t>(g.Cg * lt.cs));
+      if (!P) {
         job.failed->store(true);
         return;
       }
-      if (!f32)
-        for (int64_t e = 0; e < (c1 - c0) * g.out_sp; ++e) put(job.dt, job.y, o + e, yt[e]);
+      const size_t es = job.dt == OLC_DTYPE_FLOAT ? 4 : 2;
+      const void* xg = static_cast<const char*>(job.x) + static_cast<size_t>(((job.n0 + i) * g.C + gi * g.Cg) * g.in_sp) * es;
+      PadCopy pc = pad_copy_of(g, lt, xg, job.dt, g.Cg, P, r0, r1);
+      pc.dst_r0 = r0;
+      job.ck->pad_copy(&pc);
+      srcg = P;
+      row_shift = r0 * lt.sw * lt.Wq;
+      // The tap offsets at this copy's channel stride.
+      std::vector<int64_t>& tk = t_doff;
+      index_buffer(tk, g.Kg);
+      for (int64_t c = 0; c < g.Cg; ++c)
+        for (int64_t k = 0; k < g.ksz; ++k) tk[c * g.ksz + k] = job.koff[k] + c * lt.cs;
+      koff = tk.data();
+    } else {
+      srcg = job.src + i * job.img_stride + gi * g.Cg * job.l.cs;
+    }
+    Epi<float> ep = bias_epilogue(true);
+    for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
+      const int64_t kc = std::min(kstep, g.Kg - k0);
+      const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
+      for (int64_t pi = 0; pi < npg; ++pi) {
+        const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
+        const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
+        ep.bias = job.bias ? job.bias + gi * g.Mg + pi * NR : nullptr;
+        // The next panel's weights (or the next K block's first), a slice
+        // per strip, as in the transposed product.
+        const float* next = pi + 1 < npg ? bp + g.Kg * NR
+                            : k0 + kc < g.Kg ? job.wt + (gi * npg * g.Kg + k0 + kc) * NR
+                                             : nullptr;
+        const int64_t next_k = pi + 1 < npg ? kc : std::min(kstep, g.Kg - k0 - kc);
+        const PrefetchSlices pfs(next, next_k * NR * int64_t{sizeof(float)}, s1 - s0);
+        int64_t q = q0, j = s0 % spr;
+        int64_t od = q / g.out[1], oh = q % g.out[1];
+        const float* row = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift;
+        for (int64_t si = s0; si < s1; ++si) {
+          const int64_t w0 = strip_col(j), w1 = strip_col(j + 1);
+          int64_t pf_lines;
+          const char* pf = pfs.at(si - s0, kc, &pf_lines);
+          isa->ukrowsa_f32(kc, row + w0, koff + k0, bp, NR, C + (q * OW + w0 - p0) * ldc + pi * NR, ldc,
+                           static_cast<int>(w1 - w0), nr, flags, &ep, pf, pf_lines);
+          if (++j == spr) {
+            j = 0;
+            ++q;
+            if (++oh == g.out[1]) {
+              oh = 0;
+              ++od;
+            }
+            row = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift;
+          }
+        }
+      }
+    }
+    if (!job.out.store(C, ldc, job.n0 + i, gi, 0, g.Mg, p0, np)) {
+      job.failed->store(true);
+      return;
     }
   }
 }
@@ -1256,6 +1431,10 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // 1: 3x3 stride-1 float32 convolutions with constant weights run as
   // Winograd F(2x2, 3x3); 0: the implicit GEMM.
   st->t_wino = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "winograd", 1);
+  // 1: the implicit GEMM of a convolution with constant weights runs as the
+  // transposed product reading its strips straight from the padded input
+  // where its output channels fill the W^T panels (gemmd_range); 0: never.
+  st->t_direct_t = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "direct_transposed", 1);
 
   // Constant W: packed once, in the layout its shape calls for.
   std::string pack_note;
@@ -1358,6 +1537,7 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   st->detail_gemm_rows = isa + " implicit-gemm-rows" + pack_note;
   st->detail_pw = isa + " pointwise-gemm" + pack_note;
   st->detail_gemmt = isa + " implicit-gemm-transposed" + pack_note;
+  st->detail_gemmd = isa + " implicit-gemm-transposed-direct" + pack_note;
   st->detail_pwt = isa + " pointwise-gemm-transposed" + pack_note;
   st->detail_pws = isa + " pointwise-gemm-subsampled" + pack_note;
   st->detail_pwts = isa + " pointwise-gemm-transposed-subsampled" + pack_note;
@@ -1656,7 +1836,19 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // Few output positions: the transposed product, when the weights'
   // transposed panels exist (a constant W up to kMaxWtFloats) or are
   // packed for this run (a fed W).
-  const bool transposed = prefer_transposed(g.out_sp, g.Mg, NR) && (packed ? st->wtpack != nullptr : true);
+  // The transposed product reading its strips in place (gemmd_range): an
+  // implicit GEMM (not a stem's few input channels, read as direct rows)
+  // whose output channels fill the constant weights' W^T panels, in place
+  // of the transposed product building its strips, or of the normal one
+  // where K >= 3 Mg. The normal product builds K x N panel values, a
+  // 1 / Mg share of its multiply-adds, where this one transposes Mg x N
+  // values into the planes, a 1 / K share: at K = 9 Mg (a 3x3 layer of
+  // 128 channels at stride 2) 8 % faster, at K = 0.6 Mg (1-D k3 80 ->
+  // 384) 15 % slower, at K = 1.7 Mg (3x3 6 -> 32) 10 % slower.
+  const bool prefer_t = prefer_transposed(g.out_sp, g.Mg, NR) && (packed ? st->wtpack != nullptr : true);
+  const bool direct_t = !g.pointwise && packed && st->wtpack && g.Cg > 4 && fills_panels(g.Mg, NR) &&
+                        (prefer_t || g.Kg >= 3 * g.Mg) && g_api->tuning_read_int(st->t_direct_t) != 0;
+  const bool transposed = direct_t || prefer_t;
   const int64_t pwd = g_api->tuning_read_int(st->t_pwd);
   const bool direct_b = !transposed && g.pointwise && st->dtype == OLC_DTYPE_FLOAT && pwd != 0;
   std::unique_ptr<float[]> wrun;
@@ -1791,8 +1983,18 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // share of the chunk's images): images shared out when there are enough
   // (each task builds only its own rows), else the panels.
   GemmTJob tj{};
+  GemmDJob dj{};
   const int64_t npg = (g.Mg + NR - 1) / NR;
   auto run_tasks = [&](int64_t nimg) {
+    if (direct_t) {
+      dj.n0 = tj.n0;
+      dj.nimg = nimg;
+      dj.src = tj.src;
+      const int64_t tasks = nimg * g.G * dj.blocks;
+      if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemmd_range, &dj);
+      else gemmd_range(&dj, 0, tasks);
+      return;
+    }
     if (transposed) {
       tj.ipt = nimg;
       tj.ppt = npg;
@@ -1919,6 +2121,11 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     const bool large_copy = job.img_stride * int64_t{sizeof(float)} > l2_three_quarters(cache_info());
     job.own_pad = copy && !transposed && (threads > 1 || (short_taps && (job.direct_rows || large_copy))) &&
                   job.tm == 1 && l.Dp == 1 && g.out[1] > 1;
+    // The same for the transposed product reading its strips in place,
+    // whose tasks are blocks of output rows.
+    const bool own_pad_d = direct_t && copy && l.Dp == 1 && g.out[0] == 1 && g.out[1] > 1 &&
+                           (threads > 1 || (short_taps && large_copy));
+    if (own_pad_d) job.own_pad = true;
     int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(1) << 18) / job.img_stride)) : g.N;
     if (transposed)
       chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, g_api->tuning_read_int(st->t_trows) / g.out_sp));
@@ -1944,6 +2151,23 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     tj.koff = koff.data();
     tj.KC = KC;
     tj.failed = &failed;
+    if (direct_t) {
+      dj.g = &g;
+      dj.isa = isa;
+      dj.ck = st->ck;
+      dj.dt = st->dtype;
+      dj.wt = wp;
+      dj.x = xdata;
+      dj.bias = bias;
+      dj.out = TStore{&g, st->ck, st->dtype, y, res, act};
+      dj.l = l;
+      dj.img_stride = job.img_stride;
+      dj.koff = koff.data();
+      dj.KC = KC;
+      dj.failed = &failed;
+      dj.own_pad = own_pad_d;
+      dj.blocks = gemmd_blocks(g, MR, NR, threads);
+    }
     for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
       const int64_t nimg = std::min(chunk, g.N - n0);
       job.n0 = tj.n0 = n0;
@@ -1967,6 +2191,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   }
   if (failed.load()) return fail_run(ctx, "out of memory for the Conv work buffers");
   const std::string& d = subsampled ? (transposed ? st->detail_pwts : st->detail_pws)
+                        : direct_t   ? st->detail_gemmd
                         : transposed ? (g.pointwise ? st->detail_pwt : st->detail_gemmt)
                         : g.pointwise ? st->detail_pw
                         : job.direct_rows ? st->detail_gemm_rows

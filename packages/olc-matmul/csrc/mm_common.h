@@ -155,6 +155,14 @@ template <typename T>
 using UKernelRows = void (*)(int64_t kc, const T* Ap, const T* B, const int64_t* boff, T* C, int64_t ldc, int mr,
                              int nr, int flags, const Epi<T>* ep);
 
+// UKernelPF with A's columns gathered: A(i, k) at A[aoff[k] + i] (the
+// transposed product's strips read straight from an im2col source: rows of
+// consecutive positions, one column per tap and channel; no strip built).
+template <typename T>
+using UKernelRowsA = void (*)(int64_t kc, const T* A, const int64_t* aoff, const T* Bp, int64_t ldbp, T* C,
+                              int64_t ldc, int mr, int nr, int flags, const Epi<T>* ep, const void* pf,
+                              int64_t pf_lines);
+
 // The cache lines of a block that the next step reads (constant weights,
 // likely in L3 or memory), handed out as slices to the current step's
 // microkernel calls, which prefetch one line per k step: the block arrives
@@ -282,6 +290,7 @@ struct IsaKernels {
   UKernelPF<float> ukpf_f32;
   UKernelKA<float> ukka_f32;
   UKernelRows<float> ukrows_f32;
+  UKernelRowsA<float> ukrowsa_f32;
   GemvRows<float> gemv_rows_f32;
   GemvCols<float> gemv_cols_f32;
   GemvRows<double> gemv_rows_f64;

@@ -22,6 +22,7 @@ from helpers import LEVELS, NP, check_close, model, session
 import olc_core
 
 KERNEL = "olc_matmul::Conv"
+DIRECT_T = "implicit-gemm-transposed-direct"
 
 
 # ---------------------------------------------------------------- reference
@@ -563,27 +564,34 @@ SPLIT_CASES = [
 ]
 
 
+@pytest.mark.parametrize("direct", [0, 1], ids=["direct_transposed0", "direct_transposed1"])
 @pytest.mark.parametrize("case", SPLIT_CASES, ids=[str(i) for i in range(len(SPLIT_CASES))])
-def test_thread_splits(case):
+def test_thread_splits(case, direct):
     """Shapes whose two-thread split has tails (tiles cut inside an image,
     blocks spanning images, single-panel tiles, padded rows copied per task):
     one and two threads against the float64 reference, and against each
-    other within twice the float32 rounding bound."""
+    other within twice the float32 rounding bound. With direct_transposed 0
+    each takes the path named; with 1 (the default) an implicit GEMM may
+    take the transposed product reading its strips in place instead."""
+    from recurrent import tuned
+
     xs, ws, attrs, algo = case
     rng = np.random.default_rng(23)
     x, w, b = make_data(rng, xs, ws, "float32", True)
     m = conv_model("float32", attrs, w_const=w)
     ref, absprod = conv_ref(x, w, b, attrs)
     bound = 4 * (k_of(ws, attrs) + 2) * 2.0**-24 * absprod + 1e-30
-    for level in LEVELS:
-        ys = []
-        for threads in (1, 2):
-            y, s = run_olc(m, {"X": x, "B": b}, level, threads)
-            detail = s.kernel_usage_details()[0]
-            assert algo in detail + " " and (algo.endswith("transposed") or "transposed" not in detail), detail
-            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
-            ys.append(y.astype(np.float64))
-        assert (np.abs(ys[0] - ys[1]) <= 2 * bound).all(), level
+    with tuned("Conv", direct_transposed=direct):
+        for level in LEVELS:
+            ys = []
+            for threads in (1, 2):
+                y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                detail = s.kernel_usage_details()[0]
+                named = algo in detail + " " and (algo.endswith("transposed") or "transposed" not in detail)
+                assert named or (direct and algo.startswith("implicit-gemm") and DIRECT_T in detail), detail
+                check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
+                ys.append(y.astype(np.float64))
+            assert (np.abs(ys[0] - ys[1]) <= 2 * bound).all(), level
 
 
 # The transposed product with four panel shares per thread or more: its
@@ -618,6 +626,8 @@ def test_shared_strips(case):
             ys = []
             for floats in (None if default else 1, 1 << 60):
                 with contextlib.ExitStack() as stack:
+                    # (not the transposed product reading its strips in place)
+                    stack.enter_context(tuned("Conv", direct_transposed=0))
                     if floats is not None:
                         stack.enter_context(tuned("Conv", shared_strips_min_floats=floats))
                     y, s = run_olc(m, {"X": x, "B": b}, level, threads)
@@ -755,12 +765,16 @@ def test_large_image_rows_padded_per_task():
     rng = np.random.default_rng(11)
     x, w, b = make_data(rng, xs, ws, "float32", True)
     ref, absprod = conv_ref(x, w, b, attrs)
-    for level in LEVELS:
-        for const in (True, False):
-            m = conv_model("float32", attrs, w_const=w if const else None)
-            y, s = run_olc(m, {"X": x, "B": b} | ({} if const else {"W": w}), level, 1)
-            assert "implicit-gemm" in s.kernel_usage_details()[0], s.kernel_usage_details()
-            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} const={const}")
+    from recurrent import tuned
+
+    for direct in (0, 1):
+        with tuned("Conv", direct_transposed=direct):
+            for level in LEVELS:
+                for const in (True, False):
+                    m = conv_model("float32", attrs, w_const=w if const else None)
+                    y, s = run_olc(m, {"X": x, "B": b} | ({} if const else {"W": w}), level, 1)
+                    assert "implicit-gemm" in s.kernel_usage_details()[0], s.kernel_usage_details()
+                    check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} const={const} {direct}")
 
 
 def test_large_input_uses_tiles():
@@ -774,6 +788,58 @@ def test_large_input_uses_tiles():
     ref, absprod = conv_ref(x, w, b, attrs)
     check_close(y, ref, absprod, k_of(ws, attrs), "float32")
     assert "implicit-gemm" in s.kernel_usage_details()[0]
+
+
+# The transposed product reading its strips in place (constant weights,
+# output channels filling the W^T panels at every level, K >= 3 Mg).
+DIRECT_T_CASES = [
+    # ResNet-50's 3x3 stride-2 shape, narrowed: rows of 28 in strips of
+    # 10 + 9 + 9 at AVX-512; 32 + 16 output channels; two K blocks
+    ((1, 40, 56, 56), (48, 40, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    # rows of 7 (one strip each), three images
+    ((3, 16, 14, 14), (32, 16, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    # unpadded at stride 1 (X read in place, no copy); a tile past 512 KiB:
+    # several strip ranges on one thread, cut inside rows of 73
+    ((1, 8, 100, 77), (64, 8, 5, 5), {}),
+    # groups, dilation, asymmetric pads, strides (2, 1)
+    ((1, 16, 23, 31), (32, 8, 3, 3), {"group": 2, "strides": [2, 1], "dilations": [2, 1], "pads": [2, 1, 1, 0]}),
+    # 1-D, stride 2 (an audio stack's layer), two images
+    ((2, 40, 301), (32, 40, 3), {"strides": [2], "pads": [1, 1]}),
+    # 3-D
+    ((1, 6, 5, 9, 10), (16, 6, 3, 3, 3), {"strides": [1, 2, 1], "pads": [1, 1, 1, 1, 0, 1]}),
+]
+
+
+@pytest.mark.parametrize("t", ["float32", "float16"])
+@pytest.mark.parametrize("case", DIRECT_T_CASES, ids=[str(i) for i in range(len(DIRECT_T_CASES))])
+def test_direct_transposed(case, t):
+    """The transposed product reading its strips straight from the padded
+    input (tuning direct_transposed 1, the default, where the output
+    channels fill the W^T panels) and the paths it replaces (0): both
+    against the float64 reference on 1, 2 and 3 threads (tasks padding
+    their own rows, strip ranges cut inside rows), every level."""
+    from recurrent import tuned
+
+    xs, ws, attrs = case
+    rng = np.random.default_rng(31)
+    x, w, b = make_data(rng, xs, ws, t, True)
+    m = conv_model(t, attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    with contextlib.ExitStack() as stack:
+        for direct in (1, 0):
+            stack.enter_context(tuned("Conv", direct_transposed=direct))
+            if t != "float32":  # tuned() sets float32's keys
+                for level in LEVELS:
+                    olc_core.tuning.set("olc_matmul", "Conv", "direct_transposed", direct, implementation=level, dtype=t)
+                    stack.callback(olc_core.tuning.reset, "olc_matmul", "Conv", "direct_transposed",
+                                   implementation=level, dtype=t)
+            for level in LEVELS:
+                for threads in (1, 2, 3):
+                    y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                    detail = s.kernel_usage_details()[0]
+                    assert (DIRECT_T in detail) == bool(direct), (level, threads, detail)
+                    assert y.shape == ref.shape and y.dtype == NP[t]
+                    check_close(y, ref, absprod, k_of(ws, attrs), t, f"{t} {level} t{threads} direct {direct}")
 
 
 TRANSPOSED = [c for c in CASES if c[1] in ((64, 48, 1, 1), (96, 24, 3, 3))]
