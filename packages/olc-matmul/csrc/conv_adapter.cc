@@ -209,6 +209,13 @@ size_t strips_floats(int64_t G, int64_t Mg, int64_t Kg, int MR) {
 
 // ------------------------------------------------------------ implicit GEMM
 
+// K split evenly into nkb blocks of at most KC: blocks of kstep values,
+// the last one shorter.
+inline void kblocks(int64_t Kg, int64_t KC, int64_t* nkb, int64_t* kstep) {
+  *nkb = (Kg + KC - 1) / KC;
+  *kstep = (Kg + *nkb - 1) / *nkb;
+}
+
 struct GemmJob {
   const Geom* g;
   int32_t dt;
@@ -256,16 +263,33 @@ void tile_rows(const GemmJob& job, int64_t s0, int64_t nc, int64_t* r0, int64_t*
   *r1 = std::min(job.l.Hp, oh1 * g.s[1] + (g.k[1] - 1) * g.d[1] + 1);
 }
 
-// Image n, group gi of X into dst: padded rows [r0, r1) of each channel,
-// in layout lt (the job's, cut to those rows).
-void pad_tile_rows(const GemmJob& job, int64_t n, int64_t gi, int64_t r0, int64_t r1, const PadLayout& lt,
-                   float* dst) {
-  const Geom& g = *job.g;
-  const size_t es = job.dt == OLC_DTYPE_FLOAT ? 4 : 2;
-  const void* x = static_cast<const char*>(job.x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
-  PadCopy pc = pad_copy_of(g, lt, x, job.dt, g.Cg, dst, r0, r1);
+// A task's own padded rows (own_pad): rows [r0, r1) (one padded depth) of
+// image n's group gi channels of X (dtype dt), copied into the calling
+// thread's buffer in a layout of their own, channel after channel (laid
+// out like the whole image, one tile's rows of 128 channels lay a padded
+// plane apart and every tile wrote fresh lines), with `tail` zeros after
+// them. *koff: the Kg tap offsets at that layout's channel stride (from
+// channel 0's ksz in koff0); *row_shift: row r0's offset in layout l.
+// NULL: out of memory.
+const float* pad_own_rows(const Geom& g, const ConvKernels* ck, const void* x, int32_t dt, const PadLayout& l,
+                          const int64_t* koff0, int64_t n, int64_t gi, int64_t r0, int64_t r1, int64_t tail,
+                          const int64_t** koff, int64_t* row_shift) {
+  const PadLayout lt = rows_layout(l, r0, r1);
+  float* P = t_opad.get(static_cast<size_t>(g.Cg * lt.cs + tail));
+  if (!P) return nullptr;
+  const size_t es = dt == OLC_DTYPE_FLOAT ? 4 : 2;
+  const void* xg = static_cast<const char*>(x) + static_cast<size_t>((n * g.C + gi * g.Cg) * g.in_sp) * es;
+  PadCopy pc = pad_copy_of(g, lt, xg, dt, g.Cg, P, r0, r1);
   pc.dst_r0 = r0;
-  job.ck->pad_copy(&pc);
+  ck->pad_copy(&pc);
+  std::fill_n(P + g.Cg * lt.cs, tail, 0.0f);
+  *row_shift = r0 * lt.sw * lt.Wq;
+  std::vector<int64_t>& tk = t_task_koff;
+  index_buffer(tk, g.Kg);
+  for (int64_t c = 0; c < g.Cg; ++c)
+    for (int64_t t = 0; t < g.ksz; ++t) tk[c * g.ksz + t] = koff0[t] + c * lt.cs;
+  *koff = tk.data();
+  return P;
 }
 
 // The epilogue of a product whose bias runs along its rows (the output
@@ -325,9 +349,8 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
   const bool f32 = job.dt == OLC_DTYPE_FLOAT;
   const bool direct_b = job.direct_b;
   const int64_t nstrips = (g.Mg + MR - 1) / MR;
-  // Split K evenly into blocks of at most KC.
-  const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
-  const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  int64_t nkb, kstep;
+  kblocks(g.Kg, job.KC, &nkb, &kstep);
   std::vector<int64_t>& runs = t_runs;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ti = t % job.tn;
@@ -376,27 +399,14 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       xg = static_cast<const float*>(job.x) + (n * g.C + gi * g.Cg) * g.in_sp;
     } else {
       if (job.own_pad) {
-        // The task's rows in a layout of their own, channel after channel:
-        // laid out like the whole image, one tile's rows of 128 channels
-        // lay a padded plane apart and every tile wrote fresh lines.
         int64_t r0, r1;
         tile_rows(job, s0, nc, &r0, &r1);
-        const PadLayout lt = rows_layout(job.l, r0, r1);
-        float* P = t_opad.get(static_cast<size_t>(g.Cg * lt.cs + NR));
-        if (!P) {
+        // NR zeros after them: what direct rows read past the last row's end.
+        srcg = pad_own_rows(g, job.ck, job.x, job.dt, job.l, job.koff, n, gi, r0, r1, NR, &koff, &row_shift);
+        if (!srcg) {
           job.failed->store(true);
           return;
         }
-        pad_tile_rows(job, n, gi, r0, r1, lt, P);
-        std::fill_n(P + g.Cg * lt.cs, NR, 0.0f);  // what direct rows read past the last row's end
-        srcg = P;
-        row_shift = r0 * lt.sw * lt.Wq;
-        // The im2col offsets at this channel stride (channel 0's are the job's).
-        std::vector<int64_t>& tk = t_task_koff;
-        index_buffer(tk, g.Kg);
-        for (int64_t c = 0; c < g.Cg; ++c)
-          for (int64_t t = 0; t < g.ksz; ++t) tk[c * g.ksz + t] = job.koff[t] + c * lt.cs;
-        koff = tk.data();
       } else {
         srcg = job.src + (n - job.n0) * job.img_stride + gi * g.Cg * job.l.cs;
       }
@@ -668,8 +678,15 @@ int64_t gemmd_blocks(const Geom& g, int MR, int NR, int64_t threads) {
   const int64_t bytes = g.out_sp * ((g.Mg + NR - 1) / NR * NR) * int64_t{sizeof(float)};
   int64_t nb = std::min(strips, std::max<int64_t>(1, (bytes + kDirectTileBytes - 1) / kDirectTileBytes));
   const int64_t ng = g.N * g.G;
-  if (threads > 1)
+  if (threads > 1) {
+    // Four tasks a thread, taken as threads come free (with one each, a
+    // vCPU the host slowed held up the run: 3x3 stride 2 32 -> 64 at
+    // 160x160, two threads, 0.75-1.0 of the normal product), unless every
+    // task reading all of W^T again costs more (past 1 MiB).
+    const int64_t wt_bytes = g.Kg * ((g.Mg + NR - 1) / NR * NR) * int64_t{sizeof(float)};
+    if (wt_bytes <= (int64_t(1) << 20)) nb = std::max(nb, std::min(strips, (4 * threads + ng - 1) / ng));
     while (nb < strips && (ng * nb) % threads) ++nb;
+  }
   return nb;
 }
 
@@ -783,12 +800,8 @@ void build_strip(const GemmTJob& job, const float* srcg, int64_t rows, int64_t s
   job.ck->panel(&pb);
 }
 
-// The K block split of the transposed product: nkb blocks of kstep (the
-// last one shorter).
-inline void gemmt_kblocks(const GemmTJob& job, int64_t* nkb, int64_t* kstep) {
-  *nkb = (job.g->Kg + job.KC - 1) / job.KC;
-  *kstep = (job.g->Kg + *nkb - 1) / *nkb;
-}
+// The K block split of the transposed product.
+inline void gemmt_kblocks(const GemmTJob& job, int64_t* nkb, int64_t* kstep) { kblocks(job.g->Kg, job.KC, nkb, kstep); }
 
 // Items of the shared strips: (group, K block, strip).
 void strips_range(void* user, int64_t begin, int64_t end) {
@@ -967,8 +980,6 @@ struct GemmDJob {
   std::atomic<bool>* failed;
 };
 
-thread_local std::vector<int64_t> t_doff;
-
 void gemmd_range(void* user, int64_t begin, int64_t end) {
   const GemmDJob& job = *static_cast<const GemmDJob*>(user);
   const Geom& g = *job.g;
@@ -981,8 +992,8 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
   const int64_t strips = g.out[0] * g.out[1] * spr;
   // Strip j of a row: positions [j OW / spr, (j + 1) OW / spr).
   auto strip_col = [&](int64_t j) { return j * OW / spr; };
-  const int64_t nkb = (g.Kg + job.KC - 1) / job.KC;
-  const int64_t kstep = (g.Kg + nkb - 1) / nkb;
+  int64_t nkb, kstep;
+  kblocks(g.Kg, job.KC, &nkb, &kstep);
   for (int64_t t = begin; t < end; ++t) {
     const int64_t b = t % job.blocks, gi = (t / job.blocks) % g.G, i = t / (job.blocks * g.G);
     const int64_t s0 = b * strips / job.blocks, s1 = (b + 1) * strips / job.blocks;  // the task's strips
@@ -1002,25 +1013,11 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
     if (job.own_pad) {
       // Padded rows [r0, r1) of this group's channels (2-D: one depth).
       const int64_t r0 = q0 * g.s[1], r1 = std::min(job.l.Hp, (q1 - 1) * g.s[1] + (g.k[1] - 1) * g.d[1] + 1);
-      const PadLayout lt = rows_layout(job.l, r0, r1);
-      float* P = t_opad.get(static_cast<size_t>(g.Cg * lt.cs));
-      if (!P) {
+      srcg = pad_own_rows(g, job.ck, job.x, job.dt, job.l, job.koff, job.n0 + i, gi, r0, r1, 0, &koff, &row_shift);
+      if (!srcg) {
         job.failed->store(true);
         return;
       }
-      const size_t es = job.dt == OLC_DTYPE_FLOAT ? 4 : 2;
-      const void* xg = static_cast<const char*>(job.x) + static_cast<size_t>(((job.n0 + i) * g.C + gi * g.Cg) * g.in_sp) * es;
-      PadCopy pc = pad_copy_of(g, lt, xg, job.dt, g.Cg, P, r0, r1);
-      pc.dst_r0 = r0;
-      job.ck->pad_copy(&pc);
-      srcg = P;
-      row_shift = r0 * lt.sw * lt.Wq;
-      // The tap offsets at this copy's channel stride.
-      std::vector<int64_t>& tk = t_doff;
-      index_buffer(tk, g.Kg);
-      for (int64_t c = 0; c < g.Cg; ++c)
-        for (int64_t k = 0; k < g.ksz; ++k) tk[c * g.ksz + k] = job.koff[k] + c * lt.cs;
-      koff = tk.data();
     } else {
       srcg = job.src + i * job.img_stride + gi * g.Cg * job.l.cs;
     }
@@ -1844,10 +1841,13 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // 1 / Mg share of its multiply-adds, where this one transposes Mg x N
   // values into the planes, a 1 / K share: at K = 9 Mg (a 3x3 layer of
   // 128 channels at stride 2) 8 % faster, at K = 0.6 Mg (1-D k3 80 ->
-  // 384) 15 % slower, at K = 1.7 Mg (3x3 6 -> 32) 10 % slower.
+  // 384) 15 % slower, at K = 1.7 Mg (3x3 6 -> 32) 10 % slower. Not for
+  // one output row (1-D): 1-D k3 stride 2 384 -> 384 at 3000 (K = 3 Mg)
+  // ran 10-16 % slower on one and two threads, AVX-512 and AVX2.
   const bool prefer_t = prefer_transposed(g.out_sp, g.Mg, NR) && (packed ? st->wtpack != nullptr : true);
   const bool direct_t = !g.pointwise && packed && st->wtpack && g.Cg > 4 && fills_panels(g.Mg, NR) &&
-                        (prefer_t || g.Kg >= 3 * g.Mg) && g_api->tuning_read_int(st->t_direct_t) != 0;
+                        (prefer_t || (g.Kg >= 3 * g.Mg && g.out[0] * g.out[1] > 1)) &&
+                        g_api->tuning_read_int(st->t_direct_t) != 0;
   const bool transposed = direct_t || prefer_t;
   const int64_t pwd = g_api->tuning_read_int(st->t_pwd);
   const bool direct_b = !transposed && g.pointwise && st->dtype == OLC_DTYPE_FLOAT && pwd != 0;
