@@ -32,8 +32,9 @@ GEOMS = [
     ((1, 16, 16, 15), (16, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                               # Winograd
     ((1, 24, 3, 3), (64, 24, 1, 1), {}),                                                      # transposed
     ((1, 16, 10, 10), (40, 16, 1, 1), {}),                     # pointwise, a tail of 4 positions transposed
+    ((2, 16, 9, 11), (32, 16, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]}),  # transposed, strips in place
 ]
-GEOM_IDS = ["implicit", "pointwise", "depthwise", "1d", "winograd", "transposed", "pointwise-tail"]
+GEOM_IDS = ["implicit", "pointwise", "depthwise", "1d", "winograd", "transposed", "pointwise-tail", "direct-t"]
 
 # (op, attributes, Clip bounds given as inputs, opset)
 ACTS = {
@@ -227,7 +228,8 @@ def test_fused_matches_reference_unfused_and_onnxruntime(geom, bn, act):
                 assert_within(y, ort_y.astype(np.float64), 2 * bound, what + " vs onnxruntime")
                 detail = s.kernel_usage_details()[0]
                 assert ("+BatchNormalization" in detail) == bn, detail
-                path = {"winograd": "winograd", "transposed": "transposed"}.get(GEOM_IDS[GEOMS.index(geom)])
+                path = {"winograd": "winograd", "transposed": "transposed",
+                        "direct-t": "implicit-gemm-transposed-direct"}.get(GEOM_IDS[GEOMS.index(geom)])
                 if path and level == "avx512":
                     assert path in detail, detail
                 if act != "none":

@@ -51,6 +51,9 @@ GEOMS = [
     ("depthwise-s2", (3, 6, 9, 7), (6, 1, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2], "group": 6},
      "depthwise-channels"),
     ("1d", (1, 4, 33), (5, 4, 3), {"pads": [1, 1]}, "implicit-gemm-rows prepacked"),  # B's rows read in place
+    # the transposed product reading its strips in place, two images
+    ("direct-t", (2, 16, 9, 11), (32, 16, 3, 3), {"pads": [1, 1, 1, 1], "strides": [2, 2]},
+     "implicit-gemm-transposed-direct prepacked"),
 ]
 GEOM_IDS = [g[0] for g in GEOMS]
 
@@ -162,8 +165,9 @@ def test_residual_matches_reference_unfused_and_onnxruntime(geom, bn, act):
 
 @pytest.mark.parametrize("t", ["float16", "bfloat16"])
 @pytest.mark.parametrize("geom", [g for g in GEOMS if g[0] in ("implicit-b3", "pointwise-b3", "transposed",
-                                                               "depthwise-rows", "depthwise-s2")],
-                         ids=["implicit-b3", "pointwise-b3", "transposed", "depthwise-rows", "depthwise-s2"])
+                                                               "depthwise-rows", "depthwise-s2", "direct-t")],
+                         ids=["implicit-b3", "pointwise-b3", "transposed", "depthwise-rows", "depthwise-s2",
+                              "direct-t"])
 def test_residual_half_types(geom, t):
     """A 16-bit residual (converted a row at a time) against float64 and
     onnxruntime (float16; it has no bfloat16 Conv)."""
