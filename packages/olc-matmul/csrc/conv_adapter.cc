@@ -801,7 +801,9 @@ void build_strip(const GemmTJob& job, const float* srcg, int64_t rows, int64_t s
 }
 
 // The K block split of the transposed product.
-inline void gemmt_kblocks(const GemmTJob& job, int64_t* nkb, int64_t* kstep) { kblocks(job.g->Kg, job.KC, nkb, kstep); }
+inline void gemmt_kblocks(const GemmTJob& job, int64_t* nkb, int64_t* kstep) {
+  kblocks(job.g->Kg, job.KC, nkb, kstep);
+}
 
 // Items of the shared strips: (group, K block, strip).
 void strips_range(void* user, int64_t begin, int64_t end) {
@@ -956,8 +958,9 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
 // normal product pads each image's positions to whole NR-wide panels and
 // copies every K block of them into panels (a tenth of a 3x3 stride-2
 // layer of 128 channels at 56x56), and no strip copied, as the transposed
-// product copies its strips. Tasks are blocks of output rows of an image
-// and group; each stores its tile into the planes transposed (TStore).
+// product copies its strips. Tasks are ranges of strips of an image and
+// group (gemmd_blocks); each stores its tile into the planes transposed
+// (TStore).
 struct GemmDJob {
   const Geom* g;
   const IsaKernels* isa;
@@ -1832,8 +1835,8 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   }
   // Few output positions: the transposed product, when the weights'
   // transposed panels exist (a constant W up to kMaxWtFloats) or are
-  // packed for this run (a fed W).
-  // The transposed product reading its strips in place (gemmd_range): an
+  // packed for this run (a fed W). The transposed product reading its
+  // strips in place (gemmd_range): an
   // implicit GEMM (not a stem's few input channels, read as direct rows)
   // whose output channels fill the constant weights' W^T panels, in place
   // of the transposed product building its strips, or of the normal one
