@@ -669,25 +669,46 @@ bool fills_panels(int64_t Mg, int NR) {
 
 // The direct transposed product's tasks per image and group: ranges of its
 // strips (output rows cut into strips of at most MR positions) whose tiles
-// of C (positions x channels) hold at most kDirectTileBytes, and on
-// several threads a task count that is a multiple of the threads.
+// of C (positions x channels) hold at most kDirectTileBytes, times shares
+// of its W^T panels.
 constexpr int64_t kDirectTileBytes = int64_t(512) << 10;
 
-int64_t gemmd_blocks(const Geom& g, int MR, int NR, int64_t threads) {
+struct DirectSplit {
+  int64_t blocks = 1;  // strip ranges
+  int64_t shares = 1;  // panel shares
+};
+
+DirectSplit gemmd_split(const Geom& g, const PadLayout& l, int MR, int NR, int64_t threads) {
   const int64_t strips = g.out[0] * g.out[1] * ((g.out[2] + MR - 1) / MR);
-  const int64_t bytes = g.out_sp * ((g.Mg + NR - 1) / NR * NR) * int64_t{sizeof(float)};
-  int64_t nb = std::min(strips, std::max<int64_t>(1, (bytes + kDirectTileBytes - 1) / kDirectTileBytes));
+  const int64_t npg = (g.Mg + NR - 1) / NR;
+  const int64_t bytes = g.out_sp * npg * NR * int64_t{sizeof(float)};
+  DirectSplit sp;
+  sp.blocks = std::min(strips, std::max<int64_t>(1, (bytes + kDirectTileBytes - 1) / kDirectTileBytes));
+  if (threads <= 1) return sp;
+  // On several threads, four tasks a thread, taken as threads come free
+  // (with one each, a vCPU the host slowed held up the run: 3x3 stride 2
+  // 32 -> 64 at 160x160, two threads, 0.75-1.0 of the normal product).
+  // Each more strip range reads all of W^T again, each more panel share
+  // the input rows of its strips: the split re-reads whichever is fewer
+  // bytes (3x3 stride 2 64 -> 128 at 16x16: W^T 295 KB, its padded input
+  // 83 KB, shared out by panels; 128 -> 128 at 56x56: 590 KB and 1.7 MB,
+  // by strips).
   const int64_t ng = g.N * g.G;
-  if (threads > 1) {
-    // Four tasks a thread, taken as threads come free (with one each, a
-    // vCPU the host slowed held up the run: 3x3 stride 2 32 -> 64 at
-    // 160x160, two threads, 0.75-1.0 of the normal product), unless every
-    // task reading all of W^T again costs more (past 1 MiB).
-    const int64_t wt_bytes = g.Kg * ((g.Mg + NR - 1) / NR * NR) * int64_t{sizeof(float)};
-    if (wt_bytes <= (int64_t(1) << 20)) nb = std::max(nb, std::min(strips, (4 * threads + ng - 1) / ng));
-    while (nb < strips && (ng * nb) % threads) ++nb;
+  const int64_t want = 4 * threads;
+  const int64_t wt_bytes = g.Kg * npg * NR * int64_t{sizeof(float)};
+  const int64_t in_bytes = g.Cg * l.cs * int64_t{sizeof(float)};
+  if (ng * sp.blocks < want) {
+    const int64_t more = (want + ng * sp.blocks - 1) / (ng * sp.blocks);
+    if (wt_bytes > in_bytes) sp.shares = std::min(npg, more);
+    else sp.blocks = std::min(strips, sp.blocks * more);
   }
-  return nb;
+  // A task count that is a multiple of the threads where the split allows.
+  while ((ng * sp.blocks * sp.shares) % threads) {
+    if (sp.shares < npg && (wt_bytes > in_bytes || sp.blocks == strips)) ++sp.shares;
+    else if (sp.blocks < strips) ++sp.blocks;
+    else break;
+  }
+  return sp;
 }
 
 // Which Winograd product, if any, by their products against the implicit
@@ -959,8 +980,8 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
 // copies every K block of them into panels (a tenth of a 3x3 stride-2
 // layer of 128 channels at 56x56), and no strip copied, as the transposed
 // product copies its strips. Tasks are ranges of strips of an image and
-// group (gemmd_blocks); each stores its tile into the planes transposed
-// (TStore).
+// group times shares of its W^T panels (gemmd_split); each stores its
+// tile into the planes transposed (TStore).
 struct GemmDJob {
   const Geom* g;
   const IsaKernels* isa;
@@ -978,7 +999,7 @@ struct GemmDJob {
   int64_t n0, nimg, img_stride;
   const int64_t* koff;
   int64_t KC;
-  int64_t blocks;  // strip ranges per image and group (gemmd_blocks)
+  DirectSplit split;  // strip ranges and panel shares per image and group (gemmd_split)
   bool own_pad;     // each task copies its own padded rows of X
   std::atomic<bool>* failed;
 };
@@ -989,7 +1010,6 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
   const IsaKernels* isa = job.isa;
   const int MR = isa->mr_f32, NR = isa->nr_f32;
   const int64_t npg = (g.Mg + NR - 1) / NR;
-  const int64_t ldc = npg * NR;
   const int64_t OW = g.out[2];
   const int64_t spr = (OW + MR - 1) / MR;  // strips per output row
   const int64_t strips = g.out[0] * g.out[1] * spr;
@@ -998,9 +1018,12 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
   int64_t nkb, kstep;
   kblocks(g.Kg, job.KC, &nkb, &kstep);
   for (int64_t t = begin; t < end; ++t) {
-    const int64_t b = t % job.blocks, gi = (t / job.blocks) % g.G, i = t / (job.blocks * g.G);
-    const int64_t s0 = b * strips / job.blocks, s1 = (b + 1) * strips / job.blocks;  // the task's strips
-    if (s0 >= s1) continue;
+    const int64_t nb = job.split.blocks, ns = job.split.shares;
+    const int64_t ps = t % ns, b = (t / ns) % nb, gi = (t / (ns * nb)) % g.G, i = t / (ns * nb * g.G);
+    const int64_t s0 = b * strips / nb, s1 = (b + 1) * strips / nb;  // the task's strips
+    const int64_t pa = ps * npg / ns, pb = (ps + 1) * npg / ns;      // and W^T panels
+    if (s0 >= s1 || pa >= pb) continue;
+    const int64_t ldc = (pb - pa) * NR;
     // Its positions [p0, p0 + np) of the plane, in output rows [q0, q1).
     const int64_t q0 = s0 / spr, q1 = (s1 - 1) / spr + 1;
     const int64_t p0 = q0 * OW + strip_col(s0 % spr);
@@ -1028,16 +1051,16 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
     for (int64_t k0 = 0; k0 < g.Kg; k0 += kstep) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
-      for (int64_t pi = 0; pi < npg; ++pi) {
+      for (int64_t pi = pa; pi < pb; ++pi) {
         const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
         const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
         ep.bias = job.bias ? job.bias + gi * g.Mg + pi * NR : nullptr;
         // The next panel's weights (or the next K block's first), a slice
         // per strip, as in the transposed product.
-        const float* next = pi + 1 < npg ? bp + g.Kg * NR
-                            : k0 + kc < g.Kg ? job.wt + (gi * npg * g.Kg + k0 + kc) * NR
+        const float* next = pi + 1 < pb ? bp + g.Kg * NR
+                            : k0 + kc < g.Kg ? job.wt + ((gi * npg + pa) * g.Kg + k0 + kc) * NR
                                              : nullptr;
-        const int64_t next_k = pi + 1 < npg ? kc : std::min(kstep, g.Kg - k0 - kc);
+        const int64_t next_k = pi + 1 < pb ? kc : std::min(kstep, g.Kg - k0 - kc);
         const PrefetchSlices pfs(next, next_k * NR * int64_t{sizeof(float)}, s1 - s0);
         int64_t q = q0, j = s0 % spr;
         int64_t od = q / g.out[1], oh = q % g.out[1];
@@ -1046,7 +1069,7 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
           const int64_t w0 = strip_col(j), w1 = strip_col(j + 1);
           int64_t pf_lines;
           const char* pf = pfs.at(si - s0, kc, &pf_lines);
-          isa->ukrowsa_f32(kc, row + w0, koff + k0, bp, NR, C + (q * OW + w0 - p0) * ldc + pi * NR, ldc,
+          isa->ukrowsa_f32(kc, row + w0, koff + k0, bp, NR, C + (q * OW + w0 - p0) * ldc + (pi - pa) * NR, ldc,
                            static_cast<int>(w1 - w0), nr, flags, &ep, pf, pf_lines);
           if (++j == spr) {
             j = 0;
@@ -1060,7 +1083,7 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
         }
       }
     }
-    if (!job.out.store(C, ldc, job.n0 + i, gi, 0, g.Mg, p0, np)) {
+    if (!job.out.store(C, ldc, job.n0 + i, gi, pa * NR, std::min(g.Mg, pb * NR), p0, np)) {
       job.failed->store(true);
       return;
     }
@@ -1993,7 +2016,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       dj.n0 = tj.n0;
       dj.nimg = nimg;
       dj.src = tj.src;
-      const int64_t tasks = nimg * g.G * dj.blocks;
+      const int64_t tasks = nimg * g.G * dj.split.blocks * dj.split.shares;
       if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemmd_range, &dj);
       else gemmd_range(&dj, 0, tasks);
       return;
@@ -2169,7 +2192,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       dj.KC = KC;
       dj.failed = &failed;
       dj.own_pad = own_pad_d;
-      dj.blocks = gemmd_blocks(g, MR, NR, threads);
+      dj.split = gemmd_split(g, l, MR, NR, threads);
     }
     for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
       const int64_t nimg = std::min(chunk, g.N - n0);

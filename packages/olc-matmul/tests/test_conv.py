@@ -808,6 +808,8 @@ DIRECT_T_CASES = [
     ((2, 40, 19), (32, 40, 3), {"strides": [2], "pads": [1, 1]}),
     # 3-D
     ((1, 6, 5, 9, 10), (16, 6, 3, 3, 3), {"strides": [1, 2, 1], "pads": [1, 1, 1, 1, 0, 1]}),
+    # W^T larger than the input: on threads, tasks share out the panels
+    ((1, 32, 9, 9), (128, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 
 
