@@ -348,6 +348,37 @@ def test_activation_values_nan_and_extremes():
             assert ok.all(), (act, level, x[~ok], y[~ok], want[~ok])
 
 
+@pytest.mark.parametrize("act", ["Sigmoid", "SiLU"])
+def test_sigmoid_and_swish_flush_subnormal_results(act):
+    """Where the exact Sigmoid or Swish is subnormal (x below about -87),
+    the fused kernel stores a zero of its sign: no subnormal reaches the
+    next layer (each would cost it a microcode assist per multiply-add),
+    within 2^-126 of the exact value; the normal results just above stay
+    as they were (Swish at -87.46 is -9.1e-37). Implicit GEMM (the
+    activation pass) and depthwise (its own pass), every level."""
+    tiny = np.finfo(np.float32).tiny
+    x = np.concatenate([np.linspace(-104, -86, 61), [-87.46, -90.0, -1e3, 0.5]]).astype(np.float32)
+    with np.errstate(over="ignore"):  # exp(1000) in the reference: Sigmoid(-1000) = 0
+        want, _ = act_ref(act, x.astype(np.float64))
+    assert ((np.abs(want) < tiny) & (want != 0)).any()  # the case is there
+    for group in (1, 5):
+        xs = (1, 5, 1, 13)
+        attrs = {"group": group}
+        # y = x: the identity over channels, or unit depthwise taps
+        w = np.eye(5, dtype=np.float32)[:, :, None, None] if group == 1 else np.ones((5, 1, 1, 1), np.float32)
+        m = build("float32", attrs, act, w=w)
+        for level in LEVELS:
+            with olc_core.simd_cap(level):
+                s = olc_core.Session(m, strict=True, record_usage=True)
+            (y,) = s.run(None, {"X": x.reshape(xs)})
+            y = y.reshape(-1)
+            assert s.kernel_usage() == [FUSED]
+            assert not ((np.abs(y) < tiny) & (y != 0)).any(), (act, group, level, y[(np.abs(y) < tiny) & (y != 0)])
+            assert (np.abs(y - want) <= 4 * 2.0**-24 * np.abs(want) + tiny).all(), (act, group, level)
+            flushed = (np.abs(want) < tiny) & (want != 0)
+            assert (np.signbit(y[flushed]) == np.signbit(want[flushed])).all(), (act, group, level)
+
+
 @pytest.mark.parametrize("xs", [(1, 16, 4, 4), (1, 3, 5, 67)], ids=["across-channels", "planes"])
 def test_depthwise_activation_values_nan_and_clamps(xs):
     """The depthwise kernels' own activation pass (not the GEMM epilogue):
