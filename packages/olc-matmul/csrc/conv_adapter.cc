@@ -846,6 +846,26 @@ void strips_range(void* user, int64_t begin, int64_t end) {
   }
 }
 
+// Panel pi of a transposed product's W^T panels [pa, pb) of group gi, for
+// the K block [k0, k0 + kc): its width nr, its weights bp, and the weights
+// to prefetch while it computes (the next panel's, or after the last one
+// the next K block's first panel's: `next`, next_bytes of them), sliced
+// over its microkernel calls so that they arrive in time.
+struct WtPanel {
+  int nr;
+  const float* bp;
+  const float* next;
+  int64_t next_bytes;
+  WtPanel(const Geom& g, const float* wt, int NR, int64_t gi, int64_t pi, int64_t pa, int64_t pb, int64_t k0,
+          int64_t kc, int64_t kstep) {
+    const int64_t npg = (g.Mg + NR - 1) / NR;
+    nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
+    bp = wt + ((gi * npg + pi) * g.Kg + k0) * NR;
+    next = pi + 1 < pb ? bp + g.Kg * NR : k0 + kc < g.Kg ? wt + ((gi * npg + pa) * g.Kg + k0 + kc) * NR : nullptr;
+    next_bytes = (pi + 1 < pb ? kc : std::min(kstep, g.Kg - k0 - kc)) * NR * int64_t{sizeof(float)};
+  }
+};
+
 // A transposed product's [position][channel] tile into Y's planes, the
 // activation applied (with a residual: added to the values just stored,
 // then activated).
@@ -937,16 +957,11 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       }
       const int64_t sstride = job.strips ? MR * kstep : MR * kc;
       for (int64_t pi = p0; pi < p1; ++pi) {
-        const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
-        const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
+        const WtPanel wp(g, job.wt, NR, gi, pi, p0, p1, k0, kc, kstep);
+        const int nr = wp.nr;
+        const float* bp = wp.bp;
         ep.bias = job.bias ? job.bias + gi * g.Mg + pi * NR : nullptr;
-        // The next panel's weights (or the next K block's first), a slice
-        // per strip: they arrive while this panel is computed.
-        const float* next = pi + 1 < p1 ? bp + g.Kg * NR
-                            : k0 + kc < g.Kg ? job.wt + ((gi * npg + p0) * g.Kg + k0 + kc) * NR
-                                             : nullptr;
-        const int64_t next_k = pi + 1 < p1 ? kc : std::min(kstep, g.Kg - k0 - kc);
-        const PrefetchSlices pfs(next, next_k * NR * int64_t{sizeof(float)}, nstrips);
+        const PrefetchSlices pfs(wp.next, wp.next_bytes, nstrips);  // a slice per strip
         for (int64_t si = 0; si < nstrips; ++si) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, rows - si * MR));
           int64_t pf_lines;
@@ -1052,16 +1067,9 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
       const int64_t kc = std::min(kstep, g.Kg - k0);
       const int flags = (k0 == 0 ? kFirst : 0) | (k0 + kc == g.Kg ? kLast : 0);
       for (int64_t pi = pa; pi < pb; ++pi) {
-        const int nr = static_cast<int>(std::min<int64_t>(NR, g.Mg - pi * NR));
-        const float* bp = job.wt + ((gi * npg + pi) * g.Kg + k0) * NR;
+        const WtPanel wp(g, job.wt, NR, gi, pi, pa, pb, k0, kc, kstep);
         ep.bias = job.bias ? job.bias + gi * g.Mg + pi * NR : nullptr;
-        // The next panel's weights (or the next K block's first), a slice
-        // per strip, as in the transposed product.
-        const float* next = pi + 1 < pb ? bp + g.Kg * NR
-                            : k0 + kc < g.Kg ? job.wt + ((gi * npg + pa) * g.Kg + k0 + kc) * NR
-                                             : nullptr;
-        const int64_t next_k = pi + 1 < pb ? kc : std::min(kstep, g.Kg - k0 - kc);
-        const PrefetchSlices pfs(next, next_k * NR * int64_t{sizeof(float)}, s1 - s0);
+        const PrefetchSlices pfs(wp.next, wp.next_bytes, s1 - s0);  // a slice per strip
         int64_t q = q0, j = s0 % spr;
         int64_t od = q / g.out[1], oh = q % g.out[1];
         const float* row = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift;
@@ -1069,8 +1077,8 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
           const int64_t w0 = strip_col(j), w1 = strip_col(j + 1);
           int64_t pf_lines;
           const char* pf = pfs.at(si - s0, kc, &pf_lines);
-          isa->ukrowsa_f32(kc, row + w0, koff + k0, bp, NR, C + (q * OW + w0 - p0) * ldc + (pi - pa) * NR, ldc,
-                           static_cast<int>(w1 - w0), nr, flags, &ep, pf, pf_lines);
+          isa->ukrowsa_f32(kc, row + w0, koff + k0, wp.bp, NR, C + (q * OW + w0 - p0) * ldc + (pi - pa) * NR, ldc,
+                           static_cast<int>(w1 - w0), wp.nr, flags, &ep, pf, pf_lines);
           if (++j == spr) {
             j = 0;
             ++q;
