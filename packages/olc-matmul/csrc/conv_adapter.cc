@@ -431,7 +431,7 @@ void gemm_range(void* user, int64_t begin, int64_t end) {
       for (int64_t j = 0; j < nfull; ++j) {
         rp[j].col = q * OW + sg * NR - s0;
         rp[j].nr = static_cast<int>(std::min<int64_t>(NR, OW - sg * NR));
-        rp[j].bp = srcg + ((od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift + sg * NR);
+        rp[j].bp = srcg + (out_row_offset(g, job.l, od, oh) - row_shift + sg * NR);
         if (++sg == segs) {
           sg = 0;
           ++q;
@@ -1006,12 +1006,12 @@ struct GemmDJob {
   const void* x;    // own_pad: X itself
   const float* bias;
   TStore out;
-  // The input in PadLayout l (images n0 .. n0 + nimg, img_stride floats
-  // apart), unless own_pad; koff: channel 0's tap offsets (ksz of them),
+  // The input in PadLayout l (images from n0, img_stride floats apart),
+  // unless own_pad; koff: channel 0's tap offsets (ksz of them),
   // then the other channels' (Kg in all).
   const float* src;
   PadLayout l;
-  int64_t n0, nimg, img_stride;
+  int64_t n0, img_stride;
   const int64_t* koff;
   int64_t KC;
   DirectSplit split;  // strip ranges and panel shares per image and group (gemmd_split)
@@ -1072,7 +1072,7 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
         const PrefetchSlices pfs(wp.next, wp.next_bytes, s1 - s0);  // a slice per strip
         int64_t q = q0, j = s0 % spr;
         int64_t od = q / g.out[1], oh = q % g.out[1];
-        const float* row = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift;
+        const float* row = srcg + out_row_offset(g, job.l, od, oh) - row_shift;
         for (int64_t si = s0; si < s1; ++si) {
           const int64_t w0 = strip_col(j), w1 = strip_col(j + 1);
           int64_t pf_lines;
@@ -1086,7 +1086,7 @@ void gemmd_range(void* user, int64_t begin, int64_t end) {
               oh = 0;
               ++od;
             }
-            row = srcg + (od * g.s[0] * job.l.Hp + oh * g.s[1]) * job.l.sw * job.l.Wq - row_shift;
+            row = srcg + out_row_offset(g, job.l, od, oh) - row_shift;
           }
         }
       }
@@ -1867,10 +1867,10 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // Few output positions: the transposed product, when the weights'
   // transposed panels exist (a constant W up to kMaxWtFloats) or are
   // packed for this run (a fed W). The transposed product reading its
-  // strips in place (gemmd_range): an
-  // implicit GEMM (not a stem's few input channels, read as direct rows)
-  // whose output channels fill the constant weights' W^T panels, in place
-  // of the transposed product building its strips, or of the normal one
+  // strips in place (gemmd_range): an implicit GEMM (not a stem's few
+  // input channels, read as direct rows) whose output channels fill the
+  // constant weights' W^T panels, in place of the transposed product
+  // building its strips, or of the normal one
   // where K >= 3 Mg. The normal product builds K x N panel values, a
   // 1 / Mg share of its multiply-adds, where this one transposes Mg x N
   // values into the planes, a 1 / K share: at K = 9 Mg (a 3x3 layer of
@@ -2022,7 +2022,6 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   auto run_tasks = [&](int64_t nimg) {
     if (direct_t) {
       dj.n0 = tj.n0;
-      dj.nimg = nimg;
       dj.src = tj.src;
       const int64_t tasks = nimg * g.G * dj.split.blocks * dj.split.shares;
       if (threads > 1 && tasks > 1) g_api->parallel_for(ctx, tasks, 1, 0, &gemmd_range, &dj);
@@ -2156,16 +2155,16 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     job.own_pad = copy && !transposed && (threads > 1 || (short_taps && (job.direct_rows || large_copy))) &&
                   job.tm == 1 && l.Dp == 1 && g.out[1] > 1;
     // The same for the transposed product reading its strips in place,
-    // whose tasks are blocks of output rows.
+    // whose tasks are strip ranges (and panel shares) of an image.
     const bool own_pad_d = direct_t && copy && l.Dp == 1 && g.out[0] == 1 && g.out[1] > 1 &&
                            (threads > 1 || (short_taps && large_copy));
-    if (own_pad_d) job.own_pad = true;
+    const bool own_pad = job.own_pad || own_pad_d;  // no copy of the whole input before the tasks
     int64_t chunk = copy ? std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(1) << 18) / job.img_stride)) : g.N;
     if (transposed)
       chunk = std::max<int64_t>(1, std::min<int64_t>(chunk, g_api->tuning_read_int(st->t_trows) / g.out_sp));
-    if (job.own_pad) chunk = g.N;
+    if (own_pad) chunk = g.N;
     float* buf = nullptr;
-    if (copy && !job.own_pad) {
+    if (copy && !own_pad) {
       // NR more: what direct rows read past the last row's end.
       buf = t_pad.get(static_cast<size_t>(chunk * job.img_stride + NR));
       if (!buf) return fail_run(ctx, "out of memory for the Conv work buffers");
@@ -2206,7 +2205,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       const int64_t nimg = std::min(chunk, g.N - n0);
       job.n0 = tj.n0 = n0;
       job.nimg = tj.nimg = nimg;
-      if (job.own_pad) {
+      if (own_pad) {
         job.src = nullptr;
       } else if (copy) {
         PadJob pj{&g, st->ck, xdata, st->dtype, l, n0, buf, job.img_stride};

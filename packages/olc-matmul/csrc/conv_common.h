@@ -79,6 +79,12 @@ int check_ranks(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, c
 bool resolve(const ConvAttrs* st, const olc_tensor& x, const olc_tensor& w, const olc_tensor* b, Geom* g, char* err,
              size_t esize);
 
+// Where output row (od, oh) starts in PadLayout l: its first position's
+// tap-0 value (add ow for position ow; a tap's koff for the tap).
+inline int64_t out_row_offset(const Geom& g, const PadLayout& l, int64_t od, int64_t oh) {
+  return (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq;
+}
+
 // The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
 // grid, cut at row ends (unless the next row's values follow on), as
 // (column in the panel, length, offset) triples with the offset of the

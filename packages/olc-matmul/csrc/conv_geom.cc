@@ -349,7 +349,7 @@ int64_t panel_runs(const Geom& g, const PadLayout& l, int64_t c0, int64_t nc, in
   int64_t n = 0;
   for (int64_t c = 0; c < nc;) {
     const int64_t len = std::min(nc - c, OW - ow);
-    const int64_t off = (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq + ow;
+    const int64_t off = out_row_offset(g, l, od, oh) + ow;
     if (n > 0 && runs[3 * n - 1] + runs[3 * n - 2] == off) {
       runs[3 * n - 2] += len;  // continues the previous run (rows without padding between them)
     } else {

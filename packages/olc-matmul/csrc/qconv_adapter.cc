@@ -162,7 +162,7 @@ void column_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_s
   for (int64_t od = 0; od < g.out[0]; ++od)
     for (int64_t oh = 0; oh < g.out[1]; ++oh)
       for (int64_t ow = 0; ow < g.out[2]; ++ow, ++p) {
-        const int64_t base = (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq + ow;
+        const int64_t base = out_row_offset(g, l, od, oh) + ow;
         uint32_t s = 0;
         for (int64_t o : koff) s += static_cast<uint32_t>(cs[base + o]);
         out[p] = static_cast<int32_t>(s);
