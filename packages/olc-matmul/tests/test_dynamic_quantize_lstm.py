@@ -276,6 +276,14 @@ def test_recognizer_shape():
 # 2e-5), so 0.04 + 0.01 |ref| bounds olc against it.
 ORT_TOL = 0.04
 
+# Without VNNI, onnxruntime multiplies uint8 activations by int8 weights
+# with vpmaddubsw, which saturates each pair's sum to int16 (255 * 127 * 2
+# exceeds 32767): on such a CPU (AVX2-only, or AVX-512 before VNNI) its
+# outputs for int8 weights are off by far more than the quantization error
+# (0.05-0.13 here), so it is no oracle for them there. olc is still held to
+# the exact reference and to being at least as accurate.
+ORT_EXACT_U8S8 = any(olc_core.simd.detected_cpu_features()[f] for f in ("avx512_vnni", "avx_vnni"))
+
 
 @pytest.mark.parametrize("wtype", ["int8", "uint8"])
 @pytest.mark.parametrize("per_column", [False, True], ids=["per-direction", "per-column"])
@@ -292,8 +300,9 @@ def test_against_onnxruntime(direction, per_column, wtype):
         for g, o, w, name in zip(got, run_ort(m, feeds), want, OUTPUTS):
             assert_close(g, w, f"ort case {name}")
             err_ort = np.abs(np.asarray(o, np.float64) - w)
-            assert not (err_ort > ORT_TOL * 0.75 * (1 + np.abs(w))).any(), f"{name}: onnxruntime {err_ort.max()}"
-            assert_close(g, np.asarray(o, np.float64), f"{name} against onnxruntime", tol=ORT_TOL)
+            if wtype == "uint8" or ORT_EXACT_U8S8:
+                assert not (err_ort > ORT_TOL * 0.75 * (1 + np.abs(w))).any(), f"{name}: onnxruntime {err_ort.max()}"
+                assert_close(g, np.asarray(o, np.float64), f"{name} against onnxruntime", tol=ORT_TOL)
             # olc at least as accurate as onnxruntime
             assert np.abs(g - w).max() <= max(err_ort.max(), 1e-6)
 
