@@ -171,6 +171,24 @@ def test_family_gates_extras_constants_and_models(tmp_path, monkeypatch):
     assert "gate failed: group b impossibly fast" in p.stderr and "gate failed: too small" in p.stderr
 
 
+def test_groups_filter_keeps_those_cases_and_skips_other_gates(tmp_path, monkeypatch):
+    (tmp_path / "fam_cases.py").write_text(FAMILY_MODULE)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")])))
+    out_json = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, str(TOOL), "--cases", "fam_cases", "--groups", "a", "--threads", "1",
+                        "--min-time", "0.005", "--json", str(out_json), "--enforce"],
+                       capture_output=True, text=True, timeout=600)
+    report = json.loads(out_json.read_text())
+    assert [c["name"] for c in report["cases"]] == ["Neg const"]
+    gates = {g["name"]: g for g in report["gates"]}
+    # Group b's gate would fail if its case ran; left out, it is skipped.
+    assert gates["group b impossibly fast"]["skipped"] and gates["group b impossibly fast"]["passed"]
+    assert "--groups" in gates["group b impossibly fast"]["detail"]
+    # A narrowed run measures no extras (they time their own work for seconds).
+    assert report["extras"] == []
+    assert "gate failed: group b impossibly fast" not in p.stderr and "gate failed: too small" not in p.stderr
+
+
 def load_tool():
     import importlib.util
 

@@ -2,7 +2,8 @@
 """Times olc against onnxruntime (CPUExecutionProvider) on one-node models.
 
     python tools/benchmark_parity.py [--suite unary|overhead|FAMILY ...]
-        [--cases MODULE[:FUNC] ...] [--ops Abs,Exp] [--sizes 4096,65536]
+        [--cases MODULE[:FUNC] ...] [--ops Abs,Exp] [--groups gemm,const]
+        [--sizes 4096,65536]
         [--threads 1,2] [--min-time 0.5] [--json out.json] [--markdown out.md]
         [--enforce] [--quick] [--retime N]
 
@@ -939,8 +940,9 @@ def _family_gate(suite: str, spec: dict[str, Any], cases: list[dict[str, Any]]) 
             and c["status"] != "folded"]
     timed = [c for c in mine if c["status"] == "ok"]
     name = spec.get("name") or f"{suite}{'/' + group if group else ''}"
-    if not mine:  # --ops, --sizes or --threads left every case of it out: not judged
-        return {**_gate(suite, name, True, "none of its cases ran (--ops, --sizes or --threads left them out)"),
+    if not mine:  # --ops, --groups, --sizes or --threads left every case of it out: not judged
+        return {**_gate(suite, name, True, "none of its cases ran (--ops, --groups, --sizes or --threads left "
+                                           "them out)"),
                 "skipped": True}
     if not timed or len(timed) != len(mine):
         return _gate(suite, name, False, f"{len(timed)} of {len(mine)} cases timed")
@@ -1142,6 +1144,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--cases", action="append", default=[], metavar="MODULE[:FUNC]",
                    help="extra cases from a function (default name benchmark_cases); repeatable")
     p.add_argument("--ops", help="only these ops (comma-separated)")
+    p.add_argument("--groups", help="only the cases of these groups (comma-separated: a family's case groups, "
+                                    "e.g. gemm,conv_layers; the gates of the other groups are skipped)")
     p.add_argument("--sizes", type=_int_list, help=f"element counts (default {','.join(map(str, DEFAULT_SIZES))})")
     p.add_argument("--threads", type=_int_list, help="thread counts (default 1,2)")
     p.add_argument("--min-time", type=float, help="seconds of timed runs per case (default 0.5)")
@@ -1173,6 +1177,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"benchmark_parity: needs olc-core and onnxruntime installed ({exc})", file=sys.stderr)
         return 2
     ops = {o.strip().lower() for o in args.ops.split(",")} if args.ops else None
+    groups = {g.strip() for g in args.groups.split(",")} if args.groups else None
 
     cases: list[Case] = []
     sources: dict[str, str] = {}
@@ -1196,6 +1201,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         gate_modules[module_name] = importlib.import_module(module_name)
     if ops is not None:
         cases = [c for c in cases if c.op.lower() in ops]
+    if groups is not None:
+        cases = [c for c in cases if c.group in groups]
 
     # The ceilings of the efficiency figures, measured before any case (with
     # no worker of either runtime around).
@@ -1225,7 +1232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     extras: list[dict[str, Any]] = []
     for suite, m in gate_modules.items():
         fn = getattr(m, "benchmark_extras", None)
-        if fn is None or ops is not None or args.quick:  # extras measure for seconds: not in the smoke
+        # Extras measure for seconds: not in the smoke, nor in a run narrowed to some cases.
+        if fn is None or ops is not None or groups is not None or args.quick:
             continue
         for x in fn(list(args.threads)):
             extras.append({"suite": suite, "name": x["name"], "value": x.get("value"), "unit": x.get("unit", ""),
