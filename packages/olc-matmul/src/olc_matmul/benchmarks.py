@@ -386,10 +386,11 @@ def _extras_for(threads: int) -> list[dict[str, Any]]:
 
     # The level the sessions run at (the CPU's, or OLC_SIMD's cap): its FMA
     # peak is the one the float32 MatMul is judged against.
-    isa = "avx512" if olc_core.simd.cpu_features()["avx512f"] else "avx2"
+    isa = "avx512" if olc_core.simd.simd_level() == "avx512" else "avx2"
     # bfloat16 pays only with native bf16 dot products (AVX512_BF16, AMX);
     # elsewhere it is widened to float32 and the ratio is reported ungated.
-    native_bf16 = any(olc_core.simd.cpu_features()[f] for f in ("avx512_bf16", "amx_bf16"))
+    features = olc_core.simd.cpu_features()
+    native_bf16 = features["avx512_bf16"] or features["amx_bf16"]
     out = []
     n = 1024
     flops = 2.0 * n * n * n
