@@ -522,23 +522,43 @@ def test_executor_gives_each_thread_the_same_span_every_run():
     odd = _native.executor_probe(3, 1001, 7, 0, False, 5, 0)
     assert odd["min_hits"] == 5 and odd["max_hits"] == 5
     runs = 10
-    # 64 indices on two threads: 32 chunks of 2, each range sleeping 2 ms, so
-    # the worker is awake long before the caller could reach its span.
-    (busy_before, steal_before), own_before, start = _machine_busy_s(), _own_cpu_s(), time.perf_counter()
-    probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
-    (busy_after, steal_after), wall = _machine_busy_s(), time.perf_counter() - start
-    others = (busy_after - busy_before - (_own_cpu_s() - own_before)) / wall
-    stolen = (steal_after - steal_before) / wall
-    assert probe["min_hits"] == runs and probe["max_hits"] == runs
-    if others > 0.25 or stolen > 0.1 or os.environ.get("OLC_SANITIZER") == "thread":
-        # The split itself is checked above; who ran which half needs the
-        # worker awake within 2 ms, which neither a host whose other
-        # processes hold a CPU, nor a VM whose hypervisor takes its vCPUs
-        # away, nor ThreadSanitizer's slowdown can promise.
-        pytest.skip(f"a property of timing: other processes took {others:.2f} CPUs, "
-                    f"the hypervisor {stolen:.2f}, while it ran")
     halves = [0] * 32 + [1] * 32
-    assert sum(owners == halves for owners in probe["owners"]) >= runs - 2, probe["owners"]
+
+    def spans_kept(owners):
+        # Whatever the timing: the caller starts its span (the first half)
+        # from the front, the worker its own from the front, and whoever
+        # takes from the other's span takes from its far end.
+        first, second = owners[:32], owners[32:]
+        return owners[0] == 0 and first == sorted(first) and second == sorted(second, reverse=True)
+
+    # Who ran which half needs the worker awake within 2 ms of the call,
+    # which a 2-vCPU VM cannot always promise: a hypervisor pause that no
+    # counter reports can hold it back for a few runs. Such a pause is rare
+    # and short, so one of three tries must show it; a broken split fails
+    # all three (and the invariant above on every run).
+    noisy = []
+    for _ in range(3):
+        # 64 indices on two threads: 32 chunks of 2, each range sleeping 2
+        # ms, so the worker is awake long before the caller could reach its
+        # span.
+        (busy_before, steal_before), own_before, start = _machine_busy_s(), _own_cpu_s(), time.perf_counter()
+        probe = _native.executor_probe(2, 64, 1, 0, False, runs, 2000)
+        (busy_after, steal_after), wall = _machine_busy_s(), time.perf_counter() - start
+        others = (busy_after - busy_before - (_own_cpu_s() - own_before)) / wall
+        stolen = (steal_after - steal_before) / wall
+        assert probe["min_hits"] == runs and probe["max_hits"] == runs
+        assert all(spans_kept(owners) for owners in probe["owners"]), probe["owners"]
+        if others > 0.25 or stolen > 0.1 or os.environ.get("OLC_SANITIZER") == "thread":
+            # Neither a host whose other processes hold a CPU, nor a VM whose
+            # hypervisor reports taking its vCPUs away, nor ThreadSanitizer's
+            # slowdown can promise the 2 ms.
+            noisy.append(f"other processes took {others:.2f} CPUs, the hypervisor {stolen:.2f}")
+            continue
+        if sum(owners == halves for owners in probe["owners"]) >= runs - 2:
+            return
+    if len(noisy) == 3:
+        pytest.skip("a property of timing: " + "; ".join(noisy))
+    pytest.fail(f"no try gave each thread its own half in {runs - 2} of {runs} runs: {probe['owners']}")
 
 
 def test_executor_cuts_each_span_into_up_to_sixteen_chunks():
