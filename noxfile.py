@@ -370,10 +370,13 @@ def _default_sanitize_targets() -> list[str]:
     families = _families()
     changed = (_git("diff", "--name-only", f"HEAD~{SANITIZE_COMMITS}", "HEAD")
                or _git("diff", "--name-only", "HEAD~1", "HEAD") or "").splitlines()
-    # A change to a family's prose (*.md, docs/) builds and tests nothing new.
+    # A change to a family's prose (*.md, docs/) builds and tests nothing
+    # new, nor does one to its benchmark cases (benchmarks.py: inputs for
+    # tools/benchmark_parity.py; the kernels' code is unchanged, and the
+    # tests that read the cases run in the tests session).
     touched = {parts[1] for parts in (p.split("/") for p in changed)
                if len(parts) > 2 and parts[0] == "packages" and parts[1] in families
-               and parts[2] != "docs" and not parts[-1].endswith(".md")}
+               and parts[2] != "docs" and not parts[-1].endswith(".md") and parts[-1] != "benchmarks.py"}
     count = _git("rev-list", "--count", "HEAD")
     turn = int(count) if count and count.strip().isdigit() else time.gmtime().tm_yday
     return [CORE, *sorted(touched | {families[turn % len(families)]})]
