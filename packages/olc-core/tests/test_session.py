@@ -536,8 +536,11 @@ def test_executor_gives_each_thread_the_same_span_every_run():
     # counter reports can hold it back for a few runs. Such a pause is rare
     # and short, so one of three tries must show it; a broken split fails
     # all three (and the invariant above on every run).
+    # Under ThreadSanitizer one try checks the invariant; its slowdown never
+    # gives the 2 ms, so more tries would only repeat the skip.
+    tsan = os.environ.get("OLC_SANITIZER") == "thread"
     noisy = []
-    for _ in range(3):
+    for _ in range(1 if tsan else 3):
         # 64 indices on two threads: 32 chunks of 2, each range sleeping 2
         # ms, so the worker is awake long before the caller could reach its
         # span.
@@ -548,10 +551,11 @@ def test_executor_gives_each_thread_the_same_span_every_run():
         stolen = (steal_after - steal_before) / wall
         assert probe["min_hits"] == runs and probe["max_hits"] == runs
         assert all(spans_kept(owners) for owners in probe["owners"]), probe["owners"]
-        if others > 0.25 or stolen > 0.1 or os.environ.get("OLC_SANITIZER") == "thread":
-            # Neither a host whose other processes hold a CPU, nor a VM whose
-            # hypervisor reports taking its vCPUs away, nor ThreadSanitizer's
-            # slowdown can promise the 2 ms.
+        if tsan:
+            pytest.skip("a property of timing: ThreadSanitizer's slowdown")
+        if others > 0.25 or stolen > 0.1:
+            # Neither a host whose other processes hold a CPU nor a VM whose
+            # hypervisor reports taking its vCPUs away can promise the 2 ms.
             noisy.append(f"other processes took {others:.2f} CPUs, the hypervisor {stolen:.2f}")
             continue
         if sum(owners == halves for owners in probe["owners"]) >= runs - 2:
