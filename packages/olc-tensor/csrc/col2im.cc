@@ -17,10 +17,12 @@
 // at its start, each axis padded at the end (as onnx.reference and the node
 // suite; onnxruntime reads the indices as flat over output_shape itself, the
 // same whenever output_shape is the inferred shape). Every index is checked
-// before the output exists; a duplicate index keeps the last value in
-// X's order. When every index of a plane stays in that plane, planes run in
-// parallel.
+// before it is used and a bad one fails the run (the output buffer, new and
+// the runtime's, is then dropped unseen); a duplicate index keeps the last
+// value in X's order. When every index of a plane stays in that plane,
+// planes run in parallel.
 #include <algorithm>
+#include <atomic>
 #include <memory>
 
 #include "common.h"
@@ -339,26 +341,12 @@ class MaxUnpool final : public Kernel {
     const int64_t planes = x.shape[0] * x.shape[1];
     const int64_t in_plane = planes ? total_in / planes : 0, inf_plane = planes ? total_inf / planes : 0;
     const int64_t* I = static_cast<const int64_t*>(ind.data);
-    bool local = true;  // every index stays in its own plane
-    for (int64_t p = 0; p < planes; ++p) {
-      const int64_t lo = p * inf_plane, hi = lo + inf_plane;
-      // One vectorized pass settles the usual plane; only a plane with an
-      // index outside it is looked at index by index.
-      if (isa.within(I + p * in_plane, in_plane, lo, inf_plane)) continue;
-      for (int64_t i = p * in_plane; i < (p + 1) * in_plane; ++i) {
-        if (I[i] >= lo && I[i] < hi) continue;
-        if (I[i] < 0 || I[i] >= total_inf)
-          return fail(ctx, "I[%lld] = %lld is outside [0, %lld) (the unpooled shape %s)", (long long)i,
-                      (long long)I[i], (long long)total_inf, shape_str(inferred.data(), rank).c_str());
-        local = false;
-      }
-    }
     void* y = g_api->allocate_output(ctx, 0, dtype, rank, oshape.data());
     if (!y && total_out > 0) return OLC_ERROR;
     if (total_out == 0) return OLC_OK;
     const bool same = oshape == inferred;
     const int64_t out_plane = total_out / planes;
-    auto scatter = [&](int64_t p0, int64_t p1) {
+    auto scatter = [&](int64_t p0, int64_t p1, bool local) {
       // Output planes [p0, p1) zeroed, then the values of input planes [p0, p1).
       switch (olc_dtype_size(dtype)) {
         case 2: place<uint16_t>(x.data, I, y, p0, p1, in_plane, out_plane, same, local, inferred, oshape); break;
@@ -366,12 +354,32 @@ class MaxUnpool final : public Kernel {
         default: place<uint64_t>(x.data, I, y, p0, p1, in_plane, out_plane, same, local, inferred, oshape); break;
       }
     };
+    // The usual case, every index inside its own plane: planes in parallel,
+    // each checked (one vectorized pass) right before its scatter, while its
+    // indices are in cache; a plane that fails is left unwritten. A separate
+    // check of every index before the output exists read the indices once
+    // more from memory: a quarter of the one-thread time. The buffer is the
+    // runtime's and new, so a failed run still shows no output.
+    std::atomic<bool> stray{false};
     const int64_t es = static_cast<int64_t>(olc_dtype_size(dtype));
-    if (local) {
-      par_for(ctx, planes, 1, total_out * es, parallel_min_bytes("MaxUnpool"), scatter);
-    } else {
-      scatter(0, planes);
+    par_for(ctx, planes, 1, total_out * es, parallel_min_bytes("MaxUnpool"), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        if (isa.within(I + p * in_plane, in_plane, p * inf_plane, inf_plane)) {
+          scatter(p, p + 1, true);
+        } else {
+          stray.store(true, std::memory_order_relaxed);
+        }
+      }
+    });
+    if (!stray.load()) return OLC_OK;
+    // Some index leaves its plane: an error unless it is inside the
+    // unpooled shape; then every plane again, in order, indices crossing planes.
+    for (int64_t i = 0; i < total_in; ++i) {
+      if (I[i] < 0 || I[i] >= total_inf)
+        return fail(ctx, "I[%lld] = %lld is outside [0, %lld) (the unpooled shape %s)", (long long)i,
+                    (long long)I[i], (long long)total_inf, shape_str(inferred.data(), rank).c_str());
     }
+    scatter(0, planes, false);
     return OLC_OK;
   }
 

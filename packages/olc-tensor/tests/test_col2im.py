@@ -255,6 +255,27 @@ def test_max_unpool_cross_plane_indices_and_threads():
     np.testing.assert_array_equal(got, ReferenceEvaluator(m).run(None, {"x": y, "i": i2})[0])
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("bad", [-3, 2 * 64 * 16 * 16])
+def test_max_unpool_bad_index_in_a_late_plane(threads, bad):
+    """Planes are checked as they are scattered: an index outside the
+    unpooled shape in the last plane, after the earlier planes' scatter,
+    still fails the run with the index named, and the next good run is right."""
+    rng = np.random.default_rng(21)
+    attrs = {"kernel_shape": [2, 2], "strides": [2, 2]}
+    y, i = max_pool_outputs(rng.standard_normal((2, 64, 16, 16)).astype(np.float32), attrs)
+    m = unpool_model(attrs)
+    sess = olc_core.Session(m, strict=True, threads=threads)
+    bad_i = i.copy()
+    bad_i[1, 63, 7, 7] = bad
+    flat = bad_i.size - 1
+    with pytest.raises(olc_core.OlcError) as info:
+        sess.run(None, {"x": y, "i": bad_i})
+    msg = str(info.value)
+    assert "MaxUnpool" in msg and f"I[{flat}] = {bad} is outside [0, {2 * 64 * 16 * 16})" in msg, msg
+    np.testing.assert_array_equal(sess.run(None, {"x": y, "i": i})[0], ReferenceEvaluator(m).run(None, {"x": y, "i": i})[0])
+
+
 @pytest.mark.parametrize("at", ["end", "start"])
 def test_max_unpool_guarded(at):
     rng = np.random.default_rng(13)
