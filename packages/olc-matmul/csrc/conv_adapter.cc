@@ -158,6 +158,7 @@ struct ConvState : ConvAttrs {
   const olc_tuning_param* t_stream = nullptr;
   const olc_tuning_param* t_pwd = nullptr;
   const olc_tuning_param* t_trows = nullptr;
+  const olc_tuning_param* t_inplace = nullptr;
   const olc_tuning_param* t_shared = nullptr;
   const olc_tuning_param* t_rows = nullptr;
   const olc_tuning_param* t_gemv = nullptr;
@@ -766,6 +767,7 @@ struct GemmTJob {
   // on two threads, in-process alternation: 35-36 -> 28 us (22 us where
   // the output block is one no parallel node read); 512->512 96.5 -> 95.
   bool claim;
+  bool in_place;  // strips may be read in place (strip_in_place)
   std::atomic<bool>* failed;
 };
 
@@ -806,6 +808,17 @@ void strip_runs_of(const GemmTJob& job, int64_t rows, int64_t si, int64_t* r) {
 // 960->320 171-206 -> 165-187, 512->512 136-169 -> 131-149; 256->1024 and
 // 512->2048 (32 and 64 panels) the same within the noise.
 constexpr int64_t kInPlaceMaxColumns = 512;
+
+// Whether strips are read in place by default at a level of MR rows: a
+// strip's k step reads MR floats of a row of X, a cache line (or two) per
+// k for MR * 4 bytes of it. AVX-512's 12 (48 of 64 bytes) read in place
+// (the numbers above); AVX2's 6 (24 bytes) lost: on an AVX2-only AMD EPYC
+// (Zen 3), one thread, in-process alternation against onnxruntime, copied
+// against in place: 1x1 960->160 at 7x7 batch 8 0.97 against 0.74 of
+// onnxruntime's speed, batch 1 0.95 against 0.79, two threads 0.84 against
+// 0.69; 1024->256 at 14x14 batch 8 on two threads 1.01 against 0.80;
+// 512->2048 at 7x7 and 256->64 at 56x56 the same within the noise.
+int64_t pointwise_in_place_default(int MR) { return MR * int64_t{sizeof(float)} >= 32 ? 1 : 0; }
 
 const float* strip_in_place(const GemmTJob& job, const float* srcg, int64_t rows, int64_t si, const int64_t* r) {
   const int MR = job.isa->mr_f32;
@@ -938,7 +951,7 @@ void gemmt_range(void* user, int64_t begin, int64_t end) {
       for (int64_t si = 0; si < nstrips; ++si) {
         int64_t* r = runs.data() + si * (3 * MR + 1);
         strip_runs_of(job, rows, si, r);
-        inplace[si] = ldc > kInPlaceMaxColumns ? nullptr : strip_in_place(job, srcg, rows, si, r);
+        inplace[si] = !job.in_place || ldc > kInPlaceMaxColumns ? nullptr : strip_in_place(job, srcg, rows, si, r);
       }
     }
     Epi<float> ep = bias_epilogue(true);
@@ -1448,6 +1461,11 @@ void* conv_create_impl(const olc_core_api* api, const olc_node_info* node, bool 
   // The transposed product stacks the positions of up to this many
   // output positions (whole images) into its rows per chunk.
   st->t_trows = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "transposed_max_rows", 2048);
+  // 1: a pointwise convolution's transposed product reads its strips in
+  // place from X (strip_in_place); 0: copies them. By default only where a
+  // strip's MR floats fill most of a cache line (pointwise_in_place_default).
+  st->t_inplace = api->tuning_declare_int(lib, "Conv", st->ks.isa_name, dt, "pointwise_in_place",
+                                          pointwise_in_place_default(st->ks.isa->mr_f32));
   // On several threads, a transposed product's strips of at least this
   // many values are built once for all its tasks (see run_tasks); fewer
   // are built faster by each task than handed out (1x1 512->2048 at 7x7,
@@ -2018,6 +2036,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // (each task builds only its own rows), else the panels.
   GemmTJob tj{};
   GemmDJob dj{};
+  const bool in_place = g_api->tuning_read_int(st->t_inplace) != 0;
   const int64_t npg = (g.Mg + NR - 1) / NR;
   auto run_tasks = [&](int64_t nimg) {
     if (direct_t) {
@@ -2040,6 +2059,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
       // process: 1x1 960->160 at 7x7 161-188 -> 126-140 us (before, slower
       // than on one thread), 576->96 61 -> 56, 96->576 47 -> 41.
       tj.strips = nullptr;
+      tj.in_place = in_place;
       if (threads > 1 && nimg >= threads && nimg * g.out_sp >= g.Mg) {
         tj.ipt = (nimg + threads - 1) / threads;
       } else if (threads > 1) {
@@ -2060,6 +2080,10 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
         const int64_t floats = g.G * nkb * nstrips * MR * kstep;
         if (npg >= 4 * threads && g.pointwise && nimg == 1) {
           tj.ppt = std::max<int64_t>(1, std::min(npg / (4 * threads), kInPlaceMaxColumns / NR));
+          // In place whatever pointwise_in_place says: copied, every share
+          // copies them again (AVX2 Zen 3, 512->2048 at 7x7, two threads:
+          // 0.92 of onnxruntime's speed in place, 0.83 copied).
+          tj.in_place = true;
         } else if (npg >= 4 * threads && floats >= g_api->tuning_read_int(st->t_shared) &&
                    floats * int64_t{sizeof(float)} <= l2_three_quarters(cache_info())) {
           float* strips = t_strips.get(static_cast<size_t>(floats));

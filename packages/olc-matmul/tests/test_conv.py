@@ -679,6 +679,44 @@ def test_pointwise_splits(case, mode):
             tuning.reset("olc_matmul", "Conv", "pointwise_direct", implementation=level, dtype="float32")
 
 
+# Pointwise convolutions as the transposed product: one image, images
+# stacked (a strip spanning two of them), groups, a strided 1x1 (its
+# subsampled copy read as the source), K blocks, a partial W^T panel.
+POINTWISE_IN_PLACE_CASES = [
+    ((1, 96, 3, 3), (160, 96, 1, 1), {}),
+    ((3, 40, 3, 3), (48, 40, 1, 1), {}),
+    ((2, 64, 5, 5), (96, 32, 1, 1), {"group": 2}),
+    ((2, 300, 3, 3), (40, 300, 1, 1), {}),
+    ((1, 48, 5, 5), (80, 48, 1, 1), {"strides": [2, 2]}),
+    ((1, 96, 5, 5), (512, 96, 1, 1), {}),  # one image, panel shares on two threads
+]
+
+
+@pytest.mark.parametrize("case", POINTWISE_IN_PLACE_CASES, ids=[str(i) for i in range(len(POINTWISE_IN_PLACE_CASES))])
+def test_pointwise_strips_in_place_or_copied(case):
+    """The transposed product's strips read in place from X
+    (pointwise_in_place 1, the AVX-512 default) or copied (0, the AVX2
+    default): the same sums in the same order, so the same bits, and the
+    float64 reference; every level, one and two threads."""
+    from recurrent import tuned
+
+    xs, ws, attrs = case
+    rng = np.random.default_rng(43)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        for threads in (1, 2):
+            ys = []
+            for in_place in (0, 1):
+                with tuned("Conv", pointwise_in_place=in_place):
+                    y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+                assert "pointwise-gemm-transposed" in s.kernel_usage_details()[0], s.kernel_usage_details()
+                check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads} in_place {in_place}")
+                ys.append(y)
+            np.testing.assert_array_equal(ys[0], ys[1], err_msg=f"{level} t{threads}")
+
+
 POINTWISE_TAIL_CASES = [
     ((1, 16, 10, 10), (40, 16, 1, 1)),    # 100 positions: a last panel of 4 (2 at AVX2, 4 at the baseline)
     ((2, 64, 14, 14), (70, 64, 1, 1)),    # 196: a partial last W^T panel of channels, two images
