@@ -813,11 +813,12 @@ constexpr int64_t kInPlaceMaxColumns = 512;
 // strip's k step reads MR floats of a row of X, a cache line (or two) per
 // k for MR * 4 bytes of it. AVX-512's 12 (48 of 64 bytes) read in place
 // (the numbers above); AVX2's 6 (24 bytes) lost: on an AVX2-only AMD EPYC
-// (Zen 3), one thread, in-process alternation against onnxruntime, copied
-// against in place: 1x1 960->160 at 7x7 batch 8 0.97 against 0.74 of
-// onnxruntime's speed, batch 1 0.95 against 0.79, two threads 0.84 against
-// 0.69; 1024->256 at 14x14 batch 8 on two threads 1.01 against 0.80;
-// 512->2048 at 7x7 and 256->64 at 56x56 the same within the noise.
+// (Zen 3), in-process alternation (the order rotated every round), ratio
+// to onnxruntime, copied against in place: 1x1 960->160 at 7x7 batch 1 one
+// thread 0.96-1.08 against 0.80-0.90, batch 8 0.81-0.83 against 0.71-0.77,
+// batch 8 two threads 0.79-0.87 against 0.70-0.71; 1024->256 at 14x14
+// batch 8 two threads 0.99 against 0.92; 512->2048 at 7x7 the same within
+// the noise.
 int64_t pointwise_in_place_default(int MR) { return MR * int64_t{sizeof(float)} >= 32 ? 1 : 0; }
 
 const float* strip_in_place(const GemmTJob& job, const float* srcg, int64_t rows, int64_t si, const int64_t* r) {
