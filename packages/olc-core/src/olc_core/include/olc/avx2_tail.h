@@ -5,7 +5,12 @@
 // The store is at most two overlapping plain stores (4 + 4, 2 + 1 or one)
 // rather than AVX2's masked store: vmaskmovps's store form is microcoded on
 // AMD Zen (Zen 2, a 6-float row: 3.7 ns masked, 0.8 ns so). Its load form
-// is one ordinary load there and on Intel, and stays.
+// is one ordinary load there and on Intel, and stays; but in one copy loop
+// (olc-matmul's copy_tail: a pointwise convolution's 6-float strip rows
+// built between microkernel calls, Zen 3) the masked load took a quarter
+// of the layer where two plain overlapping loads did not, though a
+// standalone loop of the same copies showed no difference: measure a
+// masked load in its hot loop before relying on it.
 #ifndef OLC_AVX2_TAIL_H_
 #define OLC_AVX2_TAIL_H_
 
