@@ -682,11 +682,13 @@ def test_pointwise_splits(case, mode):
 # Pointwise convolutions as the transposed product: one image, images
 # stacked (a strip spanning two of them), groups, a strided 1x1 (its
 # subsampled copy read as the source), K blocks, a partial W^T panel.
+# Each shape takes the transposed product at every level (few positions,
+# output channels that fill the W^T panels: prefer_transposed).
 POINTWISE_IN_PLACE_CASES = [
     ((1, 96, 3, 3), (160, 96, 1, 1), {}),
     ((3, 40, 3, 3), (48, 40, 1, 1), {}),
-    ((2, 64, 5, 5), (96, 32, 1, 1), {"group": 2}),
-    ((2, 300, 3, 3), (40, 300, 1, 1), {}),
+    ((2, 64, 3, 3), (128, 32, 1, 1), {"group": 2}),
+    ((2, 300, 3, 3), (64, 300, 1, 1), {}),
     ((1, 48, 5, 5), (80, 48, 1, 1), {"strides": [2, 2]}),
     ((1, 96, 5, 5), (512, 96, 1, 1), {}),  # one image, panel shares on two threads
 ]
