@@ -62,6 +62,28 @@ def test_matmul_large_paths(level, threads):
         check_close(y, ref, prod, K, "float32", f"{level} {M}x{N}x{K}")
 
 
+# Matrix-vector products whose matrix rows are 2 or 4 KiB apart (K = 512,
+# 1024, 1536 float32; 256 float64), read in blocks of 8 rows instead of 16
+# at AVX-512: row counts leaving a partial block, then the 4-row and
+# one-row loops; A x b (N = 1) and a x B^T (M = 1, transB).
+GEMV_SET_CASES = [(1027, 1, 512, 0), (1031, 1, 1024, 0), (21, 1, 1536, 0), (1, 37, 1024, 1), (1, 19, 512, 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("t", ["float32", "float64"])
+def test_gemv_rows_a_cache_set_apart(t, level, threads):
+    rng = np.random.default_rng(5)
+    for M, N, K, tb in GEMV_SET_CASES:
+        s = session(model("Gemm", [("a", t), ("b", t)], [("y", t)], {"transB": tb}), level, threads)
+        a, b = rand(rng, (M, K), t), rand(rng, (N, K) if tb else (K, N), t)
+        y = s.run(None, {"a": a, "b": b})[0]
+        assert y.shape == (M, N)
+        assert "gemv" in s.kernel_usage_details()[0], s.kernel_usage_details()
+        ref, prod = ref_gemm(a, b, None, 1.0, 0.0, False, bool(tb))
+        check_close(y, ref, prod, K, t, f"{t} {level} t{threads} {M}x{N}x{K} transB {tb}")
+
+
 BIAS_SHAPES = [None, (), (1,), ("N",), (1, "N"), ("M", 1), ("M", "N"), (1, 1)]
 
 
