@@ -130,6 +130,15 @@ void pack_b(const S* B, bool transB, int64_t ldb, int64_t k0, int64_t kc, int64_
   }
 }
 
+// Whether reading `rows` rows of A in place, lda_bytes apart, keeps more
+// lines of one L1 set live than its 8 ways: rows a multiple of 4 KiB
+// apart all map to one set. AVX-512's 12 rows at K = 1024, 2048 or 3072
+// float32 ran 5-7 % slower in place than packed (Zen 4, one thread:
+// 1024^3 93.5 -> 99.3 GFLOP/s, 128x768x3072 88 -> 93.5, constant B
+// 128x1024x1024 96 -> 103), where AVX2's 6 rows, or 12 rows 2 KiB apart
+// (6 a set), read in place as fast or faster.
+bool rows_crowd_l1_set(int64_t lda_bytes, int64_t rows) { return rows > 8 && lda_bytes % 4096 == 0; }
+
 // dst: kc x MR, k-major; rows past mr are not written (never read).
 template <typename S, typename T>
 void pack_a(const S* A, bool transA, int64_t lda, int64_t m0, int mr, int64_t k0, int64_t kc, int MR, T* dst) {
@@ -371,8 +380,10 @@ void general_task(const Job<S>& job, int64_t bi, int64_t m0, int64_t m1, int64_t
   // Few row blocks: packing B costs more than its reuse saves; read full
   // panels of a row-major B in place.
   const bool direct_b = direct && !pk && !d.transB && (mlen + MR - 1) / MR <= job.tun->direct_b_max_mblocks;
-  // A row-major in the compute type: the kernel reads its rows in place.
-  const bool direct_a = direct && !d.transA && job.tun->direct_a;
+  // A row-major in the compute type: the kernel reads its rows in place
+  // (unless they crowd an L1 set).
+  const bool direct_a = direct && !d.transA && job.tun->direct_a &&
+                        !rows_crowd_l1_set(d.lda * int64_t{sizeof(T)}, std::min<int64_t>(MR, mlen));
   // Prepacked B walked panel by panel (below) keeps no A strip in L1, so
   // K blocks may be longer: equal blocks of at most 1.5 kc, fewer passes
   // over C (K 384 in one block rather than 256 + 128: MiniLM's projections
@@ -673,7 +684,8 @@ void choose_grid(const GemmTuning& tun, const GemmDesc& d, const GemmBatch& b, i
       double t = mlen * nlen * K;
       const bool direct_b = direct && !d.transB && ceil_div(static_cast<int64_t>(mlen), MR) <= tun.direct_b_max_mblocks;
       if (!b.packed && !direct_b) t += nlen * K * kPackBCost;
-      const bool direct_a = direct && !d.transA && tun.direct_a;
+      const bool direct_a = direct && !d.transA && tun.direct_a &&
+                            !rows_crowd_l1_set(d.lda * int64_t{sizeof(T)}, std::min<int64_t>(MR, d.M));
       t += mlen * K * (direct_a ? kReadACost : kPackACost) * static_cast<double>(ceil_div(static_cast<int64_t>(nlen), NC));
       t += kTaskCost;
       const double rounds = static_cast<double>(ceil_div(tasks, threads));

@@ -51,11 +51,12 @@ def test_matmul_dynamic_shapes(t, level, threads):
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("level", LEVELS)
 def test_matmul_large_paths(level, threads):
-    """Shapes that reach K blocking, N blocking, split K and the thread grid."""
+    """Shapes that reach K blocking, N blocking, split K and the thread grid;
+    rows of A 4 KiB apart (K = 1024: packed at AVX-512, read in place below)."""
     rng = np.random.default_rng(2)
     s = session(model("MatMul", [("a", "float32"), ("b", "float32")], [("y", "float32")]), level, threads)
     for M, N, K in [(2, 2, 4096), (32, 32, 1500), (97, 1100, 70), (1, 1030, 600), (700, 1, 600), (64, 64, 513),
-                    (130, 70, 260)]:
+                    (130, 70, 260), (37, 45, 1024), (8, 40, 1024)]:
         a, b = rand(rng, (M, K), "float32"), rand(rng, (K, N), "float32")
         y = s.run(None, {"a": a, "b": b})[0]
         ref, prod = ref_gemm(a, b, None, 1.0, 0.0, False, False)
