@@ -258,6 +258,20 @@ struct Op {
     return LSE{m, s};
   }
 
+  // Folds a contiguous row of n elements into the accumulators a[0, n) (a
+  // kept inner dimension): SIMD for float32 (all but Prod and LogSumExp).
+  static void columns(Acc* a, const T* x, int64_t n, const RowReduceF32& rr) {
+    if constexpr (std::is_same<T, float>::value && K != RKind::Prod && K != RKind::LogSumExp) {
+      if constexpr (K == RKind::Sum || K == RKind::Mean) rr.col_sum(a, x, n);
+      else if constexpr (K == RKind::Max) rr.col_max(a, x, n);
+      else if constexpr (K == RKind::Min) rr.col_min(a, x, n);
+      else if constexpr (K == RKind::L1) rr.col_sum_abs(a, x, n);
+      else rr.col_sum_sq(a, x, n);  // L2, SumSquare
+    } else {
+      for (int64_t i = 0; i < n; ++i) a[i] = step(a[i], x[i]);
+    }
+  }
+
   static T finish(Acc a, int64_t count) {
     if constexpr (K == RKind::Mean) {
       if constexpr (Tr::is_float) return Tr::store(a / static_cast<double>(count));
@@ -338,8 +352,7 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
                 if (inner_red) {
                   acc[o] = O::row(acc[o], row, inner, p.rr);
                 } else {
-                  Acc* ar = acc.data() + o;
-                  for (int64_t i = 0; i < inner; ++i) ar[i] = O::step(ar[i], row[i]);
+                  O::columns(acc.data() + o, row, inner, p.rr);
                 }
                 for (int k = m - 2; k >= first; --k) {
                   o += p.ostride[k];
@@ -834,9 +847,21 @@ double row_sum_exp(const float* x, int64_t n, double m) {
   for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(x[i]) - m);
   return s;
 }
+template <int F>
+void col_sum(double* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] += term<F>(x[i]);
+}
+template <bool kMax>
+void col_extreme(double* acc, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i], a = acc[i];
+    acc[i] = (v != v || a != a) ? std::numeric_limits<double>::quiet_NaN() : kMax ? (v > a ? v : a) : (v < a ? v : a);
+  }
+}
 }  // namespace
 RowReduceF32 row_reduce_f32() {
-  return {&row_sum<0>, &row_extreme<true>, &row_extreme<false>, &row_sum<1>, &row_sum<2>, &row_sum_exp, "scalar"};
+  return {&row_sum<0>,  &row_extreme<true>, &row_extreme<false>, &row_sum<1>,         &row_sum<2>,          &row_sum_exp,
+          &col_sum<0>,  &col_sum<1>,        &col_sum<2>,         &col_extreme<true>,  &col_extreme<false>,  "scalar"};
 }
 }  // namespace scalar
 

@@ -126,10 +126,41 @@ float extreme(const float* x, int64_t n) {
   return r;
 }
 
+template <Fn F>
+void col_sum(double* acc, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), term<F>(_mm256_cvtps_pd(_mm256_castps256_ps128(v)))));
+    _mm256_storeu_pd(acc + i + 4,
+                     _mm256_add_pd(_mm256_loadu_pd(acc + i + 4), term<F>(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)))));
+  }
+  for (; i < n; ++i) acc[i] += term1<F>(x[i]);
+}
+
+// max_pd / min_pd(v, a) return a on a tie or when a is NaN; a NaN in v is
+// put in explicitly (the canonical quiet NaN, as the scalar fold gives).
+template <bool kMax>
+void col_extreme(double* acc, const float* x, int64_t n) {
+  const __m256d qnan = _mm256_set1_pd(std::numeric_limits<double>::quiet_NaN());
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d v = _mm256_cvtps_pd(_mm_loadu_ps(x + i)), a = _mm256_loadu_pd(acc + i);
+    const __m256d m = kMax ? _mm256_max_pd(v, a) : _mm256_min_pd(v, a);
+    _mm256_storeu_pd(acc + i, _mm256_blendv_pd(m, qnan, _mm256_cmp_pd(v, v, _CMP_UNORD_Q)));
+  }
+  for (; i < n; ++i) {
+    const double v = x[i], a = acc[i];
+    acc[i] = (v != v || a != a) ? std::numeric_limits<double>::quiet_NaN() : kMax ? (v > a ? v : a) : (v < a ? v : a);
+  }
+}
+
 }  // namespace
 
 RowReduceF32 row_reduce_f32() {
-  return {&sum_of<Fn::Id>, &extreme<true>, &extreme<false>, &sum_of<Fn::Abs>, &sum_of<Fn::Sq>, &sum_exp, "avx2"};
+  return {&sum_of<Fn::Id>,       &extreme<true>,       &extreme<false>,      &sum_of<Fn::Abs>,
+          &sum_of<Fn::Sq>,       &sum_exp,             &col_sum<Fn::Id>,     &col_sum<Fn::Abs>,
+          &col_sum<Fn::Sq>,      &col_extreme<true>,   &col_extreme<false>,  "avx2"};
 }
 
 }  // namespace avx2

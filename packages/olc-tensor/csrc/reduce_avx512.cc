@@ -105,10 +105,43 @@ float extreme(const float* x, int64_t n) {
   return kMax ? _mm512_reduce_max_ps(m) : _mm512_reduce_min_ps(m);
 }
 
+template <Fn F>
+void col_sum(double* acc, const float* x, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i), term<F>(_mm512_cvtps_pd(_mm512_castps512_ps256(v)))));
+    _mm512_storeu_pd(acc + i + 8,
+                     _mm512_add_pd(_mm512_loadu_pd(acc + i + 8), term<F>(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)))));
+  }
+  for (; i < n; i += 8) {
+    const int64_t k = n - i < 8 ? n - i : 8;
+    const __mmask8 m = static_cast<__mmask8>((1u << k) - 1u);
+    const __m512d a = _mm512_maskz_loadu_pd(m, acc + i);
+    _mm512_mask_storeu_pd(acc + i, m, _mm512_add_pd(a, term<F>(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + i)))));
+  }
+}
+
+// max_pd / min_pd(v, a) return a on a tie or when a is NaN; a NaN in v is
+// put in explicitly (the canonical quiet NaN, as the scalar fold gives).
+template <bool kMax>
+void col_extreme(double* acc, const float* x, int64_t n) {
+  const __m512d qnan = _mm512_set1_pd(std::numeric_limits<double>::quiet_NaN());
+  for (int64_t i = 0; i < n; i += 8) {
+    const int64_t k = n - i < 8 ? n - i : 8;
+    const __mmask8 m = static_cast<__mmask8>((1u << k) - 1u);
+    const __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + i)), a = _mm512_maskz_loadu_pd(m, acc + i);
+    const __m512d r = kMax ? _mm512_max_pd(v, a) : _mm512_min_pd(v, a);
+    _mm512_mask_storeu_pd(acc + i, m, _mm512_mask_blend_pd(_mm512_cmp_pd_mask(v, v, _CMP_UNORD_Q), r, qnan));
+  }
+}
+
 }  // namespace
 
 RowReduceF32 row_reduce_f32() {
-  return {&sum_of<Fn::Id>, &extreme<true>, &extreme<false>, &sum_of<Fn::Abs>, &sum_of<Fn::Sq>, &sum_exp, "avx512"};
+  return {&sum_of<Fn::Id>,       &extreme<true>,       &extreme<false>,      &sum_of<Fn::Abs>,
+          &sum_of<Fn::Sq>,       &sum_exp,             &col_sum<Fn::Id>,     &col_sum<Fn::Abs>,
+          &col_sum<Fn::Sq>,      &col_extreme<true>,   &col_extreme<false>,  "avx512"};
 }
 
 }  // namespace avx512

@@ -1,5 +1,6 @@
 // Row reductions of float32 (the hot case of ReduceSum/Mean/Max/Min/L1/L2/
-// SumSquare over a contiguous inner axis): sums (of x, |x| or x*x)
+// SumSquare over a contiguous inner axis), and the column form that folds
+// a row into a row of accumulators (a kept inner axis): sums (of x, |x| or x*x)
 // accumulate in float64 across several independent accumulators; max/min
 // propagate NaN; sum_exp feeds ReduceLogSumExp (float64 exp: the library's
 // in scalar code, a degree-11 polynomial after range reduction in the SIMD
@@ -22,6 +23,14 @@ struct RowReduceF32 {
   // sum of exp(x - m) in float64, for finite m >= every x (no NaN);
   // terms below exp(-700) count as that (they vanish next to the 1 of x = m).
   double (*sum_exp)(const float* x, int64_t n, double m);
+  // Columns: acc[i] = acc[i] + f(x[i]) (f as above), or max/min(acc[i],
+  // x[i]) where a NaN on either side gives NaN and a tie keeps acc[i]; the
+  // float64 accumulators of a kept inner axis, i < n.
+  void (*col_sum)(double* acc, const float* x, int64_t n);
+  void (*col_sum_abs)(double* acc, const float* x, int64_t n);
+  void (*col_sum_sq)(double* acc, const float* x, int64_t n);
+  void (*col_max)(double* acc, const float* x, int64_t n);
+  void (*col_min)(double* acc, const float* x, int64_t n);
   const char* isa;
 };
 

@@ -280,6 +280,26 @@ def test_float32_rows_every_level(level, op):
     assert f"olc_tensor::{op}" in sess.kernel_usage()
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("op", ("ReduceL1", "ReduceL2", "ReduceSumSquare"))
+def test_float32_columns_every_level(level, op):
+    """The float32 column kernels of |x| and x*x (a kept inner axis,
+    float64 accumulators; scalar, AVX2, AVX-512): every width around the
+    vector widths and their tails, NaN and infinities in some columns."""
+    rng = np.random.default_rng(seed_of(level, op, "columns"))
+    model, _ = build(op, "float32", [0], 0, 18)
+    with olc_core.simd_cap(level):
+        sess = olc_core.Session(model, strict=True, record_usage=True)
+    for n in list(range(1, 40)) + [4095, 4096, 4097]:
+        x = (rng.standard_normal((6, n)) * 10).astype(np.float32)
+        x[1, n // 2] = np.nan
+        x[2, n - 1] = -np.inf
+        x[3, 0] = np.inf
+        (got,) = sess.run(None, {"x": x, "a": np.array([0], np.int64)})
+        check(op, got, oracle(op, x, [0], 0), x, f"{level} n={n}", [0])
+    assert f"olc_tensor::{op}" in sess.kernel_usage()
+
+
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("threads", (1, 2))
 def test_large_rows_and_columns(op, threads):
