@@ -316,6 +316,48 @@ struct Plan {
   int64_t out_count = 1, red_count = 1;
 };
 
+// An outermost reduced dimension over a kept inner one (ReduceSum over
+// axis 0, ReduceMean over the steps of [1, T, C]): no kept outer slices to
+// share out, so blocks of the inner columns go to the threads instead, each
+// folding its columns of every row in the same order as one thread would.
+constexpr int64_t kColumnBlock = 64;
+
+template <class T, RKind K>
+void reduce_column_blocks(olc_context* ctx, const Plan& p, const T* x, T* y) {
+  using O = Op<T, K>;
+  using Acc = typename O::Acc;
+  const int m = p.m;
+  const int64_t inner = p.d[m - 1];
+  const int64_t rows = [&] {
+    int64_t r = 1;
+    for (int k = 0; k < m - 1; ++k) r *= p.d[k];
+    return r;
+  }();
+  const int64_t kept_rows = p.out_count / inner;  // the output's rows (kept outer dimensions)
+  const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
+  // One range of blocks per thread: each range walks every row once.
+  const int64_t threads = ctx ? std::max<int64_t>(1, g_api->concurrency(ctx)) : 1;
+  par_for(ctx, blocks, (blocks + threads - 1) / threads, rows * inner * static_cast<int64_t>(sizeof(T)),
+          parallel_min_bytes("Reduce"),
+          [&](int64_t b, int64_t e) {
+            const int64_t c0 = b * kColumnBlock, c1 = std::min(inner, e * kColumnBlock), w = c1 - c0;
+            std::vector<Acc> acc(static_cast<size_t>(kept_rows * w), O::init());
+            int64_t idx[kMaxRank] = {};
+            int64_t o = 0;  // the row's first output (a multiple of inner)
+            for (int64_t r = 0; r < rows; ++r) {
+              O::columns(acc.data() + o / inner * w, x + r * inner + c0, w, p.rr);
+              for (int k = m - 2; k >= 0; --k) {
+                o += p.ostride[k];
+                if (++idx[k] < p.d[k]) break;
+                o -= p.ostride[k] * p.d[k];
+                idx[k] = 0;
+              }
+            }
+            for (int64_t k = 0; k < kept_rows; ++k)
+              for (int64_t i = 0; i < w; ++i) y[k * inner + c0 + i] = O::finish(acc[k * w + i], p.red_count);
+          });
+}
+
 template <class T, RKind K>
 void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
   using O = Op<T, K>;
@@ -330,6 +372,10 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
   const bool inner_red = p.red[m - 1];
   // Parallel over the outermost dimension when it is kept.
   const bool split = m > 1 && !p.red[0] && p.d[0] > 1;
+  if (!split && !inner_red && m > 1 && inner >= 2 * kColumnBlock) {
+    reduce_column_blocks<T, K>(ctx, p, x, y);
+    return;
+  }
   const int64_t n0 = split ? p.d[0] : 1;
   const int64_t in_block = [&] {
     int64_t s = 1;
