@@ -280,6 +280,21 @@ def test_float32_rows_every_level(level, op):
     assert f"olc_tensor::{op}" in sess.kernel_usage()
 
 
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("axes", ([0], [0, 2]))
+def test_column_blocks_split_between_threads(op, axes):
+    """An outermost reduced dimension over a kept inner one (1,000 columns:
+    blocks of 64 and a partial one) shares its columns between threads:
+    the same bits on one and two threads, and the float64 oracle."""
+    rng = np.random.default_rng(seed_of(op, axes, "column blocks"))
+    shape = (300, 1000) if axes == [0] else (40, 7, 3, 1000)
+    x = small_values(rng, shape, "float32", op)
+    model, a = build(op, "float32", axes, 0, 18)
+    outs = [olc_run(model, {"x": x, "a": a}, threads=t, expect_kernel=f"olc_tensor::{op}")[0] for t in (1, 2)]
+    np.testing.assert_array_equal(outs[0], outs[1])
+    check(op, outs[1], oracle(op, x, axes, 0), x, f"{op} {axes}", axes)
+
+
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("op", ("ReduceL1", "ReduceL2", "ReduceSumSquare"))
 def test_float32_columns_every_level(level, op):
