@@ -258,17 +258,23 @@ struct Op {
     return LSE{m, s};
   }
 
-  // Folds a contiguous row of n elements into the accumulators a[0, n) (a
-  // kept inner dimension): SIMD for float32 (all but Prod and LogSumExp).
-  static void columns(Acc* a, const T* x, int64_t n, const RowReduceF32& rr) {
+  // Folds `rows` contiguous rows of n elements, ld apart, into the
+  // accumulators a[0, n) (a kept inner dimension): SIMD for float32 (all
+  // but Prod and LogSumExp).
+  static void columns(Acc* a, const T* x, int64_t n, int64_t rows, int64_t ld, const RowReduceF32& rr) {
     if constexpr (std::is_same<T, float>::value && K != RKind::Prod && K != RKind::LogSumExp) {
-      if constexpr (K == RKind::Sum || K == RKind::Mean) rr.col_sum(a, x, n);
-      else if constexpr (K == RKind::Max) rr.col_max(a, x, n);
-      else if constexpr (K == RKind::Min) rr.col_min(a, x, n);
-      else if constexpr (K == RKind::L1) rr.col_sum_abs(a, x, n);
-      else rr.col_sum_sq(a, x, n);  // L2, SumSquare
+      if constexpr (K == RKind::Sum || K == RKind::Mean) {
+        rr.col_sum(a, x, n, rows, ld);
+      } else if constexpr (K == RKind::L1) {
+        rr.col_sum_abs(a, x, n, rows, ld);
+      } else if constexpr (K == RKind::L2 || K == RKind::SumSquare) {
+        rr.col_sum_sq(a, x, n, rows, ld);
+      } else {
+        for (int64_t r = 0; r < rows; ++r) (K == RKind::Max ? rr.col_max : rr.col_min)(a, x + r * ld, n);
+      }
     } else {
-      for (int64_t i = 0; i < n; ++i) a[i] = step(a[i], x[i]);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t i = 0; i < n; ++i) a[i] = step(a[i], x[r * ld + i]);
     }
   }
 
@@ -316,45 +322,54 @@ struct Plan {
   int64_t out_count = 1, red_count = 1;
 };
 
-// An outermost reduced dimension over a kept inner one (ReduceSum over
-// axis 0, ReduceMean over the steps of [1, T, C]): no kept outer slices to
-// share out, so blocks of the inner columns go to the threads instead, each
-// folding its columns of every row in the same order as one thread would.
+// A wide kept inner dimension (ReduceSum over axis 0, ReduceMean over the
+// steps of [N, T, C]): rows fold into rows of accumulators, a run of rows of
+// the reduced dimension next to the inner one at a time (kept neighbours
+// merge, so that one is reduced; the column kernels sum four rows in
+// registers per pass over acc). Tasks: the kept outermost slices, and where
+// they are fewer than the threads, ranges of 64-column blocks as well; every
+// column folds its rows in the same order however the work is split.
 constexpr int64_t kColumnBlock = 64;
 
 template <class T, RKind K>
-void reduce_column_blocks(olc_context* ctx, const Plan& p, const T* x, T* y) {
+void reduce_columns(olc_context* ctx, const Plan& p, const T* x, T* y) {
   using O = Op<T, K>;
   using Acc = typename O::Acc;
   const int m = p.m;
-  const int64_t inner = p.d[m - 1];
-  const int64_t rows = [&] {
-    int64_t r = 1;
-    for (int k = 0; k < m - 1; ++k) r *= p.d[k];
-    return r;
-  }();
-  const int64_t kept_rows = p.out_count / inner;  // the output's rows (kept outer dimensions)
+  const int64_t inner = p.d[m - 1], run = p.d[m - 2];
+  const int first = p.red[0] ? 0 : 1;  // a kept outermost dimension: its slices are tasks
+  const int64_t slices = first ? p.d[0] : 1;
+  int64_t rows = 1;
+  for (int k = 0; k < m - 1; ++k) rows *= p.d[k];
+  const int64_t slice_rows = rows / slices, slice_out = p.out_count / slices;
+  const int64_t kept_rows = slice_out / inner;  // output rows per slice
   const int64_t blocks = (inner + kColumnBlock - 1) / kColumnBlock;
-  // One range of blocks per thread: each range walks every row once.
   const int64_t threads = ctx ? std::max<int64_t>(1, g_api->concurrency(ctx)) : 1;
-  par_for(ctx, blocks, (blocks + threads - 1) / threads, rows * inner * static_cast<int64_t>(sizeof(T)),
-          parallel_min_bytes("Reduce"),
+  const int64_t ranges = std::min(blocks, (threads + slices - 1) / slices);
+  const int64_t per = (blocks + ranges - 1) / ranges * kColumnBlock;  // columns per range
+  par_for(ctx, slices * ranges, 1, rows * inner * static_cast<int64_t>(sizeof(T)), parallel_min_bytes("Reduce"),
           [&](int64_t b, int64_t e) {
-            const int64_t c0 = b * kColumnBlock, c1 = std::min(inner, e * kColumnBlock), w = c1 - c0;
-            std::vector<Acc> acc(static_cast<size_t>(kept_rows * w), O::init());
-            int64_t idx[kMaxRank] = {};
-            int64_t o = 0;  // the row's first output (a multiple of inner)
-            for (int64_t r = 0; r < rows; ++r) {
-              O::columns(acc.data() + o / inner * w, x + r * inner + c0, w, p.rr);
-              for (int k = m - 2; k >= 0; --k) {
-                o += p.ostride[k];
-                if (++idx[k] < p.d[k]) break;
-                o -= p.ostride[k] * p.d[k];
-                idx[k] = 0;
+            std::vector<Acc> acc;
+            for (int64_t t = b; t < e; ++t) {
+              const int64_t s = t / ranges, c0 = t % ranges * per, c1 = std::min(inner, c0 + per), w = c1 - c0;
+              if (w <= 0) continue;
+              acc.assign(static_cast<size_t>(kept_rows * w), O::init());
+              const T* xs = x + s * slice_rows * inner + c0;
+              int64_t idx[kMaxRank] = {};
+              int64_t o = 0;  // the run's first output in the slice (a multiple of inner)
+              for (int64_t r = 0; r < slice_rows; r += run) {
+                O::columns(acc.data() + o / inner * w, xs + r * inner, w, run, inner, p.rr);
+                for (int k = m - 3; k >= first; --k) {
+                  o += p.ostride[k];
+                  if (++idx[k] < p.d[k]) break;
+                  o -= p.ostride[k] * p.d[k];
+                  idx[k] = 0;
+                }
               }
+              T* ys = y + s * slice_out + c0;
+              for (int64_t k = 0; k < kept_rows; ++k)
+                for (int64_t i = 0; i < w; ++i) ys[k * inner + i] = O::finish(acc[k * w + i], p.red_count);
             }
-            for (int64_t k = 0; k < kept_rows; ++k)
-              for (int64_t i = 0; i < w; ++i) y[k * inner + c0 + i] = O::finish(acc[k * w + i], p.red_count);
           });
 }
 
@@ -372,8 +387,8 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
   const bool inner_red = p.red[m - 1];
   // Parallel over the outermost dimension when it is kept.
   const bool split = m > 1 && !p.red[0] && p.d[0] > 1;
-  if (!split && !inner_red && m > 1 && inner >= 2 * kColumnBlock) {
-    reduce_column_blocks<T, K>(ctx, p, x, y);
+  if (!inner_red && m > 1 && inner >= 2 * kColumnBlock) {
+    reduce_columns<T, K>(ctx, p, x, y);
     return;
   }
   const int64_t n0 = split ? p.d[0] : 1;
@@ -398,7 +413,7 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
                 if (inner_red) {
                   acc[o] = O::row(acc[o], row, inner, p.rr);
                 } else {
-                  O::columns(acc.data() + o, row, inner, p.rr);
+                  O::columns(acc.data() + o, row, inner, 1, inner, p.rr);
                 }
                 for (int k = m - 2; k >= first; --k) {
                   o += p.ostride[k];
@@ -894,8 +909,9 @@ double row_sum_exp(const float* x, int64_t n, double m) {
   return s;
 }
 template <int F>
-void col_sum(double* acc, const float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) acc[i] += term<F>(x[i]);
+void col_sum(double* acc, const float* x, int64_t n, int64_t rows, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) acc[i] += term<F>(x[r * ld + i]);
 }
 template <bool kMax>
 void col_extreme(double* acc, const float* x, int64_t n) {

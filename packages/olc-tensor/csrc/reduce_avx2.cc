@@ -127,15 +127,32 @@ float extreme(const float* x, int64_t n) {
 }
 
 template <Fn F>
-void col_sum(double* acc, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(x + i);
-    _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), term<F>(_mm256_cvtps_pd(_mm256_castps256_ps128(v)))));
-    _mm256_storeu_pd(acc + i + 4,
-                     _mm256_add_pd(_mm256_loadu_pd(acc + i + 4), term<F>(_mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)))));
+inline __m256d terms4(const float* x) {
+  return term<F>(_mm256_cvtps_pd(_mm_loadu_ps(x)));
+}
+
+// Four rows at a time, summed in registers and then added to acc: a pass
+// over the columns reads and writes acc once per four rows.
+template <Fn F>
+void col_sum(double* acc, const float* x, int64_t n, int64_t rows, int64_t ld) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* x0 = x + r * ld;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const __m256d s01 = _mm256_add_pd(terms4<F>(x0 + i), terms4<F>(x0 + ld + i));
+      const __m256d s23 = _mm256_add_pd(terms4<F>(x0 + 2 * ld + i), terms4<F>(x0 + 3 * ld + i));
+      _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), _mm256_add_pd(s01, s23)));
+    }
+    for (; i < n; ++i)
+      acc[i] += (term1<F>(x0[i]) + term1<F>(x0[ld + i])) + (term1<F>(x0[2 * ld + i]) + term1<F>(x0[3 * ld + i]));
   }
-  for (; i < n; ++i) acc[i] += term1<F>(x[i]);
+  for (; r < rows; ++r) {
+    const float* xr = x + r * ld;
+    int64_t i = 0;
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(acc + i, _mm256_add_pd(_mm256_loadu_pd(acc + i), terms4<F>(xr + i)));
+    for (; i < n; ++i) acc[i] += term1<F>(xr[i]);
+  }
 }
 
 // max_pd / min_pd(v, a) return a on a tie or when a is NaN; a NaN in v is

@@ -105,21 +105,33 @@ float extreme(const float* x, int64_t n) {
   return kMax ? _mm512_reduce_max_ps(m) : _mm512_reduce_min_ps(m);
 }
 
+// The float64 terms of eight floats.
 template <Fn F>
-void col_sum(double* acc, const float* x, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(x + i);
-    _mm512_storeu_pd(acc + i, _mm512_add_pd(_mm512_loadu_pd(acc + i), term<F>(_mm512_cvtps_pd(_mm512_castps512_ps256(v)))));
-    _mm512_storeu_pd(acc + i + 8,
-                     _mm512_add_pd(_mm512_loadu_pd(acc + i + 8), term<F>(_mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)))));
+inline __m512d terms8(const float* x, __mmask8 m) {
+  return term<F>(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x)));
+}
+
+// Four rows at a time, summed in registers and then added to acc: a pass
+// over the columns reads and writes acc once per four rows.
+template <Fn F>
+void col_sum(double* acc, const float* x, int64_t n, int64_t rows, int64_t ld) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const float* x0 = x + r * ld;
+    for (int64_t i = 0; i < n; i += 8) {
+      const int64_t k = n - i < 8 ? n - i : 8;
+      const __mmask8 m = static_cast<__mmask8>((1u << k) - 1u);
+      const __m512d s01 = _mm512_add_pd(terms8<F>(x0 + i, m), terms8<F>(x0 + ld + i, m));
+      const __m512d s23 = _mm512_add_pd(terms8<F>(x0 + 2 * ld + i, m), terms8<F>(x0 + 3 * ld + i, m));
+      _mm512_mask_storeu_pd(acc + i, m, _mm512_add_pd(_mm512_maskz_loadu_pd(m, acc + i), _mm512_add_pd(s01, s23)));
+    }
   }
-  for (; i < n; i += 8) {
-    const int64_t k = n - i < 8 ? n - i : 8;
-    const __mmask8 m = static_cast<__mmask8>((1u << k) - 1u);
-    const __m512d a = _mm512_maskz_loadu_pd(m, acc + i);
-    _mm512_mask_storeu_pd(acc + i, m, _mm512_add_pd(a, term<F>(_mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, x + i)))));
-  }
+  for (; r < rows; ++r)
+    for (int64_t i = 0; i < n; i += 8) {
+      const int64_t k = n - i < 8 ? n - i : 8;
+      const __mmask8 m = static_cast<__mmask8>((1u << k) - 1u);
+      _mm512_mask_storeu_pd(acc + i, m, _mm512_add_pd(_mm512_maskz_loadu_pd(m, acc + i), terms8<F>(x + r * ld + i, m)));
+    }
 }
 
 // max_pd / min_pd(v, a) return a on a tie or when a is NaN; a NaN in v is

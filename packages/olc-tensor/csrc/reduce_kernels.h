@@ -23,12 +23,14 @@ struct RowReduceF32 {
   // sum of exp(x - m) in float64, for finite m >= every x (no NaN);
   // terms below exp(-700) count as that (they vanish next to the 1 of x = m).
   double (*sum_exp)(const float* x, int64_t n, double m);
-  // Columns: acc[i] = acc[i] + f(x[i]) (f as above), or max/min(acc[i],
-  // x[i]) where a NaN on either side gives NaN and a tie keeps acc[i]; the
-  // float64 accumulators of a kept inner axis, i < n.
-  void (*col_sum)(double* acc, const float* x, int64_t n);
-  void (*col_sum_abs)(double* acc, const float* x, int64_t n);
-  void (*col_sum_sq)(double* acc, const float* x, int64_t n);
+  // Columns: acc[i] = acc[i] + f(x[i]) (f as above) summed over `rows`
+  // rows ld floats apart (four at a time in registers before acc is read),
+  // or max/min(acc[i], x[i]) of one row, where a NaN on either side gives
+  // NaN and a tie keeps acc[i]; the float64 accumulators of a kept inner
+  // axis, i < n.
+  void (*col_sum)(double* acc, const float* x, int64_t n, int64_t rows, int64_t ld);
+  void (*col_sum_abs)(double* acc, const float* x, int64_t n, int64_t rows, int64_t ld);
+  void (*col_sum_sq)(double* acc, const float* x, int64_t n, int64_t rows, int64_t ld);
   void (*col_max)(double* acc, const float* x, int64_t n);
   void (*col_min)(double* acc, const float* x, int64_t n);
   const char* isa;
