@@ -281,13 +281,14 @@ def test_float32_rows_every_level(level, op):
 
 
 @pytest.mark.parametrize("op", OPS)
-@pytest.mark.parametrize("axes", ([0], [0, 2]))
+@pytest.mark.parametrize("axes", ([0], [0, 2], [1]))
 def test_column_blocks_split_between_threads(op, axes):
-    """An outermost reduced dimension over a kept inner one (1,000 columns:
-    blocks of 64 and a partial one) shares its columns between threads:
-    the same bits on one and two threads, and the float64 oracle."""
+    """A wide kept inner dimension (1,000 columns: blocks of 64 and a
+    partial one) under a reduced outermost one shares its columns between
+    threads, under kept outermost slices ([1]) the slices: the same bits on
+    one and two threads, and the float64 oracle."""
     rng = np.random.default_rng(seed_of(op, axes, "column blocks"))
-    shape = (300, 1000) if axes == [0] else (40, 7, 3, 1000)
+    shape = {0: (302, 1000), 2: (40, 7, 3, 1000), 1: (3, 301, 1000)}[axes[-1]]
     x = small_values(rng, shape, "float32", op)
     model, a = build(op, "float32", axes, 0, 18)
     outs = [olc_run(model, {"x": x, "a": a}, threads=t, expect_kernel=f"olc_tensor::{op}")[0] for t in (1, 2)]
