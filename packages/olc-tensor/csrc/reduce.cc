@@ -398,16 +398,27 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
     return s;
   }();
   const int64_t out_block = split ? p.ostride[0] : p.out_count;
-  par_for(ctx, n0, 1, n0 * in_block * static_cast<int64_t>(sizeof(T)), parallel_min_bytes("Reduce"),
+  const int64_t bytes = n0 * in_block * static_cast<int64_t>(sizeof(T));
+  if (split && m == 2 && inner_red) {
+    // Rows reduced whole, one output each (ReduceMax over the plane of NCHW,
+    // ReduceMean over the last axis): nothing to walk per row (its share of
+    // the general loop's set-up cost as much as a 196-float row's fold).
+    par_for(ctx, n0, 1, bytes, parallel_min_bytes("Reduce"), [&](int64_t b, int64_t e) {
+      for (int64_t s0 = b; s0 < e; ++s0) y[s0] = O::finish(O::row(O::init(), x + s0 * inner, inner, p.rr), p.red_count);
+    });
+    return;
+  }
+  const int64_t rows = in_block / inner;
+  par_for(ctx, n0, 1, bytes, parallel_min_bytes("Reduce"),
           [&](int64_t b, int64_t e) {
             std::vector<Acc> acc(static_cast<size_t>(out_block));
             const int first = split ? 1 : 0;
             for (int64_t s0 = b; s0 < e; ++s0) {
               std::fill(acc.begin(), acc.end(), O::init());
               const T* xs = x + s0 * in_block;
-              int64_t idx[kMaxRank] = {};
+              int64_t idx[kMaxRank];
+              for (int k = 0; k < m; ++k) idx[k] = 0;
               int64_t o = 0;
-              const int64_t rows = in_block / inner;
               for (int64_t r = 0; r < rows; ++r) {
                 const T* row = xs + r * inner;
                 if (inner_red) {

@@ -15,7 +15,11 @@ warping ops: RoiAlign and MaxRoiPool of 100 boxes into 7x7 bins from a
 stride-16 [1,256,50,68] feature map (Faster / Mask R-CNN heads), GridSample
 of [1,32,64,64] on a 64x64 grid (a spatial transformer), Col2Im folding a
 3x3 unfold of [1,64,56,56] back, MaxUnpool of a 2x2 MaxPool of
-[1,64,112,112] (SegNet). ``benchmark_gates()`` states the targets (ratio =
+[1,64,112,112] (SegNet); the reductions of real graphs: column sums (axis
+0 of [1024, 1024]), mean pooling over the tokens of [8, 512, 768], the
+row means of a decomposed LayerNorm ([128, 768]) and a global max pool of
+[8, 256, 14, 14] (float64 sums in olc, float32 in onnxruntime: compared
+within 1e-5 relative, 1e-3 absolute). ``benchmark_gates()`` states the targets (ratio =
 onnxruntime time / olc time, same inputs and threads).
 """
 
@@ -87,7 +91,20 @@ def benchmark_cases(sizes: Sequence[int] | None = None) -> list[dict[str, Any]]:
         case = _case("Cast", f"Cast float32 -> bfloat16 -> float32 {n}", [_f32([n])], "cast")
         case["model"] = _bf16_round_trip(n)
         cases.append(case)
-    return cases + _quantize_cases(QUANTIZE_SIZES) + _cnn_cases() + _sampling_cases()
+    return cases + _quantize_cases(QUANTIZE_SIZES) + _cnn_cases() + _sampling_cases() + _reduce_cases()
+
+
+def _reduce_cases() -> list[dict[str, Any]]:
+    cases = []
+    for op, name, shape, axes, keepdims in (
+            ("ReduceSum", "ReduceSum axis 0 of [1024,1024]", [1024, 1024], [0], 0),
+            ("ReduceMean", "ReduceMean axis 1 of [8,512,768]", [8, 512, 768], [1], 0),
+            ("ReduceMean", "ReduceMean axis -1 of [128,768]", [128, 768], [-1], 1),
+            ("ReduceMax", "ReduceMax axes 2,3 of [8,256,14,14]", [8, 256, 14, 14], [2, 3], 1)):
+        case = _case(op, name, [_f32(shape), _i64_const(axes)], "reduce", {"keepdims": keepdims})
+        case.update(rtol=1e-5, atol=1e-3)
+        cases.append(case)
+    return cases
 
 
 def _f32_const(values: Sequence[float]) -> dict[str, Any]:
