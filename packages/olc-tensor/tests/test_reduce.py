@@ -255,52 +255,32 @@ def test_arg_errors():
 
 @pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("op", list(AXES_INPUT_SINCE))
-def test_float32_rows_every_level(level, op):
-    """The float32 row kernels (scalar, AVX2, AVX-512): every length around
-    the vector widths, a NaN planted at every position class."""
-    rng = np.random.default_rng(21)
-    model, _ = build(op, "float32", [-1], 0, 18)
+@pytest.mark.parametrize("axis", (-1, 0))
+def test_float32_rows_every_level(level, op, axis):
+    """The float32 row kernels (axis -1) and column kernels (axis 0: a kept
+    inner axis folded into float64 accumulators) (scalar, AVX2, AVX-512):
+    every length around the vector widths, a NaN planted at every position
+    class; across columns, signed zeros and infinities for Max/Min too."""
+    rng = np.random.default_rng(21 if axis == -1 else 22)
+    model, _ = build(op, "float32", [axis], 0, 18)
     with olc_core.simd_cap(level):
-        sess = olc_core.Session(model, strict=True)
+        sess = olc_core.Session(model, strict=True, record_usage=True)
     for n in list(range(1, 70)) + [4095, 4096, 4097]:
         x = rng.standard_normal((5, n)).astype(np.float32)
         for r, pos in enumerate((0, n // 2, n - 1)):
             if r < 3 and op in ("ReduceMax", "ReduceMin"):
                 x[r + 1, pos] = np.nan
         x[4, :] = np.float32(3.0) if n > 0 else x[4, :]
-        (got,) = sess.run(None, {"x": x, "a": np.array([-1], np.int64)})
-        want = oracle(op, x, [-1], 0)
+        if axis == 0 and op in ("ReduceMax", "ReduceMin") and n > 3:
+            x[:, -1] = [0.0, -0.0, np.inf, -np.inf, 0.0]
+        (got,) = sess.run(None, {"x": x, "a": np.array([axis], np.int64)})
+        want = oracle(op, x, [axis], 0)
         if op in ("ReduceMax", "ReduceMin"):
-            assert np.array_equal(got, want, equal_nan=True), (level, n, got, want)
+            assert np.array_equal(got, want, equal_nan=True), (level, axis, n, got, want)
         else:
-            scale = np.sum(np.abs(x.astype(np.float64)), axis=1) / (n if op == "ReduceMean" else 1)
-            assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= scale * 2**-23), (level, n)
-
-
-@pytest.mark.parametrize("level", LEVELS)
-@pytest.mark.parametrize("op", list(AXES_INPUT_SINCE))
-def test_float32_columns_every_level(level, op):
-    """The float32 column kernels (a kept inner axis folded row by row into
-    float64 accumulators; scalar, AVX2, AVX-512): every width around the
-    vector widths, NaN planted in the first, middle and last column of
-    different rows, and for Max/Min signed zeros and infinities."""
-    rng = np.random.default_rng(22)
-    model, _ = build(op, "float32", [0], 0, 18)
-    with olc_core.simd_cap(level):
-        sess = olc_core.Session(model, strict=True, record_usage=True)
-    for n in list(range(1, 40)) + [4095, 4096, 4097]:
-        x = rng.standard_normal((5, n)).astype(np.float32)
-        if op in ("ReduceMax", "ReduceMin"):
-            for r, pos in enumerate((0, n // 2, n - 1)):
-                x[r + 1, pos] = np.nan
-            x[:, -1] = [0.0, -0.0, np.inf, -np.inf, 0.0] if n > 3 else x[:, -1]
-        (got,) = sess.run(None, {"x": x, "a": np.array([0], np.int64)})
-        want = oracle(op, x, [0], 0)
-        if op in ("ReduceMax", "ReduceMin"):
-            assert np.array_equal(got, want, equal_nan=True), (level, n, got, want)
-        else:
-            scale = np.sum(np.abs(x.astype(np.float64)), axis=0) / (5 if op == "ReduceMean" else 1)
-            assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= scale * 2**-23), (level, n)
+            count = n if axis == -1 else 5
+            scale = np.sum(np.abs(x.astype(np.float64)), axis=axis) / (count if op == "ReduceMean" else 1)
+            assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= scale * 2**-23), (level, axis, n)
     assert f"olc_tensor::{op}" in sess.kernel_usage()
 
 
