@@ -48,6 +48,14 @@ IntKernel select_int_kernel(const olc_core_api* api, bool use_vnni) {
   return scalar::int_kernel();
 }
 
+// The vpmaddubsw kernel for B whose pairs fit int16 (pairs_fit_int16), at
+// the AVX2 level only: AVX-512 has VNNI or vpmaddwd at twice the width.
+// use_u8s8 = 0 (tuning) keeps to the general kernel. name NULL: none.
+IntKernel select_u8s8_kernel(const olc_core_api* api, bool use_u8s8) {
+  if (use_u8s8 && api->simd_level() == OLC_SIMD_AVX2) return avx2::int_kernel_u8s8();
+  return IntKernel{};
+}
+
 // How the kernel sees an operand value.
 struct Operand {
   bool is_signed;  // int8 (else uint8)
@@ -164,6 +172,46 @@ void pack_a_int(const Operand& op, const uint8_t* A, int64_t lda, int64_t m0, in
   }
 }
 
+// Whether the int16 sum of every two adjacent products of a u8 x s8 kernel
+// stays exact for B (nb matrices of K x N, row stride N, as the group-4
+// kernel sees them: int8, or uint8 less 128): for each column and each pair
+// of rows (2p, 2p + 1) of a matrix, |b0| + |b1| <= 128, so that
+// |a0 b0 + a1 b1| <= 255 * 128 = 32640 for any uint8 a0, a1. Seven-bit
+// weights (onnxruntime's quantizer with reduce_range) always pass.
+bool pairs_fit_int16(bool b_signed, const uint8_t* B, int64_t nb, int64_t K, int64_t N) {
+  // Biased values u = v + 128 in [0, 255]; |v| = |u - 128| as saturating
+  // byte differences; the pair sums saturate at 255, so their maximum tells.
+  const uint8_t bias = b_signed ? 0x80 : 0;
+  uint8_t worst = 0;
+  for (int64_t t = 0; t < nb; ++t) {
+    for (int64_t k = 0; k + 1 < K; k += 2) {
+      const uint8_t* r0 = B + (t * K + k) * N;
+      const uint8_t* r1 = r0 + N;
+      int64_t j = 0;
+#if defined(__SSE2__)
+      const __m128i vb = _mm_set1_epi8(static_cast<char>(bias)), mid = _mm_set1_epi8(static_cast<char>(0x80));
+      __m128i w = _mm_setzero_si128();
+      for (; j + 16 <= N; j += 16) {
+        const __m128i u0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j)), vb);
+        const __m128i u1 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r1 + j)), vb);
+        const __m128i a0 = _mm_or_si128(_mm_subs_epu8(u0, mid), _mm_subs_epu8(mid, u0));
+        const __m128i a1 = _mm_or_si128(_mm_subs_epu8(u1, mid), _mm_subs_epu8(mid, u1));
+        w = _mm_max_epu8(w, _mm_adds_epu8(a0, a1));
+      }
+      alignas(16) uint8_t lanes[16];
+      _mm_store_si128(reinterpret_cast<__m128i*>(lanes), w);
+      for (uint8_t x : lanes) worst = std::max(worst, x);
+#endif
+      for (; j < N; ++j) {
+        const int a0 = std::abs(static_cast<int>(r0[j] ^ bias) - 128), a1 = std::abs(static_cast<int>(r1[j] ^ bias) - 128);
+        worst = static_cast<uint8_t>(std::max<int>(worst, std::min(255, a0 + a1)));
+      }
+      if (worst > 128) return false;
+    }
+  }
+  return true;
+}
+
 // Sums of the kernel-space values: raw sums plus count * offset.
 void row_sums(const Operand& op, const uint8_t* A, int64_t M, int64_t K, int32_t* out) {
   // Sums of the bytes as uint8 (int8 values are x ^ 0x80 - 128), 16 at a
@@ -232,14 +280,16 @@ struct IntState {
   bool qlinear;    // QLinearMatMul: requantized output
   bool float_out;  // MatMulIntegerToFloat, DynamicQuantizeMatMul: y = acc * sa * sb + bias
   IntInputs in;
-  IntKernel ik;
+  IntKernel ik;        // exact for every operand
+  IntKernel ik_u8s8;   // vpmaddubsw, for B whose pairs fit int16 (name NULL: none here)
+  IntKernel packed_ik; // the kernel the constant B was packed for
   bool amx = false;  // AMX-INT8 blocks of 32 x 32 where A is uint8 read in place
   int32_t a_type, b_type, y_type;
   int32_t ka_type;  // A as the integer kernel sees it (uint8 for DynamicQuantizeMatMul)
   std::shared_ptr<PackedB> packed;  // constant B (2-D), whole K
   std::vector<int32_t> packed_colsum;
   std::vector<int64_t> packed_shape;
-  std::string detail;
+  std::string detail, detail_u8s8;  // what the run reports: general kernel / u8 x s8 on a dynamic B
 };
 
 // Quantization parameters of one run, per row / per column.
@@ -265,6 +315,7 @@ constexpr int64_t kAmxRows = 32;
 
 struct IntJob {
   const IntState* st;
+  const IntKernel* ik;  // st->ik, st->ik_u8s8 or st->packed_ik
   Operand opa, opb;
   int64_t M, N, K;
   const uint8_t* A;
@@ -304,10 +355,10 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
     const uint32_t za = static_cast<uint32_t>(q.za.size() == 1 ? q.za[0] : q.za[gi]);
     const uint32_t ra = static_cast<uint32_t>(job.rowsum[gi]) - Ku * za;
     uint32_t* c = reinterpret_cast<uint32_t*>(C + i * ldc + j0);
-    if (job.st->float_out && job.st->y_type == OLC_DTYPE_FLOAT && job.colterm && job.st->ik.float_row) {
+    if (job.st->float_out && job.st->y_type == OLC_DTYPE_FLOAT && job.colterm && job.ik->float_row) {
       // Compensation and float stage in one pass over the row (za per tensor).
       const bool zb_scalar = q.zb.size() == 1;
-      job.st->ik.float_row(c, nlen, ra, zb_scalar ? nullptr : zbv, zbv[0], job.colterm + n0 + j0,
+      job.ik->float_row(c, nlen, ra, zb_scalar ? nullptr : zbv, zbv[0], job.colterm + n0 + j0,
                            q.mult_full.data() + n0 + j0, q.bias_full.data() + n0 + j0);
       continue;
     }
@@ -315,7 +366,7 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
       // Per-tensor zero points: additions only (vectorizes on the baseline ISA).
       const uint32_t rc = zbv[0] * ra;
       const uint32_t* ct = job.colterm + n0 + j0;
-      if (job.st->ik.comp_row) job.st->ik.comp_row(c, nlen, rc, ct);
+      if (job.ik->comp_row) job.ik->comp_row(c, nlen, rc, ct);
       else
         for (int64_t j = 0; j < nlen; ++j) c[j] = c[j] - rc - ct[j];
     } else if (job.colterm) {
@@ -362,7 +413,7 @@ void finish_block(const IntJob& job, int32_t* C, int64_t ldc, int64_t m0, int64_
 }
 
 void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
-  const IntKernel& ik = job.st->ik;
+  const IntKernel& ik = *job.ik;
   const int MR = ik.mr, NR = ik.nr, g = ik.group;
   const int64_t KC = kGroupsPerBlock * g;
   const int64_t mlen = m1 - m0, nlen = n1 - n0;
@@ -619,6 +670,10 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
   const olc_tuning_param* vnni = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
                                                          OLC_DTYPE_UNDEFINED, "use_vnni", 1);
   st->ik = select_int_kernel(api, api->tuning_read_int(vnni) != 0);
+  const olc_tuning_param* u8s8 = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
+                                                         OLC_DTYPE_UNDEFINED, "use_u8s8", 1);
+  st->ik_u8s8 = select_u8s8_kernel(api, api->tuning_read_int(u8s8) != 0);
+  st->packed_ik = st->ik;
   // AMX reuses the vpdpbusd kernel's packed B; use_amx = 0 keeps to VNNI.
   const olc_tuning_param* use_amx = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
                                                             OLC_DTYPE_UNDEFINED, "use_amx", 1);
@@ -630,16 +685,17 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
   std::string note;
   if (cb && cb->data && cb->ndim == 2 && cb->dtype == st->b_type && cb->shape[0] > 0 && cb->shape[1] > 0) {
     const int64_t K = cb->shape[0], N = cb->shape[1];
-    const IntKernel& ik = st->ik;
+    const uint8_t* bdata = static_cast<const uint8_t*>(cb->data);
+    if (st->ik_u8s8.name && pairs_fit_int16(st->b_type == OLC_DTYPE_INT8, bdata, 1, K, N)) st->packed_ik = st->ik_u8s8;
+    const IntKernel& ik = st->packed_ik;
     const int64_t ng = cdiv(K, ik.group);
     const int64_t panels = cdiv(N, ik.nr);
     st->packed = make_packed(PackLayout::kInt, sizeof(uint32_t) * ng * ik.nr * panels);
     if (st->packed) {
       Operand opb{st->b_type == OLC_DTYPE_INT8, ik.group, false};
-      pack_b_int(opb, static_cast<const uint8_t*>(cb->data), N, 0, K, 0, N, ik.nr, ng * ik.nr,
-                 static_cast<uint32_t*>(st->packed->data));
+      pack_b_int(opb, bdata, N, 0, K, 0, N, ik.nr, ng * ik.nr, static_cast<uint32_t*>(st->packed->data));
       st->packed_colsum.resize(N);
-      col_sums(opb, static_cast<const uint8_t*>(cb->data), K, N, st->packed_colsum.data());
+      col_sums(opb, bdata, K, N, st->packed_colsum.data());
       st->packed_shape = {K, N};
       if (OLC_API_HAS(api, report_prepacked))
         api->report_prepacked(node, st->packed.get(), static_cast<int64_t>(st->packed->bytes));
@@ -648,7 +704,8 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
       note = buf;
     }
   }
-  st->detail = std::string(st->amx ? "amx+" : "") + st->ik.name + note;
+  st->detail = std::string(st->amx ? "amx+" : "") + st->packed_ik.name + note;
+  if (st->ik_u8s8.name) st->detail_u8s8 = st->ik_u8s8.name;
   return st.release();
 }
 
@@ -833,7 +890,17 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   const std::string err = matmul_shape(a, b, &ms);
   if (!err.empty())
     return fail_run(ctx, "A %s and B %s: %s", shape_str(a).c_str(), shape_str(b).c_str(), err.c_str());
-  const int g = st->ik.group;
+  // The kernel: the one the constant B was packed for; for a dynamic B the
+  // u8 x s8 kernel where every pair of B fits int16 (one pass over B, small
+  // against the product but not against a single row of A), else the
+  // general one.
+  const bool use_packed = st->packed && b.ndim == 2 && b.shape[0] == st->packed_shape[0] &&
+                          b.shape[1] == st->packed_shape[1];
+  const bool u8s8 = !use_packed && st->ik_u8s8.name && ms.M >= st->ik_u8s8.mr &&
+                    pairs_fit_int16(st->b_type == OLC_DTYPE_INT8, static_cast<const uint8_t*>(b.data),
+                                    olc_element_count(&b) / std::max<int64_t>(1, ms.K * ms.N), ms.K, ms.N);
+  const IntKernel& ik = use_packed ? st->packed_ik : u8s8 ? st->ik_u8s8 : st->ik;
+  const int g = ik.group;
   Operand opa{st->ka_type == OLC_DTYPE_INT8, g, true};
   Operand opb{st->b_type == OLC_DTYPE_INT8, g, false};
   Quant q;
@@ -877,7 +944,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     aq.resize(static_cast<size_t>(na));
     float sa = 1.0f;
     int32_t za = 0;
-    a_finite = quantize_a_u8(st->ik, ctx, threads, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
+    a_finite = quantize_a_u8(ik, ctx, threads, static_cast<const float*>(a.data), na, aq.data(), &sa, &za);
     q.sa.assign(1, sa);
     q.za.assign(1, za + opa.offset());
     a_data = aq.data();
@@ -897,7 +964,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
   void* y = g_api->allocate_output(ctx, 0, st->y_type, static_cast<int32_t>(ms.out_shape.size()), ms.out_shape.data());
   const int64_t total = ms.nbatch * ms.M * ms.N;
   if (!y && total > 0) return OLC_ERROR;
-  g_api->record_usage_detail(ctx, st->detail.c_str());
+  g_api->record_usage_detail(ctx, (u8s8 ? st->detail_u8s8 : st->detail).c_str());
   if (total == 0) return OLC_OK;
   if (!a_finite) {
     // NaN or an infinity in A: no quantization exists; every output is NaN.
@@ -907,8 +974,6 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     }
     return OLC_OK;
   }
-  const bool use_packed = st->packed && b.ndim == 2 && b.shape[0] == st->packed_shape[0] &&
-                          b.shape[1] == st->packed_shape[1];
   const size_t ysize = olc_dtype_size(st->y_type);
   std::vector<int32_t> rowsum(ms.M, 0), colsum;
   std::vector<uint32_t> colterm;
@@ -959,7 +1024,7 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
       const uint32_t za = static_cast<uint32_t>(q.za[0]);
       for (int64_t j = 0; j < ms.N; ++j) colterm[j] = za * static_cast<uint32_t>(cs[j]);
     }
-    IntJob job{st, opa, opb, ms.M, ms.N, ms.K, A, B,
+    IntJob job{st, &ik, opa, opb, ms.M, ms.N, ms.K, A, B,
                use_packed ? static_cast<const uint32_t*>(st->packed->data) : nullptr, cs, rowsum.data(), &q,
                za_per_tensor ? colterm.data() : nullptr, static_cast<char*>(y) + t * ms.M * ms.N * ysize, &failed, 1,
                1, 0, 0};
@@ -967,8 +1032,8 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
     // two threads split 128 rows as 72 + 56, and the 8 and 24 rows past
     // their AMX blocks ran on vpdpbusd at a fraction of the rate (M = 128,
     // K = 768, N = 3072, two threads: no faster than one).
-    const int64_t row_unit = st->amx && reads_a_in_place(st->ik, opa, ms.K) ? kAmxRows : st->ik.mr;
-    const int64_t bm = cdiv(ms.M, row_unit), bn = cdiv(ms.N, st->ik.nr);
+    const int64_t row_unit = st->amx && reads_a_in_place(ik, opa, ms.K) ? kAmxRows : ik.mr;
+    const int64_t bm = cdiv(ms.M, row_unit), bn = cdiv(ms.N, ik.nr);
     if (threads > 1) {
       // Whole rows per thread where there are enough of them: each task
       // reads its own rows of A and writes whole rows of C (measured faster
@@ -978,11 +1043,11 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
         job.tm = threads;
         job.tn = 1;
       } else {
-        choose_int_grid(st->ik, row_unit, ms.M, ms.N, ms.K, use_packed, threads, &job.tm, &job.tn);
+        choose_int_grid(ik, row_unit, ms.M, ms.N, ms.K, use_packed, threads, &job.tm, &job.tn);
       }
     }
     job.mstep = cdiv(bm, job.tm) * row_unit;
-    job.nstep = cdiv(bn, job.tn) * st->ik.nr;
+    job.nstep = cdiv(bn, job.tn) * ik.nr;
     job.tm = cdiv(ms.M, job.mstep);
     job.tn = cdiv(ms.N, job.nstep);
     const int64_t tasks = job.tm * job.tn;

@@ -1,5 +1,10 @@
-// AVX2 integer microkernel: int16 pairs through vpmaddwd (exact for int8 and
-// uint8 operands: no pmaddubsw saturation). Tile 6 x 16.
+// AVX2 integer microkernels. The general one takes int16 pairs through
+// vpmaddwd (exact for every int8 and uint8 operand), tile 6 x 16. The u8 x s8
+// one multiplies bytes with vpmaddubsw, twice the products per instruction,
+// but saturates each int16 sum of two adjacent products: the driver takes it
+// only for a B whose adjacent pairs of (kernel-space, int8) values satisfy
+// |b0| + |b1| <= 128, where no sum can leave int16 (255 * 128 = 32640).
+// Tile 4 x 16: with the product and the ones vector, six rows would spill.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -119,7 +124,68 @@ void float_row(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t
   }
 }
 
+constexpr int kMR8 = 4;
+
+// Groups of four k: A entries are four uint8, B entries four int8 of one
+// column (the vpdpbusd layout); DA reads A in place (row stride lda).
+template <int M, bool DA>
+void tile_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C,
+               int64_t ldc, int nr, int first) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i acc[M][2];
+  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  for (int64_t q = 0; q < ng; ++q) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(Bp));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(Bp + 8));
+#pragma GCC unroll 4
+    for (int i = 0; i < M; ++i) {
+      int32_t av;
+      if (DA) std::memcpy(&av, A + i * lda + 4 * q, 4);
+      else av = static_cast<int32_t>(Ap[i]);
+      const __m256i a = _mm256_set1_epi32(av);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b0), ones));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b1), ones));
+    }
+    if (!DA) Ap += kMR8;
+    Bp += kNR;
+  }
+  for (int i = 0; i < M; ++i) {
+    alignas(32) int32_t t[kNR];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[i][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), acc[i][1]);
+    int32_t* c = C + i * ldc;
+    for (int j = 0; j < nr; ++j)
+      c[j] = first ? t[j] : static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(t[j]));
+  }
+}
+
+template <bool DA>
+void dispatch_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C,
+                   int64_t ldc, int mr, int nr, int first) {
+  switch (mr) {
+    case 4: return tile_u8s8<4, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 3: return tile_u8s8<3, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 2: return tile_u8s8<2, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 1: return tile_u8s8<1, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    default: return;
+  }
+}
+
+void ukernel_u8s8(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr, int nr,
+                  int first) {
+  dispatch_u8s8<false>(ng, Ap, nullptr, 0, Bp, C, ldc, mr, nr, first);
+}
+
+void ukernel_u8s8_da(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr,
+                     int nr, int first) {
+  dispatch_u8s8<true>(ng, nullptr, A, lda, Bp, C, ldc, mr, nr, first);
+}
+
 }  // namespace
+
+IntKernel int_kernel_u8s8() {
+  return {"avx2-u8s8", kMR8, kNR, 4, &ukernel_u8s8, &ukernel_u8s8_da, nullptr, &quant_u8, &range, &float_row};
+}
 
 IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr, &quant_u8, &range, &float_row}; }
 

@@ -323,6 +323,9 @@ void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx512
 namespace avx2 {
 IntKernel int_kernel();
+// vpmaddubsw (u8 x s8, group 4): exact only for a B whose adjacent pairs of
+// values have |b0| + |b1| <= 128 (int_adapter.cc checks).
+IntKernel int_kernel_u8s8();
 void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx2
 namespace scalar { IntKernel int_kernel(); }

@@ -250,3 +250,64 @@ def test_matmul_integer_amx_blocks(use_amx):
                 "olc_matmul::MatMulInteger[amx+" if use_amx and has_amx else "olc_matmul::MatMulInteger[avx512")
     finally:
         tuning.reset()
+
+
+def bounded_b(rng, shape, tb, worst=128):
+    """B whose adjacent rows (2p, 2p + 1) have kernel-space values (int8, or
+    uint8 less 128) with |b0| + |b1| <= worst in every column; the extreme
+    pairs (-128 with 0, 64 with -64, 127 with 1, ...) planted in some columns."""
+    v = rng.integers(-64, 65, size=shape, dtype=np.int64)
+    K, N = shape[-2], shape[-1]
+    extremes = [(-128, 0), (0, -128), (64, 64), (-64, -64), (127, 1), (-1, -127), (100, -28)]
+    for p in range(0, K - 1, 2):
+        for j in range(0, N, 5):
+            v[..., p, j], v[..., p + 1, j] = extremes[(p // 2 + j) % len(extremes)]
+    if worst > 128 and K >= 2 and N >= 1:  # one pair past the bound
+        v[..., K // 2 * 2 - 2, N - 1], v[..., K // 2 * 2 - 1, N - 1] = -128, -1
+    return (v if tb == "int8" else v + 128).astype(NP[tb])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("ta,tb", list(itertools.product(I8, I8)))
+def test_matmul_integer_u8s8_where_pairs_fit(ta, tb, level, threads):
+    """The AVX2 vpmaddubsw kernel takes a B whose adjacent pairs fit int16
+    (|b0| + |b1| <= 128); a B with a single pair past that goes to the
+    exact int16-pair kernel. Both exact against int64, with the A bytes at
+    255 (the sums that would saturate) and zero points; dynamic and constant
+    B; uint8 B and int8 A through the driver's 128 offsets."""
+    rng = np.random.default_rng(19)
+    dyn = session(model("MatMulInteger", [("a", ta), ("b", tb), ("za", ta), ("zb", tb)], [("y", "int32")],
+                        opset=10), level, threads)
+    hi = np.iinfo(NP[ta]).max
+    for M, N, K in [(4, 16, 4), (7, 33, 9), (130, 70, 500), (64, 40, 1030), (3, 17, 64), (1, 5, 8)]:
+        a = rand_q(rng, (M, K), ta)
+        a[: M // 2 + 1] = hi  # where a pair past the bound would saturate
+        za, zb = rand_q(rng, (M,), ta), rand_q(rng, (N,), tb)
+        for worst in (128, 129):
+            b = bounded_b(rng, (K, N), tb, worst)
+            ref = ref_mmi(a, b, za, zb).astype(np.int32)
+            y = dyn.run(None, {"a": a, "b": b, "za": za, "zb": zb})[0]
+            np.testing.assert_array_equal(y, ref)
+            took_u8s8 = "[avx2-u8s8" in dyn.kernel_usage_details()[0]
+            assert took_u8s8 == (level == "avx2" and worst == 128 and M >= 4)
+            const = session(model("MatMulInteger", [("a", ta), ("b", tb), ("za", ta), ("zb", tb)], [("y", "int32")],
+                                  opset=10, initializers=[("b", b)]), level, threads)
+            np.testing.assert_array_equal(const.run(None, {"a": a, "za": za, "zb": zb})[0], ref)
+            assert ("[avx2-u8s8" in const.kernel_usage_details()[0]) == (level == "avx2" and worst == 128)
+
+
+def test_matmul_integer_u8s8_batched_b():
+    """Batched dynamic B: every matrix's pairs are checked (the bound broken
+    in the last one only sends the whole product to the exact kernel)."""
+    if "avx2" not in LEVELS:
+        pytest.skip("no AVX2")
+    rng = np.random.default_rng(20)
+    s = session(model("MatMulInteger", [("a", "uint8"), ("b", "int8")], [("y", "int32")], opset=10), "avx2", 2)
+    a = np.full((3, 12, 33), 255, np.uint8)
+    for worst, kernel in ((128, "[avx2-u8s8"), (129, "[avx2]")):
+        b = np.stack([bounded_b(rng, (33, 20), "int8", 128) for _ in range(2)]
+                     + [bounded_b(rng, (33, 20), "int8", worst)])
+        ref = np.matmul(a.astype(np.int64), b.astype(np.int64)).astype(np.int32)
+        np.testing.assert_array_equal(s.run(None, {"a": a, "b": b})[0], ref)
+        assert kernel in s.kernel_usage_details()[0]
