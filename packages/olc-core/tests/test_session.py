@@ -465,6 +465,30 @@ def test_initializer_inputs_can_be_overridden_and_outputs_are_copies():
     np.testing.assert_array_equal(s.run(None, {"b": np.array([5, 6], np.float32)})[0], [5, 6])
 
 
+def test_large_initializers_and_constants_get_memory_of_their_own():
+    """From 4 MiB an initializer's or a Constant node's value is a read-only
+    array owning its memory (numpy advises huge pages for it), not a view of
+    the protobuf's bytes; smaller ones may stay views. Values unchanged."""
+    from olc_core.graph_passes import OWN_MEMORY_MIN_BYTES, constant_node_value, tensor_value
+
+    big = np.arange(OWN_MEMORY_MIN_BYTES // 4, dtype=np.float32).reshape(1024, -1)
+    for value in (tensor_value(onnx.numpy_helper.from_array(big)),
+                  constant_node_value(helper.make_node("Constant", [], ["c"],
+                                                       value=onnx.numpy_helper.from_array(big)))):
+        assert value.flags.owndata and not value.flags.writeable and value.flags.c_contiguous
+        np.testing.assert_array_equal(value, big)
+    small = tensor_value(onnx.numpy_helper.from_array(big[:2]))
+    np.testing.assert_array_equal(small, big[:2])
+    # Through a session: the large initializer as an output (a copy) and read by a node.
+    graph = helper.make_graph([helper.make_node("Identity", ["w"], ["y"])], "g", [], [tensor("y", shape=list(big.shape))],
+                              initializer=[onnx.numpy_helper.from_array(big, "w")])
+    s = olc_core.Session(helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)]))
+    (y,) = s.run(None, {})
+    np.testing.assert_array_equal(y, big)
+    y[:] = -1  # the output is the caller's to write
+    np.testing.assert_array_equal(s.run(None, {})[0], big)
+
+
 def test_zero_size_and_selected_outputs(scale_plugin):
     model = scale_model(2, shape=(0, 3))
     s = olc_core.Session(model)

@@ -26,6 +26,7 @@ from .graph_passes import (
     graph_digest,
     inference_constants,
     is_constant_node,
+    tensor_value,
     validate_rewrite,
 )
 from .registration import KernelRegistration, normalize_domain
@@ -936,7 +937,7 @@ class Session:
         self._constants: dict[str, np.ndarray] = {}
         for name, init in initializers.items():
             try:
-                value = np.asarray(numpy_helper.to_array(init), order="C")
+                value = tensor_value(init)
             except Exception as exc:  # noqa: BLE001 - onnx raises KeyError, ValueError, ... on corrupt payloads
                 raise InvalidModelError(
                     f"initializer '{name}' cannot be read ({_elem_name(init.data_type)}): {type(exc).__name__}: {exc}"
