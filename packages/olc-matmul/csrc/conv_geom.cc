@@ -294,8 +294,9 @@ bool parse_attrs(const olc_node_info* node, ConvOp kind, ConvAttrs* st, char* er
   }
   // The spatial rank, where something tells it already.
   int nsp = -1;
+  const int wi = kind == ConvOp::kQLinearConv ? 3 : 1;  // W (QLinearConv: after x, x_scale, x_zero_point)
   if (node->input_ranks && node->input_ranks[0] >= 0) nsp = node->input_ranks[0] - 2;
-  else if (node->n_inputs > 1 && node->input_ranks && node->input_ranks[1] >= 0) nsp = node->input_ranks[1] - 2;
+  else if (node->n_inputs > wi && node->input_ranks && node->input_ranks[wi] >= 0) nsp = node->input_ranks[wi] - 2;
   else if (!st->kshape.empty()) nsp = static_cast<int>(st->kshape.size());
   if (nsp != -1 && (nsp < 1 || nsp > 3))
     return fail_create(error, esize, "%s supports 1-D, 2-D and 3-D inputs (rank 3 to 5), got rank %d", op, nsp + 2),
