@@ -127,8 +127,9 @@ void float_row(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t
 constexpr int kMR8 = 4;
 
 // Groups of four k: A entries are four uint8, B entries four int8 of one
-// column (the vpdpbusd layout); DA reads A in place (row stride lda).
-template <int M, bool DA>
+// column (the vpdpbusd layout), or with SA the other way round (A int8, B
+// uint8); DA reads A in place (row stride lda).
+template <int M, bool DA, bool SA>
 void tile_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C,
                int64_t ldc, int nr, int first) {
   const __m256i ones = _mm256_set1_epi16(1);
@@ -143,8 +144,11 @@ void tile_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, co
       if (DA) std::memcpy(&av, A + i * lda + 4 * q, 4);
       else av = static_cast<int32_t>(Ap[i]);
       const __m256i a = _mm256_set1_epi32(av);
-      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b0), ones));
-      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(_mm256_maddubs_epi16(a, b1), ones));
+      // vpmaddubsw takes its unsigned operand first.
+      const __m256i p0 = SA ? _mm256_maddubs_epi16(b0, a) : _mm256_maddubs_epi16(a, b0);
+      const __m256i p1 = SA ? _mm256_maddubs_epi16(b1, a) : _mm256_maddubs_epi16(a, b1);
+      acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(p0, ones));
+      acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(p1, ones));
     }
     if (!DA) Ap += kMR8;
     Bp += kNR;
@@ -159,32 +163,37 @@ void tile_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, co
   }
 }
 
-template <bool DA>
+template <bool DA, bool SA>
 void dispatch_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C,
                    int64_t ldc, int mr, int nr, int first) {
   switch (mr) {
-    case 4: return tile_u8s8<4, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
-    case 3: return tile_u8s8<3, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
-    case 2: return tile_u8s8<2, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
-    case 1: return tile_u8s8<1, DA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 4: return tile_u8s8<4, DA, SA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 3: return tile_u8s8<3, DA, SA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 2: return tile_u8s8<2, DA, SA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
+    case 1: return tile_u8s8<1, DA, SA>(ng, Ap, A, lda, Bp, C, ldc, nr, first);
     default: return;
   }
 }
 
+template <bool SA>
 void ukernel_u8s8(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr, int nr,
                   int first) {
-  dispatch_u8s8<false>(ng, Ap, nullptr, 0, Bp, C, ldc, mr, nr, first);
+  dispatch_u8s8<false, SA>(ng, Ap, nullptr, 0, Bp, C, ldc, mr, nr, first);
 }
 
 void ukernel_u8s8_da(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr,
                      int nr, int first) {
-  dispatch_u8s8<true>(ng, nullptr, A, lda, Bp, C, ldc, mr, nr, first);
+  dispatch_u8s8<true, false>(ng, nullptr, A, lda, Bp, C, ldc, mr, nr, first);
 }
 
 }  // namespace
 
-IntKernel int_kernel_u8s8() {
-  return {"avx2-u8s8", kMR8, kNR, 4, &ukernel_u8s8, &ukernel_u8s8_da, nullptr, &quant_u8, &range, &float_row};
+IntKernel int_kernel_u8s8(bool signed_a) {
+  // The in-place A reader takes uint8 A only.
+  if (signed_a)
+    return {"avx2-s8u8", kMR8, kNR, 4, &ukernel_u8s8<true>, nullptr, nullptr, &quant_u8, &range, &float_row, true};
+  return {"avx2-u8s8", kMR8, kNR, 4, &ukernel_u8s8<false>, &ukernel_u8s8_da, nullptr, &quant_u8, &range, &float_row,
+          false};
 }
 
 IntKernel int_kernel() { return {"avx2", kMR, kNR, 2, &ukernel, nullptr, nullptr, &quant_u8, &range, &float_row}; }

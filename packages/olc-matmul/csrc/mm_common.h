@@ -241,6 +241,9 @@ struct IntKernel {
   // portable loops.
   void (*float_row)(uint32_t* c, int64_t n, uint32_t ra, const uint32_t* zb, uint32_t zb0, const uint32_t* ct,
                     const float* mult, const float* bias);
+  // Group 4 only: the kernel multiplies s8 A by u8 B (vpmaddubsw with the
+  // operands the other way round) instead of u8 A by s8 B.
+  bool signed_a = false;
 };
 
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
@@ -323,9 +326,10 @@ void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx512
 namespace avx2 {
 IntKernel int_kernel();
-// vpmaddubsw (u8 x s8, group 4): exact only for a B whose adjacent pairs of
-// values have |b0| + |b1| <= 128 (int_adapter.cc checks).
-IntKernel int_kernel_u8s8();
+// vpmaddubsw (group 4): exact only where the signed operand's adjacent
+// pairs of values have |v0| + |v1| <= 128 (int_adapter.cc and
+// qconv_adapter.cc check). signed_a false: u8 A x s8 B; true: s8 A x u8 B.
+IntKernel int_kernel_u8s8(bool signed_a = false);
 void nbits_dequant_fast(const NbDequant* p);
 }  // namespace avx2
 namespace scalar { IntKernel int_kernel(); }

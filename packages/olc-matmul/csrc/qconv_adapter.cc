@@ -56,9 +56,19 @@ IntKernel select_kernel(const olc_core_api* api, bool use_vnni) {
   return scalar::int_kernel();
 }
 
-// Kernel-space offsets: group 4 (vpdpbusd) multiplies u8 A by s8 B.
-inline int32_t offset_a(int group, bool is_signed) { return group == 4 && is_signed ? 128 : 0; }
-inline int32_t offset_b(int group, bool is_signed) { return group == 4 && !is_signed ? -128 : 0; }
+// Kernel-space offsets: group 4 multiplies u8 A by s8 B (vpdpbusd, the
+// AVX2 u8 x s8 kernel), or s8 A by u8 B (the AVX2 s8 x u8 kernel, signed_a);
+// group 2 (int16 pairs) takes both as they are.
+inline int32_t offset_a(const IntKernel& ik, bool is_signed) {
+  if (ik.group != 4) return 0;
+  if (ik.signed_a) return is_signed ? 0 : -128;
+  return is_signed ? 128 : 0;
+}
+inline int32_t offset_b(const IntKernel& ik, bool is_signed) {
+  if (ik.group != 4) return 0;
+  if (ik.signed_a) return is_signed ? 128 : 0;
+  return is_signed ? 0 : -128;
+}
 inline int32_t byte_value(uint8_t v, bool is_signed) { return is_signed ? static_cast<int8_t>(v) : v; }
 
 // One group entry from g raw bytes v[0..g) (missing: absent=true -> the
@@ -77,7 +87,8 @@ inline uint32_t entry(int g, bool is_signed, bool flip, const uint8_t* v, int n)
 struct QConvState : ConvAttrs {
   bool qlinear;  // QLinearConv (else ConvInteger)
   int32_t x_type, w_type, y_type;
-  IntKernel ik;
+  IntKernel ik;         // exact for every operand: a fed W
+  IntKernel packed_ik;  // the constant W's: ik, or the s8 x u8 kernel where W's pairs fit int16
   const ConvKernels* ck;  // the output stage (requantize)
   const olc_tuning_param* t_par = nullptr;
   // Constant W: per group, ceil(Mg / MR) strips of ng x MR entries (whole
@@ -89,13 +100,28 @@ struct QConvState : ConvAttrs {
   std::string detail;
 };
 
+// Whether every two adjacent weights (k = 2p, 2p + 1 of each row of W
+// [rows, Kg]) as the s8 x u8 kernel sees them (int8, or uint8 less 128)
+// have |w0| + |w1| <= 128: then no int16 pair sum of vpmaddubsw can
+// saturate (128 x 255 = 32640 for any uint8 input). Seven-bit weights
+// (onnxruntime's quantizer with reduce_range) always pass.
+bool weight_pairs_fit_int16(bool w_signed, const uint8_t* W, int64_t rows, int64_t Kg) {
+  const int bias = w_signed ? 0x80 : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* w = W + r * Kg;
+    for (int64_t k = 0; k + 1 < Kg; k += 2)
+      if (std::abs((w[k] ^ bias) - 128) + std::abs((w[k + 1] ^ bias) - 128) > 128) return false;
+  }
+  return true;
+}
+
 // W [G * Mg, Kg] (bytes) into strips; rowsum[co] = the kernel-space sum.
 void pack_w(const IntKernel& ik, bool w_signed, const uint8_t* W, int64_t G, int64_t Mg, int64_t Kg, uint32_t* dst,
             int32_t* rowsum) {
   const int g = ik.group, MR = ik.mr;
   const int64_t ng = (Kg + g - 1) / g, ns = (Mg + MR - 1) / MR;
-  const bool flip = g == 4 && w_signed;
-  const int32_t off = offset_a(g, w_signed);
+  const int32_t off = offset_a(ik, w_signed);
+  const bool flip = off != 0;
   for (int64_t gi = 0; gi < G; ++gi)
     for (int64_t s = 0; s < ns; ++s) {
       uint32_t* o = dst + (gi * ns + s) * ng * MR;
@@ -174,6 +200,7 @@ void column_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_s
 struct QJob {
   const Geom* g;
   const QConvState* st;
+  const IntKernel* ik;     // st->ik or st->packed_ik
   const uint32_t* wp;      // strips
   const int32_t* rowsum;   // rowsum(A') [Cout]
   const uint8_t* src;      // the input in PadLayout l, images n0 ..
@@ -253,9 +280,9 @@ void entries(int g, bool is_signed, uint8_t flip, const uint8_t* const* r, int n
 // flipped where vpdpbusd needs s8; k past the block: zero entries).
 void int_panel(const QJob& job, const uint8_t* srcg, int64_t k0, int64_t kc, const int64_t* runs, int64_t nruns,
                int nr, uint32_t* dst) {
-  const int g = job.st->ik.group, NR = job.st->ik.nr;
+  const int g = job.ik->group, NR = job.ik->nr;
   const bool xs = job.st->x_type == OLC_DTYPE_INT8;
-  const uint8_t flip = g == 4 && !xs ? 0x80 : 0;
+  const uint8_t flip = offset_b(*job.ik, xs) != 0 ? 0x80 : 0;
   const int64_t ng = (kc + g - 1) / g;
   for (int64_t q = 0; q < ng; ++q) {
     const int n = static_cast<int>(std::min<int64_t>(g, kc - q * g));
@@ -277,9 +304,8 @@ void finish(const QJob& job, int32_t* C, int64_t ldc, int64_t n, int64_t gi, int
             int64_t nc) {
   const Geom& g = *job.g;
   const QConvState& st = *job.st;
-  const int grp = st.ik.group;
   const uint32_t K = static_cast<uint32_t>(g.Kg);
-  const int32_t oa = offset_a(grp, st.w_type == OLC_DTYPE_INT8), ob = offset_b(grp, st.x_type == OLC_DTYPE_INT8);
+  const int32_t oa = offset_a(*job.ik, st.w_type == OLC_DTYPE_INT8), ob = offset_b(*job.ik, st.x_type == OLC_DTYPE_INT8);
   const uint32_t zb = static_cast<uint32_t>(job.xz + ob);
   const int32_t* cs = job.csum + ((n - job.n0) * g.G + gi) * g.out_sp + s0;
   const bool u8 = st.y_type == OLC_DTYPE_UINT8;
@@ -301,7 +327,7 @@ void finish(const QJob& job, int32_t* C, int64_t ldc, int64_t n, int64_t gi, int
 void q_range(void* user, int64_t begin, int64_t end) {
   const QJob& job = *static_cast<const QJob*>(user);
   const Geom& g = *job.g;
-  const IntKernel& ik = job.st->ik;
+  const IntKernel& ik = *job.ik;
   const int MR = ik.mr, NR = ik.nr, grp = ik.group;
   const int64_t ngt = (g.Kg + grp - 1) / grp;  // groups over the whole K
   const int64_t nstrips = (g.Mg + MR - 1) / MR;
@@ -393,6 +419,9 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
   const olc_tuning_param* vnni =
       api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_vnni", 1);
   st->ik = select_kernel(api, api->tuning_read_int(vnni) != 0);
+  st->packed_ik = st->ik;
+  const olc_tuning_param* u8s8 =
+      api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_u8s8", 1);
   st->ck = conv_kernels_for(api->simd_level());
   st->t_par = api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "parallel_min_macs", 1 << 16);
   // Constant W: packed once.
@@ -401,11 +430,16 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
   if (cw && cw->data && cw->dtype == st->w_type && cw->ndim >= 3 && cw->ndim <= 5 && cw->shape[0] % st->group == 0 &&
       olc_element_count(cw) > 0) {
     const int64_t cout = cw->shape[0], Mg = cout / st->group, Kg = olc_element_count(cw) / cout;
-    const int MR = st->ik.mr;
-    st->wpack.resize(static_cast<size_t>(st->group * ((Mg + MR - 1) / MR) * ((Kg + st->ik.group - 1) / st->ik.group) * MR));
+    const uint8_t* wdata = static_cast<const uint8_t*>(cw->data);
+    // At the AVX2 level, weights whose pairs fit int16 go to the s8 x u8
+    // vpmaddubsw kernel (twice the products of vpmaddwd per instruction).
+    if (api->simd_level() == OLC_SIMD_AVX2 && api->tuning_read_int(u8s8) != 0 &&
+        weight_pairs_fit_int16(st->w_type == OLC_DTYPE_INT8, wdata, cout, Kg))
+      st->packed_ik = avx2::int_kernel_u8s8(true);
+    const IntKernel& pk = st->packed_ik;
+    st->wpack.resize(static_cast<size_t>(st->group * ((Mg + pk.mr - 1) / pk.mr) * ((Kg + pk.group - 1) / pk.group) * pk.mr));
     st->wrowsum.resize(static_cast<size_t>(cout));
-    pack_w(st->ik, st->w_type == OLC_DTYPE_INT8, static_cast<const uint8_t*>(cw->data), st->group, Mg, Kg,
-           st->wpack.data(), st->wrowsum.data());
+    pack_w(pk, st->w_type == OLC_DTYPE_INT8, wdata, st->group, Mg, Kg, st->wpack.data(), st->wrowsum.data());
     st->wdata = cw->data;
     st->wshape.assign(cw->shape, cw->shape + cw->ndim);
     const size_t bytes = st->wpack.size() * 4 + st->wrowsum.size() * 4;
@@ -414,7 +448,7 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
     std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB", bytes / 1024.0);
     note = buf;
   }
-  st->detail = std::string(st->ik.name) + " implicit-gemm" + note;
+  st->detail = std::string(st->packed_ik.name) + " implicit-gemm" + note;
   return st.release();
 }
 
@@ -511,11 +545,11 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const int64_t total = g.N * g.Cout * g.out_sp;
   if (!y && total > 0) return OLC_ERROR;
   if (total == 0) return OLC_OK;
-  const IntKernel& ik = st->ik;
-  const int MR = ik.mr, NR = ik.nr;
   const bool packed = !st->wpack.empty() && w.data == st->wdata &&
                       w.ndim == static_cast<int32_t>(st->wshape.size()) &&
                       std::equal(st->wshape.begin(), st->wshape.end(), w.shape);
+  const IntKernel& ik = packed ? st->packed_ik : st->ik;
+  const int MR = ik.mr, NR = ik.nr;
   std::vector<uint32_t> wrun;
   std::vector<int32_t> rsrun;
   const uint32_t* wp;
@@ -539,6 +573,7 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   QJob job{};
   job.g = &g;
   job.st = st;
+  job.ik = &ik;
   job.wp = wp;
   job.rowsum = rowsum;
   job.xz = static_cast<int32_t>(xzd);

@@ -256,3 +256,85 @@ def test_errors():
     with pytest.raises(olc_core.OlcError, match="pads must be non-negative") as ei:
         olc_core.Session(qlinear_model("uint8", "int8", "uint8", {"pads": [0, -1, 0, 0]}), strict=True)
     assert "qconv0" in str(ei.value)
+
+
+def bounded_weights(rng, ws, wt, worst=128):
+    """Weights whose adjacent pairs along each output channel's K (as the s8 x
+    u8 kernel sees them: int8, or uint8 less 128) have |w0| + |w1| <= worst,
+    the extreme pairs planted; worst 129: one pair past the bound."""
+    m, k = ws[0], int(np.prod(ws[1:]))
+    v = rng.integers(-64, 65, size=(m, k), dtype=np.int64)
+    extremes = [(-128, 0), (0, -128), (64, 64), (-64, -64), (127, 1), (-1, -127), (100, -28)]
+    for c in range(m):
+        for p in range(0, k - 1, 2):
+            if (p // 2 + c) % 3 == 0:
+                v[c, p], v[c, p + 1] = extremes[(p // 2 + c) % len(extremes)]
+    if worst > 128 and k >= 2:
+        v[m - 1, 0], v[m - 1, 1] = -128, -1
+    return (v if wt == "int8" else v + 128).astype(NP[wt]).reshape(ws)
+
+
+@pytest.mark.parametrize("signs", SIGNS[:3], ids=["-".join(s) for s in SIGNS[:3]])
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_conv_integer_s8u8_where_weight_pairs_fit(case, signs):
+    """At the AVX2 level constant weights whose adjacent pairs fit int16 run on
+    the s8 x u8 vpmaddubsw kernel (the kernel detail says avx2-s8u8); one pair
+    past the bound keeps the exact kernel. Inputs at their extremes (where a
+    pair past the bound would saturate); exact against the int64 reference."""
+    xs, ws, attrs = case
+    xt, wt, _ = signs
+    rng = np.random.default_rng(abs(hash((xs, ws, signs, "s8u8"))) % 2**32)
+    x = rand_bytes(rng, xs, xt)
+    x.reshape(-1)[::3] = np.iinfo(NP[xt]).max  # u8 255 in kernel space
+    xz = np.array(rng.integers(0, 50) if xt == "uint8" else rng.integers(-20, 20), NP[xt])
+    wz = np.array(rng.integers(-20, 20) + (128 if wt == "uint8" else 0), NP[wt])
+    for worst in (128, 129):
+        w = bounded_weights(rng, ws, wt, worst)
+        want = conv_int(x, w, xz, wz, attrs).astype(np.int32)
+        m = integer_model(xt, wt, attrs, w=w)
+        f = {"x": x, "x_zero_point": xz, "w_zero_point": wz}
+        for level in LEVELS:
+            for threads in (1, 2):
+                y, s = run(m, f, level, 1, threads, "olc_matmul::ConvInteger")
+                np.testing.assert_array_equal(y, want, err_msg=f"{level} t{threads} worst={worst}")
+                took = "[avx2-s8u8" in s.kernel_usage_details()[0]
+                assert took == (level == "avx2" and worst == 128 and ws[1] * int(np.prod(ws[2:])) >= 2)
+
+
+def test_qlinearconv_s8u8_per_channel():
+    """QLinearConv through the s8 x u8 kernel: per-channel weight zero points
+    and scales, bias, requantized output; the same bits as the reference."""
+    if "avx2" not in LEVELS:
+        pytest.skip("no AVX2")
+    rng = np.random.default_rng(31)
+    xs, ws, attrs = (1, 16, 18, 40), (33, 16, 3, 3), {"pads": [1, 1, 1, 1]}
+    for xt, wt, yt in SIGNS:
+        x, _, xz, wz, xsc, wsc, ysc, yz, b = qparams(rng, xs, ws, xt, wt, yt, True)
+        w = bounded_weights(rng, ws, wt)
+        acc = conv_int(x, w, xz, wz, attrs) + b.reshape(1, -1, 1, 1)
+        want = requantize(acc, xsc, wsc, ysc, yz, yt)
+        feeds = {"x": x, "x_scale": np.array(xsc), "x_zero_point": np.array(xz), "w_scale": np.array(wsc),
+                 "w_zero_point": np.array(wz), "y_scale": np.array(ysc), "y_zero_point": np.array(yz), "B": b}
+        for threads in (1, 2):
+            y, s = run(qlinear_model(xt, wt, yt, attrs, w=w, per_channel=True), feeds, "avx2", 1, threads,
+                       "olc_matmul::QLinearConv")
+            np.testing.assert_array_equal(y, want)
+            assert "[avx2-s8u8" in s.kernel_usage_details()[0]
+
+
+def test_qlinearconv_constant_scales_and_input_of_unknown_rank():
+    """x of unknown rank and the scales and zero points as initializers: the
+    spatial rank comes from W (input 3), not from x_scale (input 1, rank 0)."""
+    rng = np.random.default_rng(32)
+    xs, ws, attrs = (1, 4, 7, 9), (6, 4, 3, 3), {"pads": [1, 1, 1, 1]}
+    x, w, xz, wz, xsc, wsc, ysc, yz, b = qparams(rng, xs, ws, "uint8", "int8", "uint8", False)
+    want = requantize(conv_int(x, w, xz, wz, attrs) + b.reshape(1, -1, 1, 1), xsc, wsc, ysc, yz, "uint8")
+    inits = [("x_scale", np.array(xsc)), ("x_zero_point", np.array(xz)), ("w", w), ("w_scale", np.array(wsc)),
+             ("w_zero_point", np.array(wz)), ("y_scale", np.array(ysc)), ("y_zero_point", np.array(yz)), ("B", b)]
+    m = model("QLinearConv", [("x", "uint8"), ("x_scale", "float32"), ("x_zero_point", "uint8"), ("w", "int8"),
+                              ("w_scale", "float32"), ("w_zero_point", "int8"), ("y_scale", "float32"),
+                              ("y_zero_point", "uint8"), ("B", "int32")], [("y", "uint8")], attrs=attrs,
+              initializers=inits, opset=10, name="qconv0")
+    for level in LEVELS:
+        y, _ = run(m, {"x": x}, level, 1, 1, "olc_matmul::QLinearConv")
+        np.testing.assert_array_equal(y, want)
