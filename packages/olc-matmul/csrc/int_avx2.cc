@@ -19,6 +19,20 @@ namespace {
 
 constexpr int kMR = 6, kNR = 16;
 
+// The first nr columns of M accumulated rows into C (row stride ldc): stored
+// on the first K block, else added (wrapping, as int32 sums do).
+template <int M>
+void store_tile(const __m256i (&acc)[M][2], int32_t* C, int64_t ldc, int nr, int first) {
+  for (int i = 0; i < M; ++i) {
+    alignas(32) int32_t t[kNR];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[i][0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), acc[i][1]);
+    int32_t* c = C + i * ldc;
+    for (int j = 0; j < nr; ++j)
+      c[j] = first ? t[j] : static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(t[j]));
+  }
+}
+
 template <int M>
 void tile(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int nr, int first) {
   __m256i acc[M][2];
@@ -35,14 +49,7 @@ void tile(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_
     Ap += kMR;
     Bp += kNR;
   }
-  for (int i = 0; i < M; ++i) {
-    alignas(32) int32_t t[kNR];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[i][0]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), acc[i][1]);
-    int32_t* c = C + i * ldc;
-    for (int j = 0; j < nr; ++j)
-      c[j] = first ? t[j] : static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(t[j]));
-  }
+  store_tile<M>(acc, C, ldc, nr, first);
 }
 
 void ukernel(int64_t ng, const uint32_t* Ap, const uint32_t* Bp, int32_t* C, int64_t ldc, int mr, int nr,
@@ -153,14 +160,7 @@ void tile_u8s8(int64_t ng, const uint32_t* Ap, const uint8_t* A, int64_t lda, co
     if (!DA) Ap += kMR8;
     Bp += kNR;
   }
-  for (int i = 0; i < M; ++i) {
-    alignas(32) int32_t t[kNR];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t), acc[i][0]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(t + 8), acc[i][1]);
-    int32_t* c = C + i * ldc;
-    for (int j = 0; j < nr; ++j)
-      c[j] = first ? t[j] : static_cast<int32_t>(static_cast<uint32_t>(c[j]) + static_cast<uint32_t>(t[j]));
-  }
+  store_tile<M>(acc, C, ldc, nr, first);
 }
 
 template <bool DA, bool SA>
