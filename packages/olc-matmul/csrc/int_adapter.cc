@@ -59,14 +59,10 @@ IntKernel select_u8s8_kernel(const olc_core_api* api, bool use_u8s8) {
 // How the kernel sees an operand value.
 struct Operand {
   bool is_signed;  // int8 (else uint8)
-  int group;
+  const IntKernel* ik;
   bool is_a;
   // The kernel value of byte x and its offset (kernel value = x + off).
-  int32_t offset() const {
-    if (group == 2) return 0;
-    if (is_a) return is_signed ? 128 : 0;   // A' = A + 128 for int8
-    return is_signed ? 0 : -128;             // B' = B - 128 for uint8
-  }
+  int32_t offset() const { return kernel_offset(*ik, is_a, is_signed); }
   int32_t value(uint8_t x) const {
     const int32_t v = is_signed ? static_cast<int8_t>(x) : x;
     return v + offset();
@@ -77,10 +73,10 @@ struct Operand {
 // entries; k past the block and columns past nc are zero.
 void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, int64_t kc, int64_t n0, int64_t nc,
                 int NR, int64_t pstride, uint32_t* dst) {
-  const int g = op.group;
+  const int g = op.ik->group;
   const int64_t ng = (kc + g - 1) / g;
   alignas(64) static const uint8_t zeros[4096] = {};
-  const uint8_t flip = (g == 4 && !op.is_signed) ? 0x80 : 0;  // u8 -> s8 for vpdpbusd
+  const uint8_t flip = op.offset() != 0 ? 0x80 : 0;  // u8 -> s8 for vpdpbusd
 #if defined(__SSE2__)
   const __m128i xflip = _mm_set1_epi8(static_cast<char>(flip));
 #endif
@@ -144,10 +140,10 @@ void pack_b_int(const Operand& op, const uint8_t* B, int64_t ldb, int64_t k0, in
 // A rows [m0, m0 + mr) over [k0, k0 + kc) -> ng x MR entries.
 void pack_a_int(const Operand& op, const uint8_t* A, int64_t lda, int64_t m0, int mr, int64_t k0, int64_t kc, int MR,
                 uint32_t* dst) {
-  const int g = op.group;
+  const int g = op.ik->group;
   const int64_t full = kc / g;
   const int64_t ng = (kc + g - 1) / g;
-  const uint32_t flip = (g == 4 && op.is_signed) ? 0x80808080u : 0;  // s8 -> u8 for vpdpbusd
+  const uint32_t flip = op.offset() != 0 ? 0x80808080u : 0;  // s8 -> u8 for vpdpbusd
   for (int i = 0; i < mr; ++i) {
     const uint8_t* row = A + (m0 + i) * lda + k0;
     if (g == 4) {
@@ -179,17 +175,17 @@ void pack_a_int(const Operand& op, const uint8_t* A, int64_t lda, int64_t m0, in
 // |a0 b0 + a1 b1| <= 255 * 128 = 32640 for any uint8 a0, a1. Seven-bit
 // weights (onnxruntime's quantizer with reduce_range) always pass.
 bool pairs_fit_int16(bool b_signed, const uint8_t* B, int64_t nb, int64_t K, int64_t N) {
-  // Biased values u = v + 128 in [0, 255]; |v| = |u - 128| as saturating
-  // byte differences; the pair sums saturate at 255, so their maximum tells.
-  const uint8_t bias = b_signed ? 0x80 : 0;
-  uint8_t worst = 0;
   for (int64_t t = 0; t < nb; ++t) {
     for (int64_t k = 0; k + 1 < K; k += 2) {
       const uint8_t* r0 = B + (t * K + k) * N;
       const uint8_t* r1 = r0 + N;
       int64_t j = 0;
 #if defined(__SSE2__)
-      const __m128i vb = _mm_set1_epi8(static_cast<char>(bias)), mid = _mm_set1_epi8(static_cast<char>(0x80));
+      // 16 columns at a time, as s8_pair_fits_int16: biased values u = v + 128,
+      // |v| = |u - 128| as saturating byte differences; the pair sums
+      // saturate at 255, so their maximum tells.
+      const __m128i vb = _mm_set1_epi8(static_cast<char>(b_signed ? 0x80 : 0));
+      const __m128i mid = _mm_set1_epi8(static_cast<char>(0x80));
       __m128i w = _mm_setzero_si128();
       for (; j + 16 <= N; j += 16) {
         const __m128i u0 = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(r0 + j)), vb);
@@ -200,13 +196,11 @@ bool pairs_fit_int16(bool b_signed, const uint8_t* B, int64_t nb, int64_t K, int
       }
       alignas(16) uint8_t lanes[16];
       _mm_store_si128(reinterpret_cast<__m128i*>(lanes), w);
-      for (uint8_t x : lanes) worst = std::max(worst, x);
+      for (uint8_t x : lanes)
+        if (x > 128) return false;
 #endif
-      for (; j < N; ++j) {
-        const int a0 = std::abs(static_cast<int>(r0[j] ^ bias) - 128), a1 = std::abs(static_cast<int>(r1[j] ^ bias) - 128);
-        worst = static_cast<uint8_t>(std::max<int>(worst, std::min(255, a0 + a1)));
-      }
-      if (worst > 128) return false;
+      for (; j < N; ++j)
+        if (!s8_pair_fits_int16(r0[j], r1[j], b_signed)) return false;
     }
   }
   return true;
@@ -692,7 +686,7 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
     const int64_t panels = cdiv(N, ik.nr);
     st->packed = make_packed(PackLayout::kInt, sizeof(uint32_t) * ng * ik.nr * panels);
     if (st->packed) {
-      Operand opb{st->b_type == OLC_DTYPE_INT8, ik.group, false};
+      Operand opb{st->b_type == OLC_DTYPE_INT8, &ik, false};
       pack_b_int(opb, bdata, N, 0, K, 0, N, ik.nr, ng * ik.nr, static_cast<uint32_t*>(st->packed->data));
       st->packed_colsum.resize(N);
       col_sums(opb, bdata, K, N, st->packed_colsum.data());
@@ -900,9 +894,8 @@ int32_t int_run(const void* state, olc_context* ctx, int32_t n_inputs, const olc
                     pairs_fit_int16(st->b_type == OLC_DTYPE_INT8, static_cast<const uint8_t*>(b.data),
                                     olc_element_count(&b) / std::max<int64_t>(1, ms.K * ms.N), ms.K, ms.N);
   const IntKernel& ik = use_packed ? st->packed_ik : u8s8 ? st->ik_u8s8 : st->ik;
-  const int g = ik.group;
-  Operand opa{st->ka_type == OLC_DTYPE_INT8, g, true};
-  Operand opb{st->b_type == OLC_DTYPE_INT8, g, false};
+  Operand opa{st->ka_type == OLC_DTYPE_INT8, &ik, true};
+  Operand opb{st->b_type == OLC_DTYPE_INT8, &ik, false};
   Quant q;
   // za' = za + oa, zb' = zb - ob (kernel-space zero points). The float
   // operators take per-tensor A parameters only (as onnxruntime).

@@ -246,6 +246,27 @@ struct IntKernel {
   bool signed_a = false;
 };
 
+// What a kernel adds to an operand byte (as int8 or uint8) to get the value
+// it multiplies: group 4 takes one operand as u8 and the other as s8, so an
+// int8 operand on the u8 side is offset by +128 and a uint8 operand on the
+// s8 side by -128 (the adapters compensate with row and column sums);
+// group 2 (int16 pairs) takes both as they are.
+inline int32_t kernel_offset(const IntKernel& ik, bool is_a, bool is_signed) {
+  if (ik.group != 4) return 0;
+  const bool s8_side = is_a == ik.signed_a;
+  if (s8_side) return is_signed ? 0 : -128;
+  return is_signed ? 128 : 0;
+}
+
+// Whether two adjacent bytes of vpmaddubsw's signed operand, as it sees them
+// (int8 as they are, uint8 less 128), have |v0| + |v1| <= 128: then their
+// int16 pair sum with any two uint8 cannot saturate (255 x 128 = 32640).
+inline bool s8_pair_fits_int16(uint8_t x0, uint8_t x1, bool is_signed) {
+  const int bias = is_signed ? 0x80 : 0;  // (x ^ bias) - 128 is the value
+  const int v0 = (x0 ^ bias) - 128, v1 = (x1 ^ bias) - 128;
+  return (v0 < 0 ? -v0 : v0) + (v1 < 0 ? -v1 : v1) <= 128;
+}
+
 // MatMulNBits GEMV over rows n0 .. n1 of B (one activation row):
 //   y[n] = sum_b scale[n, b] * dot(q block, a block) - dot(sz[n, :], asum)
 //          (+ bias[n])

@@ -56,19 +56,9 @@ IntKernel select_kernel(const olc_core_api* api, bool use_vnni) {
   return scalar::int_kernel();
 }
 
-// Kernel-space offsets: group 4 multiplies u8 A by s8 B (vpdpbusd, the
-// AVX2 u8 x s8 kernel), or s8 A by u8 B (the AVX2 s8 x u8 kernel, signed_a);
-// group 2 (int16 pairs) takes both as they are.
-inline int32_t offset_a(const IntKernel& ik, bool is_signed) {
-  if (ik.group != 4) return 0;
-  if (ik.signed_a) return is_signed ? 0 : -128;
-  return is_signed ? 128 : 0;
-}
-inline int32_t offset_b(const IntKernel& ik, bool is_signed) {
-  if (ik.group != 4) return 0;
-  if (ik.signed_a) return is_signed ? 128 : 0;
-  return is_signed ? 0 : -128;
-}
+// Kernel-space offsets of W (the kernel's A) and of the input (its B).
+inline int32_t offset_a(const IntKernel& ik, bool is_signed) { return kernel_offset(ik, true, is_signed); }
+inline int32_t offset_b(const IntKernel& ik, bool is_signed) { return kernel_offset(ik, false, is_signed); }
 inline int32_t byte_value(uint8_t v, bool is_signed) { return is_signed ? static_cast<int8_t>(v) : v; }
 
 // One group entry from g raw bytes v[0..g) (missing: absent=true -> the
@@ -106,11 +96,10 @@ struct QConvState : ConvAttrs {
 // saturate (128 x 255 = 32640 for any uint8 input). Seven-bit weights
 // (onnxruntime's quantizer with reduce_range) always pass.
 bool weight_pairs_fit_int16(bool w_signed, const uint8_t* W, int64_t rows, int64_t Kg) {
-  const int bias = w_signed ? 0x80 : 0;
   for (int64_t r = 0; r < rows; ++r) {
     const uint8_t* w = W + r * Kg;
     for (int64_t k = 0; k + 1 < Kg; k += 2)
-      if (std::abs((w[k] ^ bias) - 128) + std::abs((w[k + 1] ^ bias) - 128) > 128) return false;
+      if (!s8_pair_fits_int16(w[k], w[k + 1], w_signed)) return false;
   }
   return true;
 }
