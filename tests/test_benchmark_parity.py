@@ -75,7 +75,8 @@ def test_quick_unary_report_structure(tmp_path):
             # Abs reads and writes 4096 float32: 32 KiB per run.
             assert c["bytes"] == 2 * 4096 * 4
             assert c["olc_gbps"] == pytest.approx(c["bytes"] / c["olc_median_ns"])
-            assert c["bw_efficiency"] == pytest.approx(c["olc_gbps"] / env["host"]["copy_gbps"]["1"])
+            # 32 KiB: below the footprint probes, no bandwidth efficiency.
+            assert "bw_efficiency" not in c and c["olc_gbps"] > 0
             assert "flops" not in c  # the unary cases give no flops
     assert "| level | olc GFLOP/s | olc GB/s |" in md and "Probes: float32 FMA peak" in md
 
@@ -358,12 +359,21 @@ def test_efficiency_against_the_level_that_ran():
     over the copy bandwidth of its thread count."""
     bp = load_tool()
     host = {"fma_peak_gflops": {"avx2": 100.0, "avx512": 200.0}, "copy_gbps": {"1": 20.0, "2": 30.0}}
-    case = bp.Case(suite="s", op="MatMul", inputs=[], flops=2e9, bytes=3e6)
+    case = bp.Case(suite="s", op="MatMul", inputs=[], flops=2e9, bytes=3e7)
     rec = {"olc_median_ns": 1e7, "threads": 2, "simd_level": "avx2"}  # 10 ms
     eff = bp.efficiency(rec, case, host)
     assert eff["olc_gflops"] == pytest.approx(200.0) and eff["peak_gflops"] == pytest.approx(200.0)
     assert eff["flops_efficiency"] == pytest.approx(1.0)
-    assert eff["olc_gbps"] == pytest.approx(0.3) and eff["bw_efficiency"] == pytest.approx(0.01)
+    # A host without footprint probes: the single probe of the thread count.
+    assert eff["olc_gbps"] == pytest.approx(3.0) and eff["bw_efficiency"] == pytest.approx(0.1)
+    # With the table: the copy of the power of two nearest half the bytes
+    # (15 MB -> 16 MiB), at the case's thread count.
+    host["copy_gbps_at"] = {f"2:{16 << 20}": 60.0, f"1:{16 << 20}": 6.0}
+    eff = bp.efficiency(rec, case, host)
+    assert eff["copy_gbps"] == 60.0 and eff["bw_efficiency"] == pytest.approx(0.05)
+    # Below the footprint floor: no bandwidth efficiency, the rate still given.
+    small = bp.efficiency(rec, bp.Case(suite="s", op="MatMul", inputs=[], bytes=3e6), host)
+    assert small["olc_gbps"] == pytest.approx(0.3) and "bw_efficiency" not in small
     rec["simd_level"] = "avx512"
     assert bp.efficiency(rec, case, host)["flops_efficiency"] == pytest.approx(0.5)
     rec["simd_level"] = "scalar"  # no probe for the level: the rate without an efficiency
@@ -372,6 +382,28 @@ def test_efficiency_against_the_level_that_ran():
     case2 = bp.Case(suite="s", op="Abs", inputs=[])
     eff2 = bp.efficiency({"olc_median_ns": 1e3, "threads": 1, "input_bytes": 400, "output_bytes": 400}, case2, host)
     assert eff2["bytes"] == 800 and eff2["olc_gbps"] == pytest.approx(0.8) and "olc_gflops" not in eff2
+
+
+def test_footprint_probe_is_taken_once_per_thread_count_and_size(monkeypatch):
+    """An unseen footprint is probed once (a copy of its bucket's bytes on
+    its threads) and kept in the host table the report carries."""
+    bp = load_tool()
+    calls = []
+    monkeypatch.setattr(bp, "settle", lambda: None)
+    monkeypatch.setattr(bp, "copy_bandwidth", lambda t, n, reps=5: calls.append((t, n)) or 40.0)
+    host = {"copy_gbps": {"1": 20.0}, "copy_gbps_at": {}}
+    assert bp.footprint_bandwidth(host, 1, 32 << 20) == 40.0
+    assert bp.footprint_bandwidth(host, 1, 33 << 20) == 40.0  # same bucket: no second copy
+    assert bp.footprint_bandwidth(host, 2, 32 << 20) == 40.0
+    assert calls == [(1, 16 << 20), (2, 16 << 20)]
+    assert host["copy_gbps_at"] == {f"1:{16 << 20}": 40.0, f"2:{16 << 20}": 40.0}
+    assert bp.footprint_bandwidth(host, 1, 1 << 20) is None
+
+
+def test_copy_bandwidth_probe_measures_a_real_copy():
+    bp = load_tool()
+    for threads in (1, 2):
+        assert 0.1 < bp.copy_bandwidth(threads, 8 << 20, reps=2) < 10_000
 
 
 def test_composite_suite_takes_its_groups_and_their_gates(monkeypatch):
