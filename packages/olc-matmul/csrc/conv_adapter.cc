@@ -668,6 +668,25 @@ bool fills_panels(int64_t Mg, int NR) {
   return 10 * Mg >= 9 * padded;
 }
 
+// Whether the direct transposed product's strips (an output row cut into
+// strips of at most MR positions, evenly) all hold at least
+// kDirectMinStripRows positions. A strip is a microkernel call of that
+// many rows, two vectors of W^T each: below five rows its ten
+// accumulators no longer cover the FMA latency of both pipes. At AVX2
+// (MR 6) an 8x8 or 14x14 output row runs in strips of four; the normal
+// implicit GEMM was faster there (3x3 stride 2 64->128 at 16x16, Sapphire
+// Rapids at AVX2, one / two threads: 100 / 80 us direct, 88 / 47 normal;
+// 128->256 370 / 250 against 326 / 169), while at AVX-512 (MR 12) the
+// same rows are one strip of eight or seven and the direct product kept
+// its lead (256->256 at 28x28 stride 2: 1,225 against 1,361 us). The
+// scalar level (MR 4, no vector pipes to fill) is not held to it.
+constexpr int64_t kDirectMinStripRows = 5;
+
+bool direct_strips_fill(int64_t OW, int MR) {
+  const int64_t spr = (OW + MR - 1) / MR;
+  return MR <= kDirectMinStripRows || OW / spr >= kDirectMinStripRows;
+}
+
 // The direct transposed product's tasks per image and group: ranges of its
 // strips (output rows cut into strips of at most MR positions) whose tiles
 // of C (positions x channels) hold at most kDirectTileBytes, times shares
@@ -1899,6 +1918,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
   // ran 10-16 % slower on one and two threads, AVX-512 and AVX2.
   const bool prefer_t = prefer_transposed(g.out_sp, g.Mg, NR) && (packed ? st->wtpack != nullptr : true);
   const bool direct_t = !g.pointwise && packed && st->wtpack && g.Cg > 4 && fills_panels(g.Mg, NR) &&
+                        direct_strips_fill(g.out[2], MR) &&
                         (prefer_t || (g.Kg >= 3 * g.Mg && g.out[0] * g.out[1] > 1)) &&
                         g_api->tuning_read_int(st->t_direct_t) != 0;
   const bool transposed = direct_t || prefer_t;

@@ -834,10 +834,11 @@ def test_large_input_uses_tiles():
 # output channels filling the W^T panels at every level, K >= 3 Mg).
 DIRECT_T_CASES = [
     # ResNet-50's 3x3 stride-2 shape, narrowed: rows of 28 in strips of
-    # 10 + 9 + 9 at AVX-512; 32 + 16 output channels; two K blocks
+    # 9 or 10 at AVX-512, 5 or 6 at AVX2; 32 + 16 output channels; two K
+    # blocks
     ((1, 40, 56, 56), (48, 40, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    # rows of 7 (one strip each), three images
-    ((3, 16, 14, 14), (32, 16, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
+    # rows of 12 (one strip at AVX-512, two at AVX2), three images
+    ((3, 16, 24, 24), (32, 16, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
     # unpadded at stride 1 (X read in place, no copy); a tile past 512 KiB:
     # several strip ranges on one thread, cut inside rows of 73
     ((1, 8, 100, 77), (64, 8, 5, 5), {}),
@@ -846,7 +847,7 @@ DIRECT_T_CASES = [
     # 1-D, stride 2, two images: 10 positions, where the transposed product
     # is chosen (longer rows take the normal product)
     ((2, 40, 19), (32, 40, 3), {"strides": [2], "pads": [1, 1]}),
-    # 3-D
+    # 3-D, rows of 10
     ((1, 6, 5, 9, 10), (16, 6, 3, 3, 3), {"strides": [1, 2, 1], "pads": [1, 1, 1, 1, 0, 1]}),
     # W^T larger than the input: on threads, tasks share out the panels
     ((1, 32, 9, 9), (128, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),
@@ -883,6 +884,30 @@ def test_direct_transposed(case, t):
                     assert (DIRECT_T in detail) == bool(direct), (level, threads, detail)
                     assert y.shape == ref.shape and y.dtype == NP[t]
                     check_close(y, ref, absprod, k_of(ws, attrs), t, f"{t} {level} t{threads} direct {direct}")
+
+
+
+
+@pytest.mark.parametrize("ow", [7, 8, 14])
+def test_direct_transposed_needs_strips_of_five_rows(ow):
+    """Output rows that split into strips of four positions at AVX2 (MR 6:
+    7, 8 and 14 positions) take the normal implicit GEMM there, and the
+    direct transposed product at AVX-512 (MR 12: one strip of 7 or 8, two
+    of 7); both right."""
+    xs, ws, attrs = (1, 32, 2 * ow, 2 * ow), (64, 32, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}
+    rng = np.random.default_rng(ow)
+    x, w, b = make_data(rng, xs, ws, "float32", True)
+    m = conv_model("float32", attrs, w_const=w)
+    ref, absprod = conv_ref(x, w, b, attrs)
+    for level in LEVELS:
+        if level not in ("avx2", "avx512"):
+            continue
+        for threads in (1, 2):
+            y, s = run_olc(m, {"X": x, "B": b}, level, threads)
+            detail = s.kernel_usage_details()[0]
+            assert (DIRECT_T in detail) == (level == "avx512"), (level, threads, detail)
+            assert "implicit-gemm" in detail
+            check_close(y, ref, absprod, k_of(ws, attrs), "float32", f"{level} t{threads}")
 
 
 TRANSPOSED = [c for c in CASES if c[1] in ((64, 48, 1, 1), (96, 24, 3, 3))]
