@@ -47,12 +47,17 @@ the cap). Host probes, measured once per report (``host``): the
 single-thread float32 FMA peak of AVX2 (ymm) and of AVX-512 (zmm) where the
 CPU has them (from ``olc_matmul.fma_peak_gflops`` when olc-matmul is
 installed), and the copy bandwidth of numpy on 1 and on each thread count
-of the run. Against them each timed case reports its efficiency: with
-``flops`` (float operations per run, given by the case) its GFLOP/s over
-the FMA peak of the level that ran times the threads (so on an AVX-512
-host, a run under OLC_SIMD=avx2 is judged against the AVX2 peak); and its
-GB/s (``bytes`` per run given by the case, else the bytes of its inputs and
-outputs) over the copy bandwidth of its thread count. OLC_SIMD does not cap
+of the run (64 MiB: memory). Against them each timed case reports its
+efficiency: with ``flops`` (float operations per run, given by the case)
+its GFLOP/s over the FMA peak of the level that ran times the threads (so
+on an AVX-512 host, a run under OLC_SIMD=avx2 is judged against the AVX2
+peak); and its GB/s (``bytes`` per run given by the case, else the bytes
+of its inputs and outputs) over the copy bandwidth of its thread count at
+its own footprint: a numpy copy of half its bytes (to the nearest power of
+two), probed once per size and thread count (``host.copy_gbps_at``), so a
+case that the last-level cache holds is judged against the cache's
+bandwidth, not memory's. Cases under 4 MiB get no bandwidth efficiency.
+OLC_SIMD does not cap
 onnxruntime: on an AVX-512 host these efficiencies judge olc's AVX2 paths,
 and ``tools/avx2_host.py`` (CPUID answering without AVX-512 for the whole
 process, where the CPU has CPUID faulting) runs this benchmark with both
