@@ -1,6 +1,7 @@
 // QLinearConv and ConvInteger (ai.onnx 10): the implicit GEMM of the float
-// Conv on the family's integer microkernels (vpdpbusd with AVX512_VNNI,
-// vpmaddwd elsewhere; mm_common.h IntKernel):
+// Conv on the family's integer microkernels (vpdpbusd with AVX512_VNNI, and
+// AMX-INT8 tiles beside it for a constant W where the CPU has them;
+// vpmaddubsw / vpmaddwd at AVX2; mm_common.h IntKernel):
 //   acc[co, p] = sum_k (W[co, k] - wz[co]) (Xcol[k, p] - xz)
 // with Xcol the im2col matrix of X padded with its zero point xz, so that
 // padding contributes nothing, as in the ONNX reference. The weights are
@@ -44,6 +45,7 @@ using namespace conv;  // NOLINT(build/namespaces): the shared attributes and ge
 const olc_core_api* g_api = nullptr;
 
 constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups of the kernel
+constexpr int64_t kAmxRows = 32;          // rows of W per AMX block
 
 thread_local Scratch t_panel, t_acc, t_pad, t_csum;
 
@@ -85,6 +87,11 @@ struct QConvState : ConvAttrs {
   // K), and the kernel-space row sums.
   std::vector<uint32_t> wpack;
   std::vector<int32_t> wrowsum;
+  // With AMX-INT8 and the vpdpbusd kernel: the constant W's kernel-space
+  // bytes row by row ([Cout, amx_ld], K padded with zeros), the A operand
+  // of the tiles (and of the kernel reading A in place for the tails).
+  std::vector<uint8_t> amx_rows;
+  int64_t amx_ld = 0;
   const void* wdata = nullptr;
   std::vector<int64_t> wshape;
   std::string detail;
@@ -128,6 +135,17 @@ void pack_w(const IntKernel& ik, bool w_signed, const uint8_t* W, int64_t G, int
           o[q * MR + i] = entry(g, w_signed, flip, row + q * g, static_cast<int>(std::min<int64_t>(g, Kg - q * g)));
       }
     }
+}
+
+// W [rows, Kg] as the kernel-space bytes of the u8 x s8 kernels (sign bit
+// flipped where W is int8), rows ld apart, K past Kg zero.
+void pack_w_rows(bool w_signed, const uint8_t* W, int64_t rows, int64_t Kg, int64_t ld, uint8_t* dst) {
+  const uint8_t flip = w_signed ? 0x80 : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    uint8_t* o = dst + r * ld;
+    for (int64_t k = 0; k < Kg; ++k) o[k] = static_cast<uint8_t>(W[r * Kg + k] ^ flip);
+    std::fill(o + Kg, o + ld, uint8_t{0});
+  }
 }
 
 // ------------------------------------------------------------ input
@@ -192,6 +210,8 @@ struct QJob {
   const IntKernel* ik;     // st->ik or st->packed_ik
   const uint32_t* wp;      // strips
   const int32_t* rowsum;   // rowsum(A') [Cout]
+  const uint8_t* amx_rows; // QConvState::amx_rows for a packed W with AMX, else NULL
+  int64_t amx_ld;
   const uint8_t* src;      // the input in PadLayout l, images n0 ..
   PadLayout l;
   int64_t n0, img_stride;
@@ -322,6 +342,7 @@ void q_range(void* user, int64_t begin, int64_t end) {
   const int64_t nstrips = (g.Mg + MR - 1) / MR;
   const int64_t KC = kGroupsPerBlock * grp;
   std::vector<int64_t> runs(static_cast<size_t>(3 * NR));
+  amx::TileScope tiles(job.amx_rows != nullptr);
   for (int64_t t = begin; t < end; ++t) {
     const int64_t ti = t % job.tn;
     const int64_t mi = (t / job.tn) % job.tm;
@@ -353,6 +374,27 @@ void q_range(void* user, int64_t begin, int64_t end) {
         const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
         const int64_t nruns = panel_runs(g, job.l, s0 + j * NR, nr, runs.data());
         int_panel(job, srcg, k0, kc, runs.data(), nruns, nr, panel);
+        if (job.amx_rows) {
+          // 32-row blocks of W against the panel: AMX tiles over whole 32 x
+          // 32 blocks and 64-k steps, the kernel reading W's rows in place
+          // for the K tail, the last rows and a narrower last panel.
+          const int64_t ld = job.amx_ld, ngm = ng / 16 * 16;
+          for (int64_t m = m0; m < m1; m += kAmxRows) {
+            const int64_t rows = std::min<int64_t>(kAmxRows, m1 - m);
+            const uint8_t* Am = job.amx_rows + (gi * g.Mg + m) * ld + k0;
+            int32_t* Cm = C + (m - m0) * ldc + j * NR;
+            int64_t done = 0;
+            if (rows == kAmxRows && nr == NR && ngm > 0) {
+              amx::block_32x32(ngm, Am, ld, panel, Cm, ldc, first);
+              done = ngm;
+            }
+            if (done < ng)
+              for (int64_t i = 0; i < rows; i += MR)
+                ik.uk_da(ng - done, Am + i * ld + 4 * done, ld, panel + done * NR, Cm + i * ldc, ldc,
+                         static_cast<int>(std::min<int64_t>(MR, rows - i)), nr, done == 0 ? first : 0);
+          }
+          continue;
+        }
         for (int64_t m = m0; m < m1; m += MR) {
           const int mr = static_cast<int>(std::min<int64_t>(MR, m1 - m));
           const uint32_t* ap = job.wp + ((gi * nstrips + m / MR) * ngt + k0 / grp) * MR;
@@ -429,15 +471,26 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
     st->wpack.resize(static_cast<size_t>(st->group * ((Mg + pk.mr - 1) / pk.mr) * ((Kg + pk.group - 1) / pk.group) * pk.mr));
     st->wrowsum.resize(static_cast<size_t>(cout));
     pack_w(pk, st->w_type == OLC_DTYPE_INT8, wdata, st->group, Mg, Kg, st->wpack.data(), st->wrowsum.data());
+    // AMX-INT8 blocks beside the vpdpbusd kernel (whose panels are the
+    // tiles' B layout); use_amx = 0 keeps to vpdpbusd.
+    const olc_tuning_param* use_amx =
+        api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_amx", 1);
+    const uint64_t amx_bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_INT8;
+    if (api->tuning_read_int(use_amx) != 0 && (api->cpu_features() & amx_bits) == amx_bits &&
+        !std::strcmp(pk.name, "avx512vnni") && pk.nr == 32 && pk.group == 4 && pk.uk_da) {
+      st->amx_ld = (Kg + 63) / 64 * 64;
+      st->amx_rows.resize(static_cast<size_t>(cout * st->amx_ld));
+      pack_w_rows(st->w_type == OLC_DTYPE_INT8, wdata, cout, Kg, st->amx_ld, st->amx_rows.data());
+    }
     st->wdata = cw->data;
     st->wshape.assign(cw->shape, cw->shape + cw->ndim);
-    const size_t bytes = st->wpack.size() * 4 + st->wrowsum.size() * 4;
+    const size_t bytes = st->wpack.size() * 4 + st->wrowsum.size() * 4 + st->amx_rows.size();
     if (OLC_API_HAS(api, report_prepacked)) api->report_prepacked(node, st->wpack.data(), static_cast<int64_t>(bytes));
     char buf[64];
     std::snprintf(buf, sizeof buf, " prepacked-W %.1f KiB", bytes / 1024.0);
     note = buf;
   }
-  st->detail = std::string(st->packed_ik.name) + " implicit-gemm" + note;
+  st->detail = std::string(st->amx_rows.empty() ? "" : "amx+") + st->packed_ik.name + " implicit-gemm" + note;
   return st.release();
 }
 
@@ -565,6 +618,10 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   job.ik = &ik;
   job.wp = wp;
   job.rowsum = rowsum;
+  if (packed && !st->amx_rows.empty()) {
+    job.amx_rows = st->amx_rows.data();
+    job.amx_ld = st->amx_ld;
+  }
   job.xz = static_cast<int32_t>(xzd);
   job.wz = wz.data();
   job.mult = mult.data();
@@ -585,11 +642,13 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
       job.tn = (g.out_sp + nc - 1) / nc;
     }
   }
-  const int64_t base = g.N * g.G * job.tn, mblocks = (g.Mg + MR - 1) / MR;
+  // Channel shares in whole AMX blocks where the tiles run.
+  const int64_t row_unit = job.amx_rows ? kAmxRows : MR;
+  const int64_t base = g.N * g.G * job.tn, mblocks = (g.Mg + row_unit - 1) / row_unit;
   job.tm = 1;
   if (threads > 1 && base < 4 * threads && base % threads)
     while (job.tm < mblocks && (base * job.tm) % threads) ++job.tm;
-  job.mstep = (mblocks + job.tm - 1) / job.tm * MR;
+  job.mstep = (mblocks + job.tm - 1) / job.tm * row_unit;
   job.tm = (g.Mg + job.mstep - 1) / job.mstep;
   // The input as bytes in PadLayout: X itself without padding at unit W
   // stride, else a padded copy (pads = the zero point) per chunk of images.

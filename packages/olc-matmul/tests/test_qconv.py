@@ -338,3 +338,51 @@ def test_qlinearconv_constant_scales_and_input_of_unknown_rank():
     for level in LEVELS:
         y, _ = run(m, {"x": x}, level, 1, 1, "olc_matmul::QLinearConv")
         np.testing.assert_array_equal(y, want)
+
+
+# Shapes for the AMX blocks: whole 32 x 32 blocks with K tails (ng % 16),
+# several K blocks, row counts past a block, groups of 32 rows, 1-D; a
+# last panel narrower than 32 positions.
+AMX_CASES = [
+    ((1, 16, 12, 12), (64, 16, 3, 3), {"pads": [1, 1, 1, 1]}),                    # K 144: 2 steps of 64 + tail
+    ((1, 128, 6, 7), (40, 128, 3, 3), {"pads": [1, 1, 1, 1]}),                    # K 1152: two K blocks; 32 + 8 rows
+    ((2, 20, 9, 11), (96, 20, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),  # K 180; 3 blocks; 30 positions
+    ((1, 64, 10, 10), (64, 32, 1, 1), {"group": 2}),                              # two groups of 32 rows, K 32
+    ((1, 32, 70), (33, 32, 3), {"pads": [1, 1]}),                                 # 1-D, K 96
+]
+
+
+@pytest.mark.parametrize("use_amx", [1, 0])
+@pytest.mark.parametrize("case", AMX_CASES, ids=[str(i) for i in range(len(AMX_CASES))])
+def test_qconv_amx_blocks(case, use_amx):
+    """Constant weights on a CPU with AMX-INT8: 32 x 32 tiles beside the
+    vpdpbusd kernel reading the weights' rows in place (K tails, partial
+    row blocks, narrow last panels); use_amx 0 keeps to vpdpbusd. ConvInteger
+    (the sums stored straight into the output) and QLinearConv, every sign
+    mix, 1 and 2 threads: the same bits as the exact reference."""
+    if "avx512" not in LEVELS:
+        pytest.skip("no AVX-512")
+    feats = olc_core.simd.detected_cpu_features()
+    has_amx = bool(feats.get("amx_tile") and feats.get("amx_int8") and feats.get("avx512_vnni"))
+    xs, ws, attrs = case
+    rng = np.random.default_rng(abs(hash((xs, ws, "amx"))) % 2**32)
+    try:
+        for op in ("QLinearConv", "ConvInteger"):
+            tuning.set("olc_matmul", op, "use_amx", use_amx)
+        for xt, wt, yt in SIGNS:
+            x, w, xz, wz, xsc, wsc, ysc, yz, b = qparams(rng, xs, ws, xt, wt, yt, True)
+            acc = conv_int(x, w, xz, wz, attrs)
+            want_q = requantize(acc + b.reshape((1, -1) + (1,) * (len(xs) - 2)), xsc, wsc, ysc, yz, yt)
+            q_feeds = {"x": x, "x_scale": np.array(xsc), "x_zero_point": np.array(xz), "w_scale": np.array(wsc),
+                       "w_zero_point": np.array(wz), "y_scale": np.array(ysc), "y_zero_point": np.array(yz), "B": b}
+            i_feeds = {"x": x, "x_zero_point": np.array(xz), "w_zero_point": np.array(wz)}
+            for m, f, want, kernel in (
+                    (qlinear_model(xt, wt, yt, attrs, w=w, per_channel=True), q_feeds, want_q,
+                     "olc_matmul::QLinearConv"),
+                    (integer_model(xt, wt, attrs, w=w), i_feeds, acc.astype(np.int32), "olc_matmul::ConvInteger")):
+                for threads in (1, 2):
+                    y, s = run(m, f, "avx512", 1, threads, kernel)
+                    np.testing.assert_array_equal(y, want, err_msg=f"{kernel} {xt}/{wt} t{threads}")
+                    assert ("[amx+avx512vnni" in s.kernel_usage_details()[0]) == (use_amx == 1 and has_amx)
+    finally:
+        tuning.reset()
