@@ -203,8 +203,11 @@ struct ConvKernels {
   void (*transpose_store)(const float* c, int64_t rows, int64_t cols, int64_t ldc, float* y, int64_t ldy,
                           const Activation* act);
   // QLinearConv's output stage of one row: y[j] = saturate(round half to
-  // even((int32)(acc[j] + b) * mult + yz)) in float64, y uint8 (u8) or int8.
-  void (*requantize)(const uint32_t* acc, int64_t n, uint32_t b, double mult, double yz, bool u8, void* y);
+  // even((int32)(acc[j] + b - za cs[j]) * mult + yz)) in float64 (the sums
+  // wrapping as int32), y uint8 (u8) or int8; cs: the per-position zero
+  // point correction (its factor za), folded in rather than a pass of its own.
+  void (*requantize)(const uint32_t* acc, const int32_t* cs, uint32_t za, int64_t n, uint32_t b, double mult,
+                     double yz, bool u8, void* y);
   void (*wino_input)(const WinoIn* p);
   void (*wino_output)(const WinoOut* p);
   // The same from the transposed product: M^T [tile][channel].

@@ -324,12 +324,15 @@ void finish(const QJob& job, int32_t* C, int64_t ldc, int64_t n, int64_t gi, int
     const uint32_t ra = static_cast<uint32_t>(job.rowsum[co]) - K * za;
     uint32_t* c = reinterpret_cast<uint32_t*>(C + (i - i0) * ldc);
     const uint32_t koff = K * static_cast<uint32_t>(ob);  // colsum(B') = raw colsum + K ob
-    for (int64_t j = 0; j < nc; ++j) c[j] = c[j] - zb * ra - za * (static_cast<uint32_t>(cs[j]) + koff);
-    if (!st.qlinear) continue;  // ConvInteger: the int32 sums are the output (C is Y)
+    const uint32_t row = zb * ra + za * koff;             // the row's constant part
+    if (!st.qlinear) {  // ConvInteger: the int32 sums are the output (C is Y)
+      for (int64_t j = 0; j < nc; ++j) c[j] = c[j] - row - za * static_cast<uint32_t>(cs[j]);
+      continue;
+    }
     const uint32_t b = job.bias ? static_cast<uint32_t>(job.bias[co]) : 0u;
     const double mult = job.mult[co], yz = job.yz;
     const int64_t o = (n * g.Cout + co) * g.out_sp + s0;
-    st.ck->requantize(c, nc, b, mult, yz, u8, static_cast<uint8_t*>(job.y) + o);
+    st.ck->requantize(c, cs, za, nc, b - row, mult, yz, u8, static_cast<uint8_t*>(job.y) + o);
   }
 }
 
