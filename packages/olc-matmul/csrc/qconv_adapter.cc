@@ -165,7 +165,14 @@ void pad_bytes(const Geom& g, const PadLayout& l, const uint8_t* x, uint8_t xz, 
         if (sw == 1) {
           std::memcpy(row + pw, xr, static_cast<size_t>(g.in[2]));
         } else {
-          for (int64_t w = 0; w < g.in[2]; ++w) row[((w + pw) % sw) * l.Wq + (w + pw) / sw] = xr[w];
+          // Phase by phase: padded column w + pw goes to phase (w + pw) % sw,
+          // slot (w + pw) / sw. Written per element with that division, the
+          // copy took most of a stride-2 layer (3x3 s2 128@56: 1.3 of 1.7 ms).
+          for (int64_t ph = 0; ph < sw; ++ph) {
+            uint8_t* dph = row + ph * l.Wq;
+            const int64_t q0 = ph >= pw ? 0 : (pw - ph + sw - 1) / sw;  // first slot with w >= 0
+            for (int64_t q = q0, w = q0 * sw + ph - pw; q < l.Wq && w < g.in[2]; ++q, w += sw) dph[q] = xr[w];
+          }
         }
       }
   }

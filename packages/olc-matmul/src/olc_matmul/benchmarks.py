@@ -10,7 +10,8 @@ DynamicQuantizeMatMul at BERT-base shapes), ``einsum`` (attention,
 batched-matmul and projection contractions, transposes, reductions, outer
 product), ``conv`` (ResNet 3x3 and 1x1, depthwise 3x3, a 1-D audio
 conv, a 2x upsampling ConvTranspose), ``conv_layers`` (ResNet-50 and
-MobileNetV2 layer shapes at batch 1 and 8). ``benchmark_gates()`` gives
+MobileNetV2 layer shapes at batch 1 and 8), ``qconv`` (QLinearConv at
+ResNet-50 layer shapes, uint8 x int8 per channel, reported without a gate). ``benchmark_gates()`` gives
 the acceptance gates, ``benchmark_extras(threads)`` the figures that are not
 ratios against onnxruntime (FMA peak, GFLOP/s at 1024 cubed).
 """
@@ -211,6 +212,7 @@ def benchmark_cases(sizes=None) -> list[dict[str, Any]]:
     cases += conv_cases()
     cases += conv_layer_cases()
     cases += conv_transpose_cases()
+    cases += qconv_cases()
     return cases
 
 
@@ -305,6 +307,44 @@ def ms_matmul_cases() -> list[dict[str, Any]]:
                       _inp((n,), "int8", _gen_s8, True), _inp((n,), constant=True)],
                      size=m * k * n, rtol=1e-5, atol=1e-3))
     return c
+
+
+def _gen_zero(rng, shape, dtype):
+    return np.zeros(shape, dtype)
+
+
+def _gen_bias(rng, shape, dtype):
+    return rng.integers(-1000, 1000, size=shape).astype(dtype)
+
+
+def _gen_yscale(rng, shape, dtype):
+    """An output scale that keeps most requantized outputs inside [0, 255]."""
+    return rng.uniform(0.1, 0.3, size=shape).astype(dtype)
+
+
+def qconv_cases() -> list[dict[str, Any]]:
+    """QLinearConv as onnxruntime's static quantizer writes it (uint8
+    activations, int8 weights with per-channel scales and zero points of
+    zero, an int32 bias; 7-bit weights, which onnxruntime's AVX2 kernel needs
+    to stay exact) at ResNet-50 layer shapes, batch 1: group ``qconv``."""
+    cases = []
+    for name, xs, ws, attrs in RESNET50_LAYERS[1:6]:
+        m, k = ws[0], int(np.prod(ws[1:]))
+        out = [-(-d // s) for d, s in zip(xs[1:], attrs.get("strides", [1, 1]))]
+        cases.append({
+            "op": "QLinearConv", "domain": "", "opset": 10, "attributes": attrs,
+            "inputs": [_inp((1, *xs), "uint8", _gen_u8), _inp((), F32, _gen_scales, True),
+                       _inp((), "uint8", _gen_u8, True), _inp(ws, "int8", _gen_s7, True),
+                       _inp((m,), F32, _gen_scales, True), _inp((m,), "int8", _gen_zero, True),
+                       _inp((), F32, _gen_yscale, True), _inp((), "uint8", _gen_u8, True),
+                       _inp((m,), "int32", _gen_bias, True)],
+            "outputs": ["uint8"], "expected_kernel": "olc_matmul::QLinearConv",
+            "name": f"QLinearConv {name} {[1, *xs]}*{list(ws)}", "size": m * int(np.prod(out)) * k,
+            # onnxruntime requantizes in float32, olc as the ONNX reference
+            # (float64): a value on a rounding tie may differ by one.
+            "rtol": 0, "atol": 1, "group": "qconv",
+        })
+    return cases
 
 
 def _mmi(n):
