@@ -150,6 +150,26 @@ void pack_w_rows(bool w_signed, const uint8_t* W, int64_t rows, int64_t Kg, int6
 
 // ------------------------------------------------------------ input
 
+// x[0..n) split into its even-indexed bytes (to even) and odd-indexed ones
+// (to odd): the two phases of a stride-2 row. SSE2 for 32 bytes at a time.
+void deinterleave2(const uint8_t* x, int64_t n, uint8_t* even, uint8_t* odd) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i lo = _mm_set1_epi16(0x00FF);
+  for (; 2 * i + 32 <= n; i += 16) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x + 2 * i + 16));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(even + i),
+                     _mm_packus_epi16(_mm_and_si128(a, lo), _mm_and_si128(b, lo)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(odd + i), _mm_packus_epi16(_mm_srli_epi16(a, 8), _mm_srli_epi16(b, 8)));
+  }
+#endif
+  for (; 2 * i < n; ++i) {
+    even[i] = x[2 * i];
+    if (2 * i + 1 < n) odd[i] = x[2 * i + 1];
+  }
+}
+
 // Channels [c0, c1) of one image into the padded byte layout (PadLayout of
 // bytes), pads holding the zero point.
 void pad_bytes(const Geom& g, const PadLayout& l, const uint8_t* x, uint8_t xz, int64_t c0, int64_t c1, uint8_t* dst) {
@@ -164,6 +184,9 @@ void pad_bytes(const Geom& g, const PadLayout& l, const uint8_t* x, uint8_t xz, 
         const uint8_t* xr = xc + (id * g.in[1] + ih) * g.in[2];
         if (sw == 1) {
           std::memcpy(row + pw, xr, static_cast<size_t>(g.in[2]));
+        } else if (sw == 2) {
+          // Input column 2i lands at padded column 2i + pw, 2i + 1 at 2i + 1 + pw.
+          deinterleave2(xr, g.in[2], row + (pw & 1) * l.Wq + (pw >> 1), row + ((pw + 1) & 1) * l.Wq + ((pw + 1) >> 1));
         } else {
           // Phase by phase: padded column w + pw goes to phase (w + pw) % sw,
           // slot (w + pw) / sw. Written per element with that division, the
