@@ -47,7 +47,7 @@ const olc_core_api* g_api = nullptr;
 constexpr int64_t kGroupsPerBlock = 256;  // K block, in groups of the kernel
 constexpr int64_t kAmxRows = 32;          // rows of W per AMX block
 
-thread_local Scratch t_panel, t_acc, t_pad, t_csum;
+thread_local Scratch t_panel, t_acc, t_pad, t_csum, t_rowsum;
 
 IntKernel select_kernel(const olc_core_api* api, bool use_vnni) {
   const int32_t level = api->simd_level();
@@ -201,35 +201,81 @@ void pad_bytes(const Geom& g, const PadLayout& l, const uint8_t* x, uint8_t xz, 
   }
 }
 
-// The raw column sums of the im2col matrix of one (image, group): the
-// channel sums of the padded input (pads count xz), then per output
-// position the sum over the kernel window.
-void column_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_signed, int32_t* out) {
-  const int64_t rows = l.Dp * l.Hp * l.sw * l.Wq;
-  std::vector<int32_t> cs(static_cast<size_t>(rows), 0);
+// The raw column sums of the im2col matrix, in two phases: the channel sums
+// of a group's padded input (pads count xz) over padded rows [r0, r1), then
+// per output position p in [p0, p1) the sum over its kernel window (win:
+// the window's offsets in the padded layout).
+void channel_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_signed, int64_t r0, int64_t r1,
+                  int32_t* cs) {
+  std::fill(cs + r0, cs + r1, 0);
   for (int64_t c = 0; c < g.Cg; ++c) {
     const uint8_t* p = src + c * l.cs;
     if (x_signed)
-      for (int64_t i = 0; i < rows; ++i) cs[i] += static_cast<int8_t>(p[i]);
+      for (int64_t i = r0; i < r1; ++i) cs[i] += static_cast<int8_t>(p[i]);
     else
-      for (int64_t i = 0; i < rows; ++i) cs[i] += p[i];
+      for (int64_t i = r0; i < r1; ++i) cs[i] += p[i];
   }
-  std::vector<int64_t> koff;
-  for (int64_t kd = 0; kd < g.k[0]; ++kd)
-    for (int64_t kh = 0; kh < g.k[1]; ++kh)
-      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-        const int64_t cw = kw * g.d[2];
-        koff.push_back(((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw);
-      }
-  int64_t p = 0;
-  for (int64_t od = 0; od < g.out[0]; ++od)
-    for (int64_t oh = 0; oh < g.out[1]; ++oh)
-      for (int64_t ow = 0; ow < g.out[2]; ++ow, ++p) {
-        const int64_t base = out_row_offset(g, l, od, oh) + ow;
-        uint32_t s = 0;
-        for (int64_t o : koff) s += static_cast<uint32_t>(cs[base + o]);
-        out[p] = static_cast<int32_t>(s);
-      }
+}
+
+void window_sums(const Geom& g, const PadLayout& l, const int32_t* cs, const std::vector<int64_t>& win, int64_t p0,
+                 int64_t p1, int32_t* out) {
+  for (int64_t p = p0; p < p1; ++p) {
+    const int64_t ow = p % g.out[2], oh = (p / g.out[2]) % g.out[1], od = p / (g.out[2] * g.out[1]);
+    const int64_t base = out_row_offset(g, l, od, oh) + ow;
+    uint32_t s = 0;
+    for (int64_t o : win) s += static_cast<uint32_t>(cs[base + o]);
+    out[p] = static_cast<int32_t>(s);
+  }
+}
+
+// The input's preparation for a chunk of images, shared out on threads:
+// the padded byte copy (items: image x channel), the channel sums (image x
+// group x a share of the padded rows), the window sums (image x group x a
+// share of the output positions).
+struct PrepJob {
+  const Geom* g;
+  const PadLayout* l;
+  const uint8_t* x;      // the chunk's first image
+  uint8_t xz;
+  uint8_t* buf;          // the padded copy (copy) or NULL
+  const uint8_t* src;    // the input in PadLayout
+  int64_t img_stride;
+  bool x_signed;
+  int64_t shares;        // row / position shares per (image, group)
+  int32_t* rowsums;      // [image][group][padded rows]
+  const std::vector<int64_t>* win;
+  int32_t* csum;         // [image][group][out_sp]
+};
+
+void pad_range(void* user, int64_t begin, int64_t end) {
+  const PrepJob& j = *static_cast<const PrepJob*>(user);
+  const Geom& g = *j.g;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t i = t / g.C, c = t % g.C;
+    pad_bytes(g, *j.l, j.x + i * g.C * g.in_sp, j.xz, c, c + 1, j.buf + i * j.img_stride);
+  }
+}
+
+void channel_sums_range(void* user, int64_t begin, int64_t end) {
+  const PrepJob& j = *static_cast<const PrepJob*>(user);
+  const Geom& g = *j.g;
+  const int64_t rows = j.l->Dp * j.l->Hp * j.l->sw * j.l->Wq;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t s = t % j.shares, ig = t / j.shares, i = ig / g.G, gi = ig % g.G;
+    channel_sums(g, *j.l, j.src + i * j.img_stride + gi * g.Cg * j.l->cs, j.x_signed, s * rows / j.shares,
+                 (s + 1) * rows / j.shares, j.rowsums + ig * rows);
+  }
+}
+
+void window_sums_range(void* user, int64_t begin, int64_t end) {
+  const PrepJob& j = *static_cast<const PrepJob*>(user);
+  const Geom& g = *j.g;
+  const int64_t rows = j.l->Dp * j.l->Hp * j.l->sw * j.l->Wq;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t s = t % j.shares, ig = t / j.shares;
+    window_sums(g, *j.l, j.rowsums + ig * rows, *j.win, s * g.out_sp / j.shares, (s + 1) * g.out_sp / j.shares,
+                j.csum + ig * g.out_sp);
+  }
 }
 
 // ------------------------------------------------------------ the product
@@ -714,23 +760,40 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
     if (!buf) return fail_run(ctx, "out of memory for the %s work buffers", st->qlinear ? "QLinearConv" : "ConvInteger");
   }
   int32_t* csum = static_cast<int32_t*>(t_csum.get(sizeof(int32_t) * chunk * g.G * g.out_sp));
-  if (!csum) return fail_run(ctx, "out of memory for the work buffers");
+  const int64_t prows = l.Dp * l.Hp * l.sw * l.Wq;
+  int32_t* rowsums = static_cast<int32_t*>(t_rowsum.get(sizeof(int32_t) * chunk * g.G * prows));
+  if (!csum || !rowsums) return fail_run(ctx, "out of memory for the work buffers");
   job.csum = csum;
-  const bool x_signed = st->x_type == OLC_DTYPE_INT8;
+  std::vector<int64_t> win;  // a kernel window's offsets in the padded layout
+  for (int64_t kd = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
+        const int64_t cw = kw * g.d[2];
+        win.push_back(((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw);
+      }
+  // On threads, the preparation too: it is serial work of about the size of
+  // the input (3x3 64->64 at 56x56 stride 2 on AMX: a tenth of the layer).
+  const bool share_prep = threads > 1 && g.C * l.cs >= (int64_t(1) << 16);
+  PrepJob pj{&g, &l, nullptr, static_cast<uint8_t>(job.xz), buf, nullptr, job.img_stride,
+             st->x_type == OLC_DTYPE_INT8, share_prep ? 2 * threads : 1, rowsums, &win, csum};
+  auto run_prep = [&](void (*fn)(void*, int64_t, int64_t), int64_t items) {
+    if (share_prep && items > 1) g_api->parallel_for(ctx, items, 1, 0, fn, &pj);
+    else fn(&pj, 0, items);
+  };
   for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
     const int64_t nimg = std::min(chunk, g.N - n0);
     const uint8_t* x8 = static_cast<const uint8_t*>(x.data);
+    pj.x = x8 + n0 * g.C * g.in_sp;
     if (copy) {
-      for (int64_t i = 0; i < nimg; ++i)
-        pad_bytes(g, l, x8 + (n0 + i) * g.C * g.in_sp, static_cast<uint8_t>(job.xz), 0, g.C, buf + i * job.img_stride);
+      run_prep(&pad_range, nimg * g.C);
       job.src = buf;
     } else {
       job.src = x8 + n0 * job.img_stride;
     }
+    pj.src = job.src;
     job.n0 = n0;
-    for (int64_t i = 0; i < nimg; ++i)
-      for (int64_t gi = 0; gi < g.G; ++gi)
-        column_sums(g, l, job.src + i * job.img_stride + gi * g.Cg * l.cs, x_signed, csum + (i * g.G + gi) * g.out_sp);
+    run_prep(&channel_sums_range, nimg * g.G * pj.shares);
+    run_prep(&window_sums_range, nimg * g.G * pj.shares);
     if (g.Kg == 0) {
       // No products: the compensation alone (zero sums).
       for (int64_t i = 0; i < nimg; ++i)

@@ -37,6 +37,9 @@ CASES = [
     ((1, 128, 5, 6), (20, 128, 3, 3), {"pads": [1, 1, 1, 1]}),           # K = 1152: two K blocks of vpdpbusd
     ((1, 16, 18, 40), (33, 16, 3, 3), {"pads": [1, 1, 1, 1]}),           # several column tiles, row strips
     ((1, 4, 5, 70), (6, 4, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 2]}),  # stride-2 rows of 70, odd pad
+    # over 64 KiB of padded input per image: on threads the copy and the
+    # column sums are shared out (rows and positions cut mid-row); 2 images, 2 groups
+    ((2, 16, 63, 70), (8, 8, 3, 3), {"group": 2, "strides": [2, 2], "pads": [1, 1, 1, 1]}),
 ]
 IDS = [f"{'x'.join(map(str, x))}-w{'x'.join(map(str, w))}-{i}" for i, (x, w, _) in enumerate(CASES)]
 SIGNS = [("uint8", "int8", "uint8"), ("uint8", "uint8", "int8"), ("int8", "int8", "int8"), ("int8", "uint8", "uint8")]
