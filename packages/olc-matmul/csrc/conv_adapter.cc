@@ -2175,12 +2175,7 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // spends as long here as in its GEMM otherwise).
     std::vector<int64_t>& koff = t_koff;
     index_buffer(koff, g.Kg);
-    for (int64_t kd = 0, k = 0; kd < g.k[0]; ++kd)
-      for (int64_t kh = 0; kh < g.k[1]; ++kh)
-        for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
-          const int64_t cw = kw * g.d[2];
-          koff[k] = ((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw;
-        }
+    tap_offsets(g, l, koff.data());
     // Channel by channel from the first channel's offsets: each value
     // from koff[k - ksz] made a chain of store-to-load forwards, one per
     // value (half of the adapter's own samples in a MobileNet-style stack).

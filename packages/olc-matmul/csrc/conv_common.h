@@ -85,6 +85,18 @@ inline int64_t out_row_offset(const Geom& g, const PadLayout& l, int64_t od, int
   return (od * g.s[0] * l.Hp + oh * g.s[1]) * l.sw * l.Wq;
 }
 
+// The g.ksz taps of channel 0 (kd, kh, kw in order) as offsets in PadLayout
+// l from a position's tap-0 value: a kernel window; channel c's taps lie
+// c * l.cs further.
+inline void tap_offsets(const Geom& g, const PadLayout& l, int64_t* koff) {
+  for (int64_t kd = 0, k = 0; kd < g.k[0]; ++kd)
+    for (int64_t kh = 0; kh < g.k[1]; ++kh)
+      for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
+        const int64_t cw = kw * g.d[2];
+        koff[k] = ((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw;
+      }
+}
+
 // The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
 // grid, cut at row ends (unless the next row's values follow on), as
 // (column in the panel, length, offset) triples with the offset of the

@@ -466,23 +466,13 @@ void int_task(const IntJob& job, int64_t m0, int64_t m1, int64_t n0, int64_t n1)
         // process: MatMulIntegerToFloat K 768 N 3072 420-515 -> 373-375 us,
         // DynamicQuantizeMatMul K 3072 N 768 611-653 -> 450-539, MatMulInteger
         // 1024^3 1,616-1,625 -> 1,049-1,503).
-        const int64_t ngm = ng / 16 * 16;
         for (int64_t m = m0; m < m1; m += 32) {
           const int64_t rows = std::min<int64_t>(32, m1 - m);
           const uint8_t* Am = job.A + m * job.K + k0;
           for (int64_t j = 0; j * NR < nc; ++j) {
             const int nr = static_cast<int>(std::min<int64_t>(NR, nc - j * NR));
-            const uint32_t* Bj = bblock + j * pstride;
-            int32_t* Cb = C + (m - m0) * ldc + (nc0 - n0) + j * NR;
-            int64_t done = 0;  // groups the tiles took
-            if (rows == 32 && nr == 32 && ngm > 0) {
-              amx::block_32x32(ngm, Am, job.K, Bj, Cb, ldc, first);
-              done = ngm;
-            }
-            if (done < ng)
-              for (int64_t i = 0; i < rows; i += MR)
-                ik.uk_da(ng - done, Am + i * job.K + 4 * done, job.K, Bj + done * NR, Cb + i * ldc, ldc,
-                         static_cast<int>(std::min<int64_t>(MR, rows - i)), nr, done == 0 ? first : 0);
+            amx::int8_block_rows(ik, ng, Am, job.K, bblock + j * pstride, C + (m - m0) * ldc + (nc0 - n0) + j * NR,
+                                 ldc, rows, nr, first);
           }
         }
         if (last) finish_block(job, C, ldc, m0, n0, 0, mlen, nc0 - n0, nc0 - n0 + nc);
@@ -671,9 +661,7 @@ void* int_create(IntOp op, const olc_core_api* api, const olc_node_info* node, c
   // AMX reuses the vpdpbusd kernel's packed B; use_amx = 0 keeps to VNNI.
   const olc_tuning_param* use_amx = api->tuning_declare_int("olc_matmul", kOpNames[static_cast<int>(op)], "default",
                                                             OLC_DTYPE_UNDEFINED, "use_amx", 1);
-  const uint64_t amx_bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_INT8;
-  st->amx = api->tuning_read_int(use_amx) != 0 && (api->cpu_features() & amx_bits) == amx_bits &&
-            !std::strcmp(st->ik.name, "avx512vnni") && st->ik.nr == 32 && st->ik.group == 4;
+  st->amx = api->tuning_read_int(use_amx) != 0 && amx::int8_beside(api->cpu_features(), st->ik);
   // Constant 2-D B: packed once for the whole K with its column sums.
   const olc_tensor* cb = node->input_constants ? &node->input_constants[ix.b] : nullptr;
   std::string note;

@@ -12,6 +12,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "olc/kernel_abi.h"
+
 namespace olc_mm {
 
 // Microkernel flags.
@@ -365,6 +367,36 @@ void end();
 void block_32x32(int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp, int32_t* C, int64_t ldc, int first);
 void bf16_block_32x32(int64_t steps, const uint16_t* A, int64_t lda, const uint16_t* Bp, float* C, int64_t ldc,
                       int first);
+
+// Whether AMX-INT8 blocks can run beside integer kernel ik on a CPU with
+// these features (cpu_features()): the tiles read ik's packed B panels and
+// leave the K tail and partial blocks to ik's kernel reading A in place,
+// which the avx512vnni kernel alone has in that layout (group 4, 32
+// columns).
+inline bool int8_beside(uint64_t cpu_features, const IntKernel& ik) {
+  const uint64_t bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_INT8;
+  return (cpu_features & bits) == bits && !std::strcmp(ik.name, "avx512vnni") && ik.nr == 32 && ik.group == 4 &&
+         ik.uk_da != nullptr;
+}
+
+// rows (at most 32) rows of A (uint8 read in place, row stride lda) times
+// one nr-column panel of ik's packed B (ng groups) into C (row stride ldc;
+// stored when first, else added): whole 32 x 32 blocks of 64-k steps on
+// the tiles (configured by the caller), the K tail, fewer rows and a
+// narrower panel on ik.uk_da.
+inline void int8_block_rows(const IntKernel& ik, int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp,
+                            int32_t* C, int64_t ldc, int64_t rows, int nr, int first) {
+  const int64_t ngm = ng / 16 * 16;
+  int64_t done = 0;  // groups the tiles took
+  if (rows == 32 && nr == 32 && ngm > 0) {
+    block_32x32(ngm, A, lda, Bp, C, ldc, first);
+    done = ngm;
+  }
+  if (done < ng)
+    for (int64_t i = 0; i < rows; i += ik.mr)
+      ik.uk_da(ng - done, A + i * lda + 4 * done, lda, Bp + done * ik.nr, C + i * ldc, ldc,
+               static_cast<int>(std::min<int64_t>(ik.mr, rows - i)), nr, done == 0 ? first : 0);
+}
 
 // Tiles configured for one task and released after it (a thread holding
 // tile state makes every context switch save 8 KiB more).

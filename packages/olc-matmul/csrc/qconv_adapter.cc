@@ -137,10 +137,12 @@ void pack_w(const IntKernel& ik, bool w_signed, const uint8_t* W, int64_t G, int
     }
 }
 
-// W [rows, Kg] as the kernel-space bytes of the u8 x s8 kernels (sign bit
-// flipped where W is int8), rows ld apart, K past Kg zero.
-void pack_w_rows(bool w_signed, const uint8_t* W, int64_t rows, int64_t Kg, int64_t ld, uint8_t* dst) {
-  const uint8_t flip = w_signed ? 0x80 : 0;
+// W [rows, Kg] as ik's kernel-space bytes (sign bit flipped where its
+// offset is +-128, as pack_w's entries), rows ld apart, K past Kg zero:
+// the A operand read in place.
+void pack_w_rows(const IntKernel& ik, bool w_signed, const uint8_t* W, int64_t rows, int64_t Kg, int64_t ld,
+                 uint8_t* dst) {
+  const uint8_t flip = offset_a(ik, w_signed) != 0 ? 0x80 : 0;
   for (int64_t r = 0; r < rows; ++r) {
     uint8_t* o = dst + r * ld;
     for (int64_t k = 0; k < Kg; ++k) o[k] = static_cast<uint8_t>(W[r * Kg + k] ^ flip);
@@ -242,7 +244,8 @@ struct PrepJob {
   int64_t img_stride;
   bool x_signed;
   int64_t shares;        // row / position shares per (image, group)
-  int32_t* rowsums;      // [image][group][padded rows]
+  int64_t rows;          // padded rows of a channel (l's Dp Hp sw Wq)
+  int32_t* rowsums;      // [image][group][rows]
   const std::vector<int64_t>* win;
   int32_t* csum;         // [image][group][out_sp]
 };
@@ -259,21 +262,19 @@ void pad_range(void* user, int64_t begin, int64_t end) {
 void channel_sums_range(void* user, int64_t begin, int64_t end) {
   const PrepJob& j = *static_cast<const PrepJob*>(user);
   const Geom& g = *j.g;
-  const int64_t rows = j.l->Dp * j.l->Hp * j.l->sw * j.l->Wq;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t s = t % j.shares, ig = t / j.shares, i = ig / g.G, gi = ig % g.G;
-    channel_sums(g, *j.l, j.src + i * j.img_stride + gi * g.Cg * j.l->cs, j.x_signed, s * rows / j.shares,
-                 (s + 1) * rows / j.shares, j.rowsums + ig * rows);
+    channel_sums(g, *j.l, j.src + i * j.img_stride + gi * g.Cg * j.l->cs, j.x_signed, s * j.rows / j.shares,
+                 (s + 1) * j.rows / j.shares, j.rowsums + ig * j.rows);
   }
 }
 
 void window_sums_range(void* user, int64_t begin, int64_t end) {
   const PrepJob& j = *static_cast<const PrepJob*>(user);
   const Geom& g = *j.g;
-  const int64_t rows = j.l->Dp * j.l->Hp * j.l->sw * j.l->Wq;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t s = t % j.shares, ig = t / j.shares;
-    window_sums(g, *j.l, j.rowsums + ig * rows, *j.win, s * g.out_sp / j.shares, (s + 1) * g.out_sp / j.shares,
+    window_sums(g, *j.l, j.rowsums + ig * j.rows, *j.win, s * g.out_sp / j.shares, (s + 1) * g.out_sp / j.shares,
                 j.csum + ig * g.out_sp);
   }
 }
@@ -457,21 +458,9 @@ void q_range(void* user, int64_t begin, int64_t end) {
           // 32-row blocks of W against the panel: AMX tiles over whole 32 x
           // 32 blocks and 64-k steps, the kernel reading W's rows in place
           // for the K tail, the last rows and a narrower last panel.
-          const int64_t ld = job.amx_ld, ngm = ng / 16 * 16;
-          for (int64_t m = m0; m < m1; m += kAmxRows) {
-            const int64_t rows = std::min<int64_t>(kAmxRows, m1 - m);
-            const uint8_t* Am = job.amx_rows + (gi * g.Mg + m) * ld + k0;
-            int32_t* Cm = C + (m - m0) * ldc + j * NR;
-            int64_t done = 0;
-            if (rows == kAmxRows && nr == NR && ngm > 0) {
-              amx::block_32x32(ngm, Am, ld, panel, Cm, ldc, first);
-              done = ngm;
-            }
-            if (done < ng)
-              for (int64_t i = 0; i < rows; i += MR)
-                ik.uk_da(ng - done, Am + i * ld + 4 * done, ld, panel + done * NR, Cm + i * ldc, ldc,
-                         static_cast<int>(std::min<int64_t>(MR, rows - i)), nr, done == 0 ? first : 0);
-          }
+          for (int64_t m = m0; m < m1; m += kAmxRows)
+            amx::int8_block_rows(ik, ng, job.amx_rows + (gi * g.Mg + m) * job.amx_ld + k0, job.amx_ld, panel,
+                                 C + (m - m0) * ldc + j * NR, ldc, std::min<int64_t>(kAmxRows, m1 - m), nr, first);
           continue;
         }
         for (int64_t m = m0; m < m1; m += MR) {
@@ -554,12 +543,10 @@ void* qconv_create_impl(const olc_core_api* api, const olc_node_info* node, bool
     // tiles' B layout); use_amx = 0 keeps to vpdpbusd.
     const olc_tuning_param* use_amx =
         api->tuning_declare_int("olc_matmul", op, "default", OLC_DTYPE_UNDEFINED, "use_amx", 1);
-    const uint64_t amx_bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_INT8;
-    if (api->tuning_read_int(use_amx) != 0 && (api->cpu_features() & amx_bits) == amx_bits &&
-        !std::strcmp(pk.name, "avx512vnni") && pk.nr == 32 && pk.group == 4 && pk.uk_da) {
+    if (api->tuning_read_int(use_amx) != 0 && amx::int8_beside(api->cpu_features(), pk)) {
       st->amx_ld = (Kg + 63) / 64 * 64;
       st->amx_rows.resize(static_cast<size_t>(cout * st->amx_ld));
-      pack_w_rows(st->w_type == OLC_DTYPE_INT8, wdata, cout, Kg, st->amx_ld, st->amx_rows.data());
+      pack_w_rows(pk, st->w_type == OLC_DTYPE_INT8, wdata, cout, Kg, st->amx_ld, st->amx_rows.data());
     }
     st->wdata = cw->data;
     st->wshape.assign(cw->shape, cw->shape + cw->ndim);
@@ -744,14 +731,11 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
     l = PadLayout{g.in[0], g.in[1], 1, g.in[2], g.in_sp};
   }
   job.img_stride = g.C * l.cs;
+  std::vector<int64_t> win(static_cast<size_t>(g.ksz));  // a kernel window: channel 0's taps
+  tap_offsets(g, l, win.data());
   std::vector<int64_t> koff(static_cast<size_t>(g.Kg));
-  for (int64_t ci = 0, k = 0; ci < g.Cg; ++ci)
-    for (int64_t kd = 0; kd < g.k[0]; ++kd)
-      for (int64_t kh = 0; kh < g.k[1]; ++kh)
-        for (int64_t kw = 0; kw < g.k[2]; ++kw, ++k) {
-          const int64_t cw = kw * g.d[2];
-          koff[k] = ci * l.cs + ((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw;
-        }
+  for (int64_t ci = 0; ci < g.Cg; ++ci)
+    for (int64_t t = 0; t < g.ksz; ++t) koff[ci * g.ksz + t] = win[t] + ci * l.cs;
   job.koff = koff.data();
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(16) << 20) / std::max<int64_t>(1, job.img_stride)));
   uint8_t* buf = nullptr;
@@ -764,18 +748,11 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   int32_t* rowsums = static_cast<int32_t*>(t_rowsum.get(sizeof(int32_t) * chunk * g.G * prows));
   if (!csum || !rowsums) return fail_run(ctx, "out of memory for the work buffers");
   job.csum = csum;
-  std::vector<int64_t> win;  // a kernel window's offsets in the padded layout
-  for (int64_t kd = 0; kd < g.k[0]; ++kd)
-    for (int64_t kh = 0; kh < g.k[1]; ++kh)
-      for (int64_t kw = 0; kw < g.k[2]; ++kw) {
-        const int64_t cw = kw * g.d[2];
-        win.push_back(((kd * g.d[0] * l.Hp + kh * g.d[1]) * l.sw + cw % l.sw) * l.Wq + cw / l.sw);
-      }
   // On threads, the preparation too: it is serial work of about the size of
   // the input (3x3 64->64 at 56x56 stride 2 on AMX: a tenth of the layer).
   const bool share_prep = threads > 1 && g.C * l.cs >= (int64_t(1) << 16);
   PrepJob pj{&g, &l, nullptr, static_cast<uint8_t>(job.xz), buf, nullptr, job.img_stride,
-             st->x_type == OLC_DTYPE_INT8, share_prep ? 2 * threads : 1, rowsums, &win, csum};
+             st->x_type == OLC_DTYPE_INT8, share_prep ? 2 * threads : 1, prows, rowsums, &win, csum};
   auto run_prep = [&](void (*fn)(void*, int64_t, int64_t), int64_t items) {
     if (share_prep && items > 1) g_api->parallel_for(ctx, items, 1, 0, fn, &pj);
     else fn(&pj, 0, items);
