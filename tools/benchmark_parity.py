@@ -787,9 +787,11 @@ def footprint_bandwidth(host: dict[str, Any], threads: int, nbytes: int) -> floa
     Hosts given without the table (a report's own figures) keep their
     single probe."""
     bucket = footprint_bucket(nbytes)
+    if bucket is None:
+        return None
     table = host.get("copy_gbps_at")
-    if bucket is None or table is None:
-        return None if bucket is None else (host.get("copy_gbps") or {}).get(str(threads))
+    if table is None:
+        return (host.get("copy_gbps") or {}).get(str(threads))
     key = f"{threads}:{bucket}"
     if key not in table:
         settle()  # the runtimes' workers done spinning before the copies
