@@ -78,7 +78,7 @@ def test_quick_unary_report_structure(tmp_path):
             # 32 KiB: below the footprint probes, no bandwidth efficiency.
             assert "bw_efficiency" not in c and c["olc_gbps"] > 0
             assert "flops" not in c  # the unary cases give no flops
-    assert "| level | olc GFLOP/s | olc GB/s |" in md and "Probes: float32 FMA peak" in md
+    assert "| level | olc GFLOP/s | ort GFLOP/s | olc GB/s |" in md and "Probes: float32 FMA peak" in md
 
 
 def test_quick_overhead_report_structure(tmp_path):
@@ -378,10 +378,34 @@ def test_efficiency_against_the_level_that_ran():
     assert bp.efficiency(rec, case, host)["flops_efficiency"] == pytest.approx(0.5)
     rec["simd_level"] = "scalar"  # no probe for the level: the rate without an efficiency
     assert "flops_efficiency" not in bp.efficiency(rec, case, host)
+    # onnxruntime's rates: against the host's best peak (it picks its own
+    # level) and the same copy bandwidth.
+    rec.update(simd_level="avx2", ort_median_ns=2e7)
+    eff = bp.efficiency(rec, case, host)
+    assert eff["ort_gflops"] == pytest.approx(100.0) and eff["ort_flops_efficiency"] == pytest.approx(0.25)
+    assert eff["ort_gbps"] == pytest.approx(1.5) and eff["ort_bw_efficiency"] == pytest.approx(1.5 / 60.0)
     # No bytes given: inputs plus outputs.
     case2 = bp.Case(suite="s", op="Abs", inputs=[])
     eff2 = bp.efficiency({"olc_median_ns": 1e3, "threads": 1, "input_bytes": 400, "output_bytes": 400}, case2, host)
     assert eff2["bytes"] == 800 and eff2["olc_gbps"] == pytest.approx(0.8) and "olc_gflops" not in eff2
+
+
+def test_gate_marks_slow_cases_where_onnxruntime_is_at_the_limit():
+    """A case under a gate's floor names onnxruntime's share of the FMA peak
+    or of the copy bandwidth when that share is at least AT_LIMIT; the
+    verdict itself does not change."""
+    bp = load_tool()
+    base = {"suite": "s", "group": "g", "status": "ok", "threads": 1}
+    cases = [{**base, "name": "gemm", "ratio": 0.9, "ort_flops_efficiency": 0.93},
+             {**base, "name": "copy", "ratio": 0.8, "ort_bw_efficiency": 0.88, "ort_flops_efficiency": 0.1},
+             {**base, "name": "slow", "ratio": 0.7, "ort_flops_efficiency": 0.5},
+             {**base, "name": "fast", "ratio": 1.5, "ort_flops_efficiency": 0.99}]
+    gate = bp._family_gate("s", {"name": "n", "group": "g", "min_at_least": 0.95}, cases)
+    assert not gate["passed"]
+    assert "gemm/1t 0.90 (ort at 93 % of the FMA peak)" in gate["detail"]
+    assert "copy/1t 0.80 (ort at 88 % of the copy bandwidth)" in gate["detail"]
+    assert "slow/1t 0.70," not in gate["detail"] and gate["detail"].endswith("slow/1t 0.70")
+    assert "fast" not in gate["detail"].split("below:")[1]
 
 
 def test_footprint_probe_is_taken_once_per_thread_count_and_size(monkeypatch):
