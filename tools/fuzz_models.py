@@ -766,7 +766,9 @@ def save_feeds(path: Path, feeds: dict[str, Any]) -> None:
         key = f"f{i}"
         value = np.asarray(value)
         dtypes[key] = json.dumps([name, str(value.dtype)])
-        arrays[key] = value.view(np.uint8) if type(value.dtype).__module__.startswith("ml_dtypes") else value
+        # The scalar type names its module in every ml_dtypes release (the
+        # dtype's class moved from numpy's module to ml_dtypes' in 0.7).
+        arrays[key] = value.view(np.uint8) if value.dtype.type.__module__.startswith("ml_dtypes") else value
     arrays["__names__"] = np.array(json.dumps(dtypes))
     np.savez(path, **arrays)
 
