@@ -2170,17 +2170,9 @@ int32_t conv_run(const void* state, olc_context* ctx, int32_t n_inputs, const ol
     // kernel prefetches no next block of weights.
     job.direct_rows = copy && !transposed && g.Cg <= 4 && g.Kg <= KC && g.out[2] >= NR &&
                       g_api->tuning_read_int(st->t_rows) != 0;
-    // The offsets of channel 0's taps, then the other channels' by adding
-    // cs (no division per row of K: a 1x1 convolution of small planes
-    // spends as long here as in its GEMM otherwise).
     std::vector<int64_t>& koff = t_koff;
     index_buffer(koff, g.Kg);
-    tap_offsets(g, l, koff.data());
-    // Channel by channel from the first channel's offsets: each value
-    // from koff[k - ksz] made a chain of store-to-load forwards, one per
-    // value (half of the adapter's own samples in a MobileNet-style stack).
-    for (int64_t c = 1; c < g.Cg; ++c)
-      for (int64_t t = 0; t < g.ksz; ++t) koff[c * g.ksz + t] = koff[t] + c * l.cs;
+    channel_tap_offsets(g, l, koff.data());
     job.koff = koff.data();
     // On several threads with one task per tile, the tasks pad their own
     // rows (a 3x3 stride-2 layer of 64 channels at 16x16 spent a sixth of

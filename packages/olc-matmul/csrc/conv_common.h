@@ -97,6 +97,18 @@ inline void tap_offsets(const Geom& g, const PadLayout& l, int64_t* koff) {
       }
 }
 
+// Every tap of a group's g.Cg channels (g.Kg offsets, K's order): channel
+// 0's from tap_offsets, the others by adding cs (no division per row of K:
+// a 1x1 convolution of small planes spends as long here as in its GEMM
+// otherwise). Channel by channel from the first channel's offsets: each
+// value from koff[k - ksz] made a chain of store-to-load forwards, one per
+// value (half of the adapter's own samples in a MobileNet-style stack).
+inline void channel_tap_offsets(const Geom& g, const PadLayout& l, int64_t* koff) {
+  tap_offsets(g, l, koff);
+  for (int64_t c = 1; c < g.Cg; ++c)
+    for (int64_t t = 0; t < g.ksz; ++t) koff[c * g.ksz + t] = koff[t] + c * l.cs;
+}
+
 // The runs of one panel: output columns [c0, c0 + nc) of an (od, oh, ow)
 // grid, cut at row ends (unless the next row's values follow on), as
 // (column in the panel, length, offset) triples with the offset of the

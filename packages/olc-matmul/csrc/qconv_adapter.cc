@@ -206,7 +206,7 @@ void pad_bytes(const Geom& g, const PadLayout& l, const uint8_t* x, uint8_t xz, 
 // The raw column sums of the im2col matrix, in two phases: the channel sums
 // of a group's padded input (pads count xz) over padded rows [r0, r1), then
 // per output position p in [p0, p1) the sum over its kernel window (win:
-// the window's offsets in the padded layout).
+// the window's g.ksz offsets in the padded layout, channel 0's taps).
 void channel_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_signed, int64_t r0, int64_t r1,
                   int32_t* cs) {
   std::fill(cs + r0, cs + r1, 0);
@@ -219,13 +219,13 @@ void channel_sums(const Geom& g, const PadLayout& l, const uint8_t* src, bool x_
   }
 }
 
-void window_sums(const Geom& g, const PadLayout& l, const int32_t* cs, const std::vector<int64_t>& win, int64_t p0,
-                 int64_t p1, int32_t* out) {
+void window_sums(const Geom& g, const PadLayout& l, const int32_t* cs, const int64_t* win, int64_t p0, int64_t p1,
+                 int32_t* out) {
   for (int64_t p = p0; p < p1; ++p) {
     const int64_t ow = p % g.out[2], oh = (p / g.out[2]) % g.out[1], od = p / (g.out[2] * g.out[1]);
     const int64_t base = out_row_offset(g, l, od, oh) + ow;
     uint32_t s = 0;
-    for (int64_t o : win) s += static_cast<uint32_t>(cs[base + o]);
+    for (int64_t t = 0; t < g.ksz; ++t) s += static_cast<uint32_t>(cs[base + win[t]]);
     out[p] = static_cast<int32_t>(s);
   }
 }
@@ -246,7 +246,7 @@ struct PrepJob {
   int64_t shares;        // row / position shares per (image, group)
   int64_t rows;          // padded rows of a channel (l's Dp Hp sw Wq)
   int32_t* rowsums;      // [image][group][rows]
-  const std::vector<int64_t>* win;
+  const int64_t* win;    // a kernel window: channel 0's tap offsets
   int32_t* csum;         // [image][group][out_sp]
 };
 
@@ -274,7 +274,7 @@ void window_sums_range(void* user, int64_t begin, int64_t end) {
   const Geom& g = *j.g;
   for (int64_t t = begin; t < end; ++t) {
     const int64_t s = t % j.shares, ig = t / j.shares;
-    window_sums(g, *j.l, j.rowsums + ig * j.rows, *j.win, s * g.out_sp / j.shares, (s + 1) * g.out_sp / j.shares,
+    window_sums(g, *j.l, j.rowsums + ig * j.rows, j.win, s * g.out_sp / j.shares, (s + 1) * g.out_sp / j.shares,
                 j.csum + ig * g.out_sp);
   }
 }
@@ -731,11 +731,8 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
     l = PadLayout{g.in[0], g.in[1], 1, g.in[2], g.in_sp};
   }
   job.img_stride = g.C * l.cs;
-  std::vector<int64_t> win(static_cast<size_t>(g.ksz));  // a kernel window: channel 0's taps
-  tap_offsets(g, l, win.data());
   std::vector<int64_t> koff(static_cast<size_t>(g.Kg));
-  for (int64_t ci = 0; ci < g.Cg; ++ci)
-    for (int64_t t = 0; t < g.ksz; ++t) koff[ci * g.ksz + t] = win[t] + ci * l.cs;
+  channel_tap_offsets(g, l, koff.data());
   job.koff = koff.data();
   const int64_t chunk = std::max<int64_t>(1, std::min<int64_t>(g.N, (int64_t(16) << 20) / std::max<int64_t>(1, job.img_stride)));
   uint8_t* buf = nullptr;
@@ -752,7 +749,7 @@ int32_t qconv_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   // the input (3x3 64->64 at 56x56 stride 2 on AMX: a tenth of the layer).
   const bool share_prep = threads > 1 && g.C * l.cs >= (int64_t(1) << 16);
   PrepJob pj{&g, &l, nullptr, static_cast<uint8_t>(job.xz), buf, nullptr, job.img_stride,
-             st->x_type == OLC_DTYPE_INT8, share_prep ? 2 * threads : 1, prows, rowsums, &win, csum};
+             st->x_type == OLC_DTYPE_INT8, share_prep ? 2 * threads : 1, prows, rowsums, koff.data(), csum};
   auto run_prep = [&](void (*fn)(void*, int64_t, int64_t), int64_t items) {
     if (share_prep && items > 1) g_api->parallel_for(ctx, items, 1, 0, fn, &pj);
     else fn(&pj, 0, items);
