@@ -225,6 +225,50 @@ def test_constant_exponent_paths(level, c, want):
             assert xv * lo * lo < 1 < xv * hi * hi, (v, r)
 
 
+def cube_bands():
+    """Every float32 significand at the exponents that matter for x^3:
+    [1, 2) (a normal cube's rounding depends on the significand alone) and
+    each binade from 2^-51 to 2^-43 (cubes in or next to the subnormal
+    range, where the rounding quantum is 2^-149 instead)."""
+    significands = np.arange(2**23, dtype=np.uint32)
+    for e in [0] + list(range(-51, -42)):
+        yield e, (significands | np.uint32((e + 127) << 23)).view(F32)
+
+
+def test_double_cube_never_rounds_twice_wrongly():
+    """The x^3 path rounds the double x^2 * x to float. That is the
+    correctly rounded cube unless the double product lies exactly on a
+    float rounding boundary (a midpoint) that the exact cube is not on;
+    every float32 whose double product is on a boundary has an exact one."""
+    checked = 0
+    for e, x in cube_bands():
+        x64 = x.astype(np.float64)
+        p = (x64 * x64) * x64
+        if e == 0:  # normal results: a midpoint has low 29 significand bits 1 0...0
+            on_boundary = (p.view(np.uint64) & np.uint64(0x1FFFFFFF)) == np.uint64(0x10000000)
+        else:  # quantum 2^-149 below 2^-126 (power-of-two scaling is exact)
+            v = p * 2.0**149
+            on_boundary = (v - np.floor(v) == 0.5) & (p < 2.0**-126)
+        for i in np.flatnonzero(on_boundary):
+            assert Fraction(float(x[i])) ** 3 == Fraction(float(p[i])), float(x[i])
+            checked += 1
+    assert checked > 0  # the boundaries exist (exact ties such as 1.00390625^3); none misleads
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_cube_matches_double_product_for_every_significand(level):
+    """The kernel's x^3 on every significand band of cube_bands() (and the
+    negated values) equals float32((x * x) * x) in float64, which the test
+    above shows is the correctly rounded cube."""
+    s = session(pow_model(np.array(3.0, F32)), level)
+    for _, x in cube_bands():
+        x = np.concatenate([x, -x[::97]])
+        x64 = x.astype(np.float64)
+        out = s.run(None, {"x": x})[0]
+        assert_same(out, ((x64 * x64) * x64).astype(F32), "cube")
+    assert detail_of(s.kernel_usage_details()[-1]) == f"{level},pow:cube"
+
+
 @pytest.mark.parametrize("level", LEVELS)
 def test_constant_paths_broadcast_and_in_place(level):
     """A constant exponent broadcast against the base ([N, 1] x^2 with a
