@@ -1,5 +1,6 @@
 // AVX2 + FMA + F16C level: float32, float16 and bfloat16 computed 8 lanes
-// at a time in f32, 4 vectors per iteration. The tail goes through a small
+// at a time in f32, 4 vectors per iteration (the long-chain functions as two
+// interleaved pairs: vrun's apply4). The tail goes through a small
 // stack buffer with the same vector code (no over-read, results identical
 // to the body). float64, integer and BOOL ops use the generic loops
 // compiled for this ISA.
@@ -91,19 +92,24 @@ struct VAbs { explicit VAbs(const UnaryParams*) {}
 struct VNeg { explicit VNeg(const UnaryParams*) {}
   __m256 operator()(__m256 x) const { return _mm256_xor_ps(x, vsignmask()); } };
 struct VExp { explicit VExp(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_exp(x); } };
+  __m256 operator()(__m256 x) const { return vm_exp(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_exp_x2(a, b); } };
 struct VLog { explicit VLog(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_log(x); } };
+  __m256 operator()(__m256 x) const { return vm_log(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_log_x2(a, b); } };
 struct VSqrt { explicit VSqrt(const UnaryParams*) {}
   __m256 operator()(__m256 x) const { return _mm256_sqrt_ps(x); } };
 struct VReciprocal { explicit VReciprocal(const UnaryParams*) {}
   __m256 operator()(__m256 x) const { return _mm256_div_ps(vset(1.f), x); } };
 struct VSigmoid { explicit VSigmoid(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_sigmoid(x); } };
+  __m256 operator()(__m256 x) const { return vm_sigmoid(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_sigmoid_x2(a, b); } };
 struct VTanh { explicit VTanh(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_tanh(x); } };
+  __m256 operator()(__m256 x) const { return vm_tanh(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_tanh_x2(a, b); } };
 struct VErf { explicit VErf(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_erf(x); } };
+  __m256 operator()(__m256 x) const { return vm_erf(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_erf_x2(a, b); } };
 struct VSin { explicit VSin(const UnaryParams*) {}
   __m256 operator()(__m256 x) const { return vm_sin(x); } };
 struct VCos { explicit VCos(const UnaryParams*) {}
@@ -160,11 +166,14 @@ struct VMish { explicit VMish(const UnaryParams*) {}
 struct VTan { explicit VTan(const UnaryParams*) {}
   __m256 operator()(__m256 x) const { return vm_tan(x); } };
 struct VAsin { explicit VAsin(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_asin(x); } };
+  __m256 operator()(__m256 x) const { return vm_asin(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_asin_x2(a, b); } };
 struct VAcos { explicit VAcos(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_acos(x); } };
+  __m256 operator()(__m256 x) const { return vm_acos(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_acos_x2(a, b); } };
 struct VAtan { explicit VAtan(const UnaryParams*) {}
-  __m256 operator()(__m256 x) const { return vm_atan(x); } };
+  __m256 operator()(__m256 x) const { return vm_atan(x); }
+  void pair(__m256* a, __m256* b) const { olc_ew_vm::vm_atan_x2(a, b); } };
 struct VSinh { explicit VSinh(const UnaryParams*) {}
   __m256 operator()(__m256 x) const { return vm_sinh(x); } };
 struct VCosh { explicit VCosh(const UnaryParams*) {}
@@ -209,6 +218,21 @@ struct VShrink {
 
 // ---- driver ----
 
+// Four vectors through op: as two interleaved pairs where the functor has
+// a paired form (pair(&a, &b), the long-chain functions), else one by one.
+template <class V, class = void> struct HasPair : std::false_type {};
+template <class V> struct HasPair<V, std::void_t<decltype(&V::pair)>> : std::true_type {};
+
+template <class V>
+static inline void apply4(const V& op, __m256 (&v)[4]) {
+  if constexpr (HasPair<V>::value) {
+    op.pair(&v[0], &v[1]);
+    op.pair(&v[2], &v[3]);
+  } else {
+    for (int k = 0; k < 4; ++k) v[k] = op(v[k]);
+  }
+}
+
 template <class L, class V>
 static void vrun(const void* xv, void* yv, int64_t n, const UnaryParams* p) {
   using T = typename L::T;
@@ -218,22 +242,16 @@ static void vrun(const void* xv, void* yv, int64_t n, const UnaryParams* p) {
   int64_t i = 0;
   if (p->stream && (reinterpret_cast<uintptr_t>(y) & 63) == 0) {
     for (; i + 32 <= n; i += 32) {
-      const __m256 a0 = L::load(x + i), a1 = L::load(x + i + 8);
-      const __m256 a2 = L::load(x + i + 16), a3 = L::load(x + i + 24);
-      L::stream(y + i, op(a0));
-      L::stream(y + i + 8, op(a1));
-      L::stream(y + i + 16, op(a2));
-      L::stream(y + i + 24, op(a3));
+      __m256 v[4] = {L::load(x + i), L::load(x + i + 8), L::load(x + i + 16), L::load(x + i + 24)};
+      apply4(op, v);
+      for (int k = 0; k < 4; ++k) L::stream(y + i + 8 * k, v[k]);
     }
     _mm_sfence();
   }
   for (; i + 32 <= n; i += 32) {
-    const __m256 a0 = L::load(x + i), a1 = L::load(x + i + 8);
-    const __m256 a2 = L::load(x + i + 16), a3 = L::load(x + i + 24);
-    L::store(y + i, op(a0));
-    L::store(y + i + 8, op(a1));
-    L::store(y + i + 16, op(a2));
-    L::store(y + i + 24, op(a3));
+    __m256 v[4] = {L::load(x + i), L::load(x + i + 8), L::load(x + i + 16), L::load(x + i + 24)};
+    apply4(op, v);
+    for (int k = 0; k < 4; ++k) L::store(y + i + 8 * k, v[k]);
   }
   for (; i + 8 <= n; i += 8) L::store(y + i, op(L::load(x + i)));
   if (i < n) {

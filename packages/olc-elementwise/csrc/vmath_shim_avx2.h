@@ -30,6 +30,16 @@ static inline __m256 vm_asinh(__m256 x) { return olc_v256_asinh(x); }
 static inline __m256 vm_acosh(__m256 x) { return olc_v256_acosh(x); }
 static inline __m256 vm_atanh(__m256 x) { return olc_v256_atanh(x); }
 
+// Two vectors per call, interleaved (olc_v256x2_*): same bits as two calls.
+static inline void vm_exp_x2(__m256* a, __m256* b) { olc_v256x2_exp(a, b); }
+static inline void vm_log_x2(__m256* a, __m256* b) { olc_v256x2_log(a, b); }
+static inline void vm_tanh_x2(__m256* a, __m256* b) { olc_v256x2_tanh(a, b); }
+static inline void vm_sigmoid_x2(__m256* a, __m256* b) { olc_v256x2_sigmoid(a, b); }
+static inline void vm_erf_x2(__m256* a, __m256* b) { olc_v256x2_erf(a, b); }
+static inline void vm_asin_x2(__m256* a, __m256* b) { olc_v256x2_asin(a, b); }
+static inline void vm_acos_x2(__m256* a, __m256* b) { olc_v256x2_acos(a, b); }
+static inline void vm_atan_x2(__m256* a, __m256* b) { olc_v256x2_atan(a, b); }
+
 }  // namespace olc_ew_vm
 
 #endif  // OLC_ELEMENTWISE_VMATH_SHIM_AVX2_H_

@@ -142,6 +142,26 @@ static inline __m256 olc_v256_asinh(__m256 x) { return olc_vm::asinh<olc_vm::Ops
 static inline __m256 olc_v256_acosh(__m256 x) { return olc_vm::acosh<olc_vm::OpsV256>(x); }
 static inline __m256 olc_v256_atanh(__m256 x) { return olc_vm::atanh<olc_vm::OpsV256>(x); }
 
+// Two vectors per call, their instructions interleaved (olc_vm::OpsPair),
+// for the functions whose one-vector dependency chain (exp and a division,
+// a long polynomial) is longer than the out-of-order window of AVX2 cores
+// sees past. The same algorithm and bits as two olc_v256_<name> calls.
+#define OLC_V256X2(name, algorithm)                                                        \
+  static inline void olc_v256x2_##name(__m256* a, __m256* b) {                             \
+    const olc_vm::OpsPair<olc_vm::OpsV256>::V r = olc_vm::algorithm<olc_vm::OpsPair<olc_vm::OpsV256>>({*a, *b}); \
+    *a = r.a;                                                                              \
+    *b = r.b;                                                                              \
+  }
+OLC_V256X2(exp, exp)
+OLC_V256X2(log, log)
+OLC_V256X2(tanh, tanh_rational)
+OLC_V256X2(sigmoid, sigmoid)
+OLC_V256X2(erf, erf_rational)
+OLC_V256X2(asin, asin)
+OLC_V256X2(acos, acos)
+OLC_V256X2(atan, atan)
+#undef OLC_V256X2
+
 // 8 bf16 -> 8 float
 static inline __m256 olc_v256_load_bf16(const uint16_t* p) {
   return olc_vm::bf16x8_to_f32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));

@@ -917,6 +917,51 @@ OLC_VM_INLINE typename O::V mish(typename O::V x) {
   return y;
 }
 
+// Two vectors per operation: OpsPair<O> is an ops interface whose vector is
+// a pair of O's, each operation issued for both halves back to back. Every
+// function above then runs on two vectors with their instructions
+// interleaved. On cores whose out-of-order window cannot see past one
+// vector's dependency chain (exp + division, a polynomial per piece), two
+// chains side by side fill the pipes. A per-vector branch (any) takes the
+// slow side when either half needs it; the slow sides give the same bits
+// on the lanes that did not need them, so the results do not change.
+// Functions that read lanes one by one (bits: the trigonometric slow path)
+// do not compile against it.
+template <class O>
+struct OpsPair {
+  struct V { typename O::V a, b; };
+  struct I { typename O::I a, b; };
+  struct M { typename O::M a, b; };
+  enum { N = 2 * O::N };
+  static constexpr bool kScalef = O::kScalef;
+  static OLC_VM_INLINE V f(float x) { const typename O::V v = O::f(x); return {v, v}; }
+  static OLC_VM_INLINE I i(int32_t x) { const typename O::I v = O::i(x); return {v, v}; }
+#define OLC_VM_PAIR_1(R, name, A) \
+  static OLC_VM_INLINE R name(A a) { return {O::name(a.a), O::name(a.b)}; }
+#define OLC_VM_PAIR_2(R, name, A, B) \
+  static OLC_VM_INLINE R name(A a, B b) { return {O::name(a.a, b.a), O::name(a.b, b.b)}; }
+#define OLC_VM_PAIR_3(R, name, A, B, C) \
+  static OLC_VM_INLINE R name(A a, B b, C c) { return {O::name(a.a, b.a, c.a), O::name(a.b, b.b, c.b)}; }
+  OLC_VM_PAIR_2(V, add, V, V) OLC_VM_PAIR_2(V, sub, V, V) OLC_VM_PAIR_2(V, mul, V, V) OLC_VM_PAIR_2(V, div, V, V)
+  OLC_VM_PAIR_1(V, sqrt, V) OLC_VM_PAIR_3(V, fma, V, V, V) OLC_VM_PAIR_3(V, fms, V, V, V) OLC_VM_PAIR_1(V, trunc, V)
+  OLC_VM_PAIR_2(V, min_, V, V) OLC_VM_PAIR_2(V, max_, V, V) OLC_VM_PAIR_1(I, ci, V) OLC_VM_PAIR_1(V, cf, I)
+  OLC_VM_PAIR_2(I, iadd, I, I) OLC_VM_PAIR_2(I, isub, I, I) OLC_VM_PAIR_2(I, iand, I, I)
+  OLC_VM_PAIR_2(I, ior, I, I) OLC_VM_PAIR_2(I, ixor, I, I) OLC_VM_PAIR_2(I, imax, I, I)
+  OLC_VM_PAIR_1(V, cvt, I) OLC_VM_PAIR_1(I, cvti, V) OLC_VM_PAIR_1(I, cvtti, V)
+  OLC_VM_PAIR_2(M, lt, V, V) OLC_VM_PAIR_2(M, le, V, V) OLC_VM_PAIR_2(M, gt, V, V) OLC_VM_PAIR_2(M, ge, V, V)
+  OLC_VM_PAIR_2(M, eq, V, V) OLC_VM_PAIR_2(M, unord, V, V) OLC_VM_PAIR_2(M, nge, V, V) OLC_VM_PAIR_1(M, mnot, M)
+  OLC_VM_PAIR_2(M, itest, I, I) OLC_VM_PAIR_2(M, mand, M, M) OLC_VM_PAIR_3(V, sel, M, V, V)
+  OLC_VM_PAIR_3(V, selneg, V, V, V) OLC_VM_PAIR_3(I, seli, M, I, I) OLC_VM_PAIR_1(V, opaque, V)
+  OLC_VM_PAIR_2(V, scalef, V, V)
+#undef OLC_VM_PAIR_1
+#undef OLC_VM_PAIR_2
+#undef OLC_VM_PAIR_3
+  template <int S> static OLC_VM_INLINE I sll(I a) { return {O::template sll<S>(a.a), O::template sll<S>(a.b)}; }
+  template <int S> static OLC_VM_INLINE I sra(I a) { return {O::template sra<S>(a.a), O::template sra<S>(a.b)}; }
+  static OLC_VM_INLINE V lut16(const float* tab, I idx) { return {O::lut16(tab, idx.a), O::lut16(tab, idx.b)}; }
+  static OLC_VM_INLINE bool any(M m) { return O::any(m.a) || O::any(m.b); }
+};
+
 }  // namespace olc_vm
 }  // namespace
 
