@@ -8,7 +8,9 @@
 
 #include <atomic>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -255,6 +257,82 @@ uint64_t cpu_features() {
 const std::string& simd_env_error() {
   read_env_once();
   return g_env_error;
+}
+
+namespace {
+
+struct CacheLevel {
+  int64_t bytes = 0;
+  int32_t shared_by = 1;
+};
+
+// First line of a sysfs file, without the newline; false when unreadable.
+bool read_sysfs_line(const std::string& path, char* buf, size_t size) {
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return false;
+  const bool ok = std::fgets(buf, static_cast<int>(size), f) != nullptr;
+  std::fclose(f);
+  if (ok) buf[std::strcspn(buf, "\n")] = '\0';
+  return ok;
+}
+
+// "32K", "8192K", "1M" or a plain byte count.
+int64_t parse_cache_size(const char* s) {
+  char* end = nullptr;
+  const long long v = std::strtoll(s, &end, 10);
+  if (v <= 0) return 0;
+  if (*end == 'K') return static_cast<int64_t>(v) << 10;
+  if (*end == 'M') return static_cast<int64_t>(v) << 20;
+  if (*end == 'G') return static_cast<int64_t>(v) << 30;
+  return v;
+}
+
+// Logical CPUs in a list such as "0-3,8-11".
+int32_t count_cpu_list(const char* s) {
+  int32_t n = 0;
+  while (*s) {
+    char* end = nullptr;
+    const long lo = std::strtol(s, &end, 10);
+    if (end == s) break;
+    long hi = lo;
+    s = end;
+    if (*s == '-') {
+      hi = std::strtol(s + 1, &end, 10);
+      s = end;
+    }
+    n += static_cast<int32_t>(hi >= lo ? hi - lo + 1 : 1);
+    if (*s == ',') ++s;
+  }
+  return n > 0 ? n : 1;
+}
+
+const CacheLevel* cache_levels() {
+  static const CacheLevel* levels = [] {
+    static CacheLevel l[4];
+    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index";
+    for (int i = 0; i < 16; ++i) {
+      const std::string dir = base + std::to_string(i) + "/";
+      char level[16], type[32], size[32], shared[256];
+      if (!read_sysfs_line(dir + "level", level, sizeof level) || !read_sysfs_line(dir + "type", type, sizeof type) ||
+          !read_sysfs_line(dir + "size", size, sizeof size))
+        continue;
+      if (std::strncmp(type, "Data", 4) && std::strncmp(type, "Unified", 7)) continue;
+      const int lv = std::atoi(level);
+      if (lv < 1 || lv > 3) continue;
+      l[lv].bytes = parse_cache_size(size);
+      l[lv].shared_by = read_sysfs_line(dir + "shared_cpu_list", shared, sizeof shared) ? count_cpu_list(shared) : 1;
+    }
+    return l;
+  }();
+  return levels;
+}
+
+}  // namespace
+
+int64_t data_cache_bytes(int32_t level, int32_t* shared_by) {
+  const bool known = level >= 1 && level <= 3;
+  if (shared_by) *shared_by = known ? cache_levels()[level].shared_by : 1;
+  return known ? cache_levels()[level].bytes : 0;
 }
 
 }  // namespace olc

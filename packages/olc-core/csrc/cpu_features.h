@@ -25,4 +25,8 @@ int32_t simd_cap();  // -1 when uncapped
 // Empty, or why the OLC_SIMD value was rejected (it is then ignored).
 const std::string& simd_env_error();
 
+// CPU 0's data (or unified) cache of `level` (1-3) from Linux sysfs, read
+// once: bytes (0 where unknown) and the logical CPUs sharing it (>= 1).
+int64_t data_cache_bytes(int32_t level, int32_t* shared_by);
+
 }  // namespace olc

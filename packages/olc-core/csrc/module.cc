@@ -123,6 +123,17 @@ void bind_cpu_features(py::module_& m) {
   m.def("simd_cap", &olc::simd_cap, "The current cap, -1 when uncapped.");
   m.def("simd_env_error", &olc::simd_env_error,
         "Empty, or why the OLC_SIMD value was rejected (it is then ignored).");
+  m.def(
+      "data_cache_bytes",
+      [](int32_t level) {
+        int32_t shared_by = 1;
+        const int64_t bytes = olc::data_cache_bytes(level, &shared_by);
+        return py::make_tuple(bytes, shared_by);
+      },
+      py::arg("level"),
+      "(bytes, shared_by) of CPU 0's data cache of that level (1-3), what "
+      "kernels read through the core API's data_cache_bytes; (0, 1) where "
+      "the OS does not say.");
 }
 
 }  // namespace

@@ -1202,6 +1202,7 @@ const olc_core_api* core_api() {
     a.record_usage_detail = api_record_usage_detail;
     a.report_prepacked = api_report_prepacked;
     a.view_output = api_view_output;
+    a.data_cache_bytes = data_cache_bytes;
     return a;
   }();
   return &api;

@@ -236,3 +236,15 @@ def test_bad_env_value_does_not_crash_native():
     first, second = proc.stdout.splitlines()
     assert first == "-1 True"
     assert "bogus" in second
+
+
+def test_data_cache_bytes_matches_sysfs():
+    """The core API's cache sizes (what kernels derive their defaults from)
+    are the data and unified caches that `olc info` lists from sysfs."""
+    from olc_core import cli
+
+    listed = {c["level"]: (c["bytes"], c["shared_by"]) for c in cli._cpu_caches() if c["type"] != "Instruction"}
+    for level in (1, 2, 3):
+        assert _native.data_cache_bytes(level) == listed.get(level, (0, 1))
+    assert _native.data_cache_bytes(0) == (0, 1)
+    assert _native.data_cache_bytes(4) == (0, 1)

@@ -297,6 +297,15 @@ typedef struct olc_core_api {
    * Returns OLC_OK, or OLC_ERROR after setting the error. */
   int32_t (*view_output)(olc_context* ctx, int32_t index, int32_t input,
                          int32_t ndim, const int64_t* shape);
+
+  /* The data (or unified) cache of level `level` (1, 2 or 3) that CPU 0
+   * sees, as the OS reports it (Linux sysfs, read once): its size in bytes,
+   * and in *shared_by (when not NULL) how many logical CPUs share it.
+   * Returns 0 (and *shared_by = 1) where the OS does not say. Families derive
+   * their cache-dependent defaults (streaming thresholds, blocking) from it,
+   * so that they follow the host rather than the CPU they were tuned on;
+   * `olc info` shows the same values. */
+  int64_t (*data_cache_bytes)(int32_t level, int32_t* shared_by);
 } olc_core_api;
 
 /* Whether the core API table `api` has the slot `field` (appended slots are
