@@ -159,7 +159,7 @@ bool run_streams(olc_context* ctx, const StreamPolicy& policy, const BroadcastPl
                  int n_inputs, const olc_tensor* inputs, int64_t out_elem_size) {
   const int64_t block_bytes = plan.inner * out_elem_size;
   if (block_bytes < 1024 && block_bytes % kStreamPieceBytes != 0) return false;
-  return policy.wants(g_api, bytes_read(n_inputs, inputs), runs_serial(ctx, plan, sp));
+  return policy.wants(g_api, bytes_read(n_inputs, inputs), plan.count * out_elem_size, runs_serial(ctx, plan, sp));
 }
 
 void run_split(olc_context* ctx, const BroadcastPlan& plan, const SplitParams& sp, RangeFn fn, void* user) {

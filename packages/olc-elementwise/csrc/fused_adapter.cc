@@ -497,7 +497,9 @@ int32_t fused_run(const void* state, olc_context* ctx, int32_t n_inputs, const o
   const int64_t par_min = api->tuning_read_int(st->parallel_min_elements);
   const bool serial = par_min <= 0 || plan.count < par_min || items < 2 || api->concurrency(ctx) <= 1;
   bool stream = false;
-  if (scale_add && st->tile->scale_add_stream) stream = st->stream.wants(api, bytes_read(n_inputs, inputs), serial);
+  if (scale_add && st->tile->scale_add_stream)
+    stream = st->stream.wants(api, bytes_read(n_inputs, inputs), plan.count * static_cast<int64_t>(sizeof(float)),
+                              serial);
   api->record_usage_detail(ctx, stream ? st->stream_isa : st->isa);
   Job job{st, &plan, in, static_cast<char*>(y), tile, tiles_per_block, swiglu, scale_add, stream};
   if (serial) {

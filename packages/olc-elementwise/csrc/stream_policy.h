@@ -23,6 +23,14 @@
 //   24 and 32 MiB 491 -> 611, 639 -> 784, 841 -> 921, 1412 -> 1273; two
 //   full inputs reading 20, 24, 32 and 64 MiB 400 -> 384, 501 -> 472,
 //   950 -> 730 (Add), 2491 -> 1760.
+// * Those thresholds are a 32 MiB L3's. With a smaller one the plain
+//   stores' advantage goes sooner: on a 2-core Zen 1 (8 MiB L3), Mul with
+//   a scalar operand at 4M elements (16 MiB read, 32 MiB with the output)
+//   on two threads went 1942 -> 1461 us streamed, and at 1M (8 MiB in all)
+//   223 -> 244 (worse). So a split run also streams once its input and
+//   output bytes reach `stream_parallel_min_footprint`, by default twice the
+//   L3 that the host reports (consistent with every figure above: 64 MiB
+//   there, 16 MiB here).
 #ifndef OLC_ELEMENTWISE_STREAM_POLICY_H_
 #define OLC_ELEMENTWISE_STREAM_POLICY_H_
 
@@ -49,12 +57,21 @@ inline int64_t bytes_read(int n_inputs, const olc_tensor* inputs) {
   return read;
 }
 
+// Twice the host's L3 (0 where the OS does not report it): input plus
+// output bytes from which a split run no longer keeps its data in the
+// cache, so non-temporal stores pay (see above and unary_adapter.cc).
+inline int64_t split_stream_footprint(const olc_core_api* api) {
+  if (!OLC_API_HAS(api, data_cache_bytes)) return 0;
+  return 2 * api->data_cache_bytes(3, nullptr);
+}
+
 struct StreamPolicy {
   static constexpr int64_t kSerialMinBytes = int64_t(12) << 20;
   static constexpr int64_t kParallelMinBytes = int64_t(24) << 20;
 
   const olc_tuning_param* min_bytes = nullptr;
   const olc_tuning_param* parallel_min_bytes = nullptr;
+  const olc_tuning_param* parallel_min_footprint = nullptr;
 
   // The two tuning parameters of one kernel. Ops bound by their arithmetic
   // (streams = false) default to 0: never, unless tuned to.
@@ -63,16 +80,19 @@ struct StreamPolicy {
     min_bytes = api->tuning_declare_int(library, kernel, isa, dtype, "stream_min_bytes", streams ? kSerialMinBytes : 0);
     parallel_min_bytes =
         api->tuning_declare_int(library, kernel, isa, dtype, "stream_parallel_min_bytes", kParallelMinBytes);
+    parallel_min_footprint = api->tuning_declare_int(library, kernel, isa, dtype, "stream_parallel_min_footprint",
+                                                     streams ? split_stream_footprint(api) : 0);
   }
 
-  // read: bytes_read() of the run; serial: whether it stays on the
-  // calling thread.
-  bool wants(const olc_core_api* api, int64_t read, bool serial) const {
+  // read: bytes_read() of the run; written: its output bytes; serial:
+  // whether it stays on the calling thread.
+  bool wants(const olc_core_api* api, int64_t read, int64_t written, bool serial) const {
     const int64_t min = api->tuning_read_int(min_bytes);
-    if (min <= 0 || read < min) return false;
-    if (serial) return true;
+    if (min <= 0) return false;
+    if (serial) return read >= min;
     const int64_t par_min = api->tuning_read_int(parallel_min_bytes);
-    return par_min > 0 && read >= par_min;
+    const int64_t footprint_min = api->tuning_read_int(parallel_min_footprint);
+    return (par_min > 0 && read >= par_min) || (footprint_min > 0 && read + written >= footprint_min);
   }
 };
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <new>
 
+#include "stream_policy.h"
 #include "unary_common.h"
 
 namespace olc_ew {
@@ -119,23 +120,27 @@ struct KernelState {
   const olc_tuning_param* block_bytes;
   const olc_tuning_param* max_participants;
   const olc_tuning_param* stream_min_bytes;
+  const olc_tuning_param* stream_parallel_min_footprint;
 };
 
 // Portable defaults (bytes of input). Tuned on a 2-core Zen 4 with AVX-512;
 // override through the tuning registry.
 struct TuningDefaults {
-  int64_t parallel_min_bytes, block_bytes, max_participants, stream_min_bytes;
+  int64_t parallel_min_bytes, block_bytes, max_participants, stream_min_bytes, stream_parallel_min_footprint;
 };
 
 // Non-temporal stores pay off only where the loop is memory-bound: at 4M
 // float32 elements on one thread, measured alternately in one process, they
 // cut Abs 880 -> 615 us but slow Exp 940 -> 1290 us and Sigmoid 1155 ->
-// 1640 us, so only the cheap ops stream. (The scheduler also never streams
-// on more than one thread.)
-TuningDefaults default_tuning(Cost cost, bool libm_per_element) {
-  if (cost == Cost::kCheap) return {256 << 10, 128 << 10, 0, 16 << 20};
-  if (libm_per_element) return {8 << 10, 8 << 10, 0, 0};
-  return {32 << 10, 32 << 10, 0, 0};
+// 1640 us, so only the cheap ops stream. A split run streams from twice the
+// host's L3 of input and output (split_stream_footprint): on a 2-core Zen 4
+// (32 MiB L3) 4M-element Abs on 2 threads ran 610 us streamed against 420
+// cached (32 MiB in all), on a 2-core Zen 1 (8 MiB L3) 1251 against 1868
+// (and 1M: 242 against 409, 256K: 64 against 41).
+TuningDefaults default_tuning(const olc_core_api* api, Cost cost, bool libm_per_element) {
+  if (cost == Cost::kCheap) return {256 << 10, 128 << 10, 0, 16 << 20, split_stream_footprint(api)};
+  if (libm_per_element) return {8 << 10, 8 << 10, 0, 0, 0};
+  return {32 << 10, 32 << 10, 0, 0, 0};
 }
 
 bool fail(char* error, size_t size, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -256,12 +261,15 @@ void* unary_create(const olc_core_api* api, const olc_node_info* node, char* err
   st->params = params;
   // Costly float64 ops call libm per element at every level.
   const bool libm = spec->cost == Cost::kCostly && (in_dtype == OLC_DTYPE_DOUBLE || !std::strcmp(isa, "scalar"));
-  const TuningDefaults d = default_tuning(spec->cost, libm);
+  const TuningDefaults d = default_tuning(api, spec->cost, libm);
   const char* kname = (op == Op::GeluTanh) ? "Gelu_tanh" : spec->name;
   st->parallel_min_bytes = api->tuning_declare_int(kLibrary, kname, isa, in_dtype, "parallel_min_bytes", d.parallel_min_bytes);
   st->block_bytes = api->tuning_declare_int(kLibrary, kname, isa, in_dtype, "block_bytes", d.block_bytes);
   st->max_participants = api->tuning_declare_int(kLibrary, kname, isa, in_dtype, "max_participants", d.max_participants);
   st->stream_min_bytes = api->tuning_declare_int(kLibrary, kname, isa, in_dtype, "stream_min_bytes", d.stream_min_bytes);
+  st->stream_parallel_min_footprint = api->tuning_declare_int(kLibrary, kname, isa, in_dtype,
+                                                              "stream_parallel_min_footprint",
+                                                              d.stream_parallel_min_footprint);
   return st;
 }
 
@@ -290,16 +298,16 @@ void schedule(olc_context* ctx, const KernelState* st, const void* x, void* y, i
   const int64_t in_bytes = n * static_cast<int64_t>(st->in_size);
   const int64_t par_min = api->tuning_read_int(st->parallel_min_bytes);
   if (par_min <= 0 || in_bytes < par_min || api->concurrency(ctx) <= 1) {
-    // Non-temporal stores only pay on one core: it alone cannot drive the
-    // write-allocate traffic of a large output, while several cores keep the
-    // working set in the shared L3 (4M-element Abs on 2 cores: 610 us
-    // streaming, 420 us cached; on 1 core: 630 us streaming, 860 us cached).
+    // One core alone cannot drive the write-allocate traffic of a large
+    // output (4M-element Abs on one Zen 4 core: 630 us streaming, 860 us
+    // cached); a split run streams only past the L3 (default_tuning).
     const int64_t stream_min = api->tuning_read_int(st->stream_min_bytes);
     params->stream = stream_min > 0 && n * static_cast<int64_t>(st->out_size) >= stream_min;
     st->fn(x, y, n, params);
     return;
   }
-  params->stream = false;
+  const int64_t footprint_min = api->tuning_read_int(st->stream_parallel_min_footprint);
+  params->stream = footprint_min > 0 && n * static_cast<int64_t>(st->in_size + st->out_size) >= footprint_min;
   int64_t block = api->tuning_read_int(st->block_bytes) / static_cast<int64_t>(st->in_size);
   block = std::max<int64_t>(64, (block + 63) / 64 * 64);
   const int64_t nblocks = (n + block - 1) / block;

@@ -507,22 +507,35 @@ def test_streaming_outputs(op, t, threads):
 def test_streaming_needs_traffic_beyond_l3():
     """With the default thresholds a run streams only when the bytes it reads
     would not stay in the L3 beside its output: from stream_min_bytes
-    (12 MiB) on one thread, from stream_parallel_min_bytes (24 MiB) split
-    over two. A scalar operand at 2M float32 elements (8 MiB read) stays
-    plain, at 3M (12 MiB) it streams on one thread; two full inputs of 4M
-    (32 MiB) stream on two threads, a scalar operand at 4M (16 MiB) does
-    not."""
+    (12 MiB) on one thread; split over two, from stream_parallel_min_bytes
+    (24 MiB) read or from stream_parallel_min_footprint (twice the host's
+    L3) read and written. A scalar operand at 2M float32 elements (8 MiB
+    read) stays plain, at 3M (12 MiB) it streams on one thread; two full
+    inputs of 4M (32 MiB) stream on two threads; a scalar operand at 4M
+    (16 MiB read, 32 MiB in all) streams on two threads only where the L3
+    is at most 16 MiB."""
+    l3 = olc_core._native.data_cache_bytes(3)[0]
+    scalar_4m_split = 0 < 2 * l3 <= 32 << 20
     model = make_model("Add", ["float32", "float32"], "float32", 14)
     rng = np.random.default_rng(4)
     full = [rng.standard_normal(4 << 20).astype(np.float32) for _ in range(2)]
     scalar = np.float32(0.5).reshape(())
     cases = ((1, [full[0][: 2 << 20], scalar], False), (1, [full[0][: 3 << 20], scalar], True),
-             (2, full, True), (2, [full[0], scalar], False), (1, [full[0], scalar], True))
+             (2, full, True), (2, [full[0], scalar], scalar_4m_split), (1, [full[0], scalar], True))
     for threads, feeds, streams in cases:
         sess = session(("Add", "float32", "split"), model, LEVELS[-1], threads)
         y = sess.run(None, {"x0": feeds[0], "x1": feeds[1]})[0]
         np.testing.assert_array_equal(y, feeds[0] + feeds[1])
         assert ("stream" in sess.kernel_usage_details()[-1]) == streams, (threads, feeds[0].shape, feeds[1].shape)
+    # the footprint rule follows its tuning parameter
+    olc_core.tuning.set("olc_elementwise", "Add", "stream_parallel_min_footprint", 8 << 20,
+                        implementation=LEVELS[-1], dtype="float32")
+    try:
+        sess = session(("Add", "float32", "split"), model, LEVELS[-1], 2)
+        sess.run(None, {"x0": full[0][: 1 << 20], "x1": scalar})  # 4 MiB read, 8 MiB in all
+        assert "stream" in sess.kernel_usage_details()[-1]
+    finally:
+        olc_core.tuning.reset("olc_elementwise", "Add", "stream_parallel_min_footprint")
 
 
 def test_streaming_in_place():

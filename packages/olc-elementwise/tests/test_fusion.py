@@ -195,17 +195,20 @@ def test_scaled_masked_scores(hqk, level, threads, specialized):
 @pytest.mark.parametrize("level", LEVELS)
 def test_scaled_masked_scores_streaming(level, threads):
     """Runs that read 12 MiB and more take the non-temporal variant of the
-    one-pass loop (split runs too, once they read 24 MiB): the same bits,
-    rows of 4,099 elements so every row starts off a 64-byte line."""
-    h, q, k = 12, 65, 4099  # 3.2M elements: about 13.9 MB read
+    one-pass loop (split runs too, once they read stream_parallel_min_bytes,
+    or read and write stream_parallel_min_footprint): the same bits, rows of
+    4,099 elements so every row starts off a 64-byte line."""
+    h, q, k = 12, 65, 4099  # 3.2M elements: about 13.9 MB read, 26.7 MB in all
     m = scores_model(h, q, k)
     rng = rng_for("stream", level, threads)
     mask = np.where(rng.random((1, 1, q, k)) < 0.2, np.float32(-np.inf), np.float32(0)).astype(np.float32)
     feeds = {"scores": (rng.standard_normal((1, h, q, k)) * 8).astype(np.float32), "mask": mask}
     ref = (feeds["scores"] * np.float32(0.125)) + mask
-    for parallel_min, split_streams in ((24 << 20, False), (1, True)):
-        tuning.set("olc_elementwise", "ElementwisePlan", "stream_parallel_min_bytes", parallel_min,
-                   implementation=level, dtype="float32")
+    cases = ((24 << 20, 0, False), (1, 0, True), (24 << 20, 16 << 20, True), (24 << 20, 32 << 20, False))
+    for parallel_min, footprint_min, split_streams in cases:
+        for name, value in (("stream_parallel_min_bytes", parallel_min),
+                            ("stream_parallel_min_footprint", footprint_min)):
+            tuning.set("olc_elementwise", "ElementwisePlan", name, value, implementation=level, dtype="float32")
         try:
             s = make_session(m, level, threads)
             (y,) = s.run(None, feeds)
@@ -213,8 +216,8 @@ def test_scaled_masked_scores_streaming(level, threads):
             streams = level != "scalar" and (threads == 1 or split_streams)
             assert ("stream" in s.kernel_usage_details()[-1]) == streams, s.kernel_usage_details()
         finally:
-            tuning.reset("olc_elementwise", "ElementwisePlan", "stream_parallel_min_bytes", implementation=level,
-                         dtype="float32")
+            for name in ("stream_parallel_min_bytes", "stream_parallel_min_footprint"):
+                tuning.reset("olc_elementwise", "ElementwisePlan", name, implementation=level, dtype="float32")
 
 
 def test_scale_folded_into_the_program():
