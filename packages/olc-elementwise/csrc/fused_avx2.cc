@@ -51,10 +51,12 @@ inline __m256 swiglu8(__m256 g, __m256 u) {
 void fz_swiglu(const float* g, const float* u, float* y, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    const __m256 r0 = swiglu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i));
-    const __m256 r1 = swiglu8(_mm256_loadu_ps(g + i + 8), _mm256_loadu_ps(u + i + 8));
-    _mm256_storeu_ps(y + i, r0);
-    _mm256_storeu_ps(y + i + 8, r1);
+    // the two sigmoids interleaved (vm_sigmoid_x2): same bits as swiglu8
+    const __m256 g0 = _mm256_loadu_ps(g + i), g1 = _mm256_loadu_ps(g + i + 8);
+    __m256 s0 = g0, s1 = g1;
+    olc_ew_vm::vm_sigmoid_x2(&s0, &s1);
+    _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_mul_ps(g0, s0), _mm256_loadu_ps(u + i)));
+    _mm256_storeu_ps(y + i + 8, _mm256_mul_ps(_mm256_mul_ps(g1, s1), _mm256_loadu_ps(u + i + 8)));
   }
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, swiglu8(_mm256_loadu_ps(g + i), _mm256_loadu_ps(u + i)));
   if (i < n) {
