@@ -2,6 +2,7 @@
 // partition of the output over the session executor. Compiled without ISA
 // flags; the per-level work happens in the microkernels it calls.
 #include "gemm_driver.h"
+#include "adapter_util.h"
 #include "scratch.h"
 
 #include <algorithm>
@@ -816,66 +817,21 @@ std::shared_ptr<PackedB> make_packed(PackLayout layout, size_t bytes) {
   return pk;
 }
 
-namespace {
-
-// The size in bytes of a sysfs cache "size" ("48K", "2048K", "32M"); 0 if unreadable.
-int64_t parse_size(const char* s) {
-  char* end = nullptr;
-  const long long v = std::strtoll(s, &end, 10);
-  if (end == s || v <= 0) return 0;
-  if (*end == 'K') return v << 10;
-  if (*end == 'M') return v << 20;
-  return v;
-}
-
-// The logical CPUs in a sysfs cpu list ("0", "0-1", "0,2-3").
-int count_cpus(const char* s) {
-  int n = 0;
-  while (*s) {
-    char* end = nullptr;
-    const long a = std::strtol(s, &end, 10);
-    if (end == s) break;
-    long b = a;
-    if (*end == '-') b = std::strtol(end + 1, &end, 10);
-    n += static_cast<int>(b - a + 1);
-    s = *end == ',' ? end + 1 : end;
-    if (*s == '\n') break;
-  }
-  return std::max(n, 1);
-}
-
-bool read_line(const std::string& path, char* buf, size_t n) {
-  FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) return false;
-  const bool ok = std::fgets(buf, static_cast<int>(n), f) != nullptr;
-  std::fclose(f);
-  return ok;
-}
-
-}  // namespace
-
+// CPU 0's data caches as the core API reports them (the sysfs figures `olc
+// info` prints); zeros (unknown: the portable defaults) from an olc-core
+// without that slot.
 const CacheInfo& cache_info() {
   static const CacheInfo info = [] {
     CacheInfo c;
-    for (int i = 0; i < 8; ++i) {
-      const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-      char level[16], type[32], size[32], shared[256];
-      if (!read_line(dir + "level", level, sizeof level) || !read_line(dir + "type", type, sizeof type) ||
-          !read_line(dir + "size", size, sizeof size))
-        continue;
-      const int sharers = read_line(dir + "shared_cpu_list", shared, sizeof shared) ? count_cpus(shared) : 1;
-      const bool data = !std::strncmp(type, "Data", 4) || !std::strncmp(type, "Unified", 7);
-      if (level[0] == '1' && data) {
-        c.l1d = parse_size(size);
-        c.l1d_sharers = sharers;
-      } else if (level[0] == '2' && data) {
-        c.l2 = parse_size(size);
-        c.l2_sharers = sharers;
-      } else if (level[0] == '3' && data) {
-        c.l3 = parse_size(size);
-        c.l3_sharers = sharers;
-      }
-    }
+    const olc_core_api* api = core_api();
+    if (!api || !OLC_API_HAS(api, data_cache_bytes)) return c;
+    int32_t sharers[3] = {1, 1, 1};
+    c.l1d = api->data_cache_bytes(1, &sharers[0]);
+    c.l2 = api->data_cache_bytes(2, &sharers[1]);
+    c.l3 = api->data_cache_bytes(3, &sharers[2]);
+    c.l1d_sharers = sharers[0];
+    c.l2_sharers = sharers[1];
+    c.l3_sharers = sharers[2];
     return c;
   }();
   return info;

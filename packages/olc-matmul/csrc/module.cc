@@ -111,7 +111,8 @@ PYBIND11_MODULE(_ext, m) {
         d["l3_sharers"] = c.l3_sharers;
         return d;
       },
-      "CPU 0's data caches, which the GEMM blocking and Conv streaming derive from (sysfs; 0: unknown).");
+      "CPU 0's data caches, which the GEMM blocking and Conv streaming derive from (the core API's "
+      "data_cache_bytes, from sysfs; 0: unknown).");
   m.def(
       "gemm_blocking",
       [](int64_t l1d, int l1d_sharers, int64_t l2, int l2_sharers, bool float64) {

@@ -1357,7 +1357,8 @@ def _cpu_caches(base: str = SYSFS_CPU0_CACHES) -> list[dict[str, Any]]:
     """CPU 0's caches as Linux reports them (sysfs): level, type, bytes and
     the logical CPUs sharing each; empty where sysfs has none. The
     families derive their cache-dependent defaults (GEMM blocking, Conv
-    streaming) from the same files."""
+    and elementwise streaming) from the same files, read by the core API's
+    data_cache_bytes."""
     out: list[dict[str, Any]] = []
     try:
         entries = sorted(e for e in os.listdir(base) if e.startswith("index"))
