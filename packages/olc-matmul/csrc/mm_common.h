@@ -253,7 +253,7 @@ struct IntKernel {
 // int8 operand on the u8 side is offset by +128 and a uint8 operand on the
 // s8 side by -128 (the adapters compensate with row and column sums);
 // group 2 (int16 pairs) takes both as they are.
-inline int32_t kernel_offset(const IntKernel& ik, bool is_a, bool is_signed) {
+static inline int32_t kernel_offset(const IntKernel& ik, bool is_a, bool is_signed) {
   if (ik.group != 4) return 0;
   const bool s8_side = is_a == ik.signed_a;
   if (s8_side) return is_signed ? 0 : -128;
@@ -263,7 +263,7 @@ inline int32_t kernel_offset(const IntKernel& ik, bool is_a, bool is_signed) {
 // Whether two adjacent bytes of vpmaddubsw's signed operand, as it sees them
 // (int8 as they are, uint8 less 128), have |v0| + |v1| <= 128: then their
 // int16 pair sum with any two uint8 cannot saturate (255 x 128 = 32640).
-inline bool s8_pair_fits_int16(uint8_t x0, uint8_t x1, bool is_signed) {
+static inline bool s8_pair_fits_int16(uint8_t x0, uint8_t x1, bool is_signed) {
   const int bias = is_signed ? 0x80 : 0;  // (x ^ bias) - 128 is the value
   const int v0 = (x0 ^ bias) - 128, v1 = (x1 ^ bias) - 128;
   return (v0 < 0 ? -v0 : v0) + (v1 < 0 ? -v1 : v1) <= 128;
@@ -373,7 +373,7 @@ void bf16_block_32x32(int64_t steps, const uint16_t* A, int64_t lda, const uint1
 // leave the K tail and partial blocks to ik's kernel reading A in place,
 // which the avx512vnni kernel alone has in that layout (group 4, 32
 // columns).
-inline bool int8_beside(uint64_t cpu_features, const IntKernel& ik) {
+static inline bool int8_beside(uint64_t cpu_features, const IntKernel& ik) {
   const uint64_t bits = OLC_CPU_AMX_TILE | OLC_CPU_AMX_INT8;
   return (cpu_features & bits) == bits && !std::strcmp(ik.name, "avx512vnni") && ik.nr == 32 && ik.group == 4 &&
          ik.uk_da != nullptr;
@@ -384,7 +384,7 @@ inline bool int8_beside(uint64_t cpu_features, const IntKernel& ik) {
 // stored when first, else added): whole 32 x 32 blocks of 64-k steps on
 // the tiles (configured by the caller), the K tail, fewer rows and a
 // narrower panel on ik.uk_da.
-inline void int8_block_rows(const IntKernel& ik, int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp,
+static inline void int8_block_rows(const IntKernel& ik, int64_t ng, const uint8_t* A, int64_t lda, const uint32_t* Bp,
                             int32_t* C, int64_t ldc, int64_t rows, int nr, int first) {
   const int64_t ngm = ng / 16 * 16;
   int64_t done = 0;  // groups the tiles took
