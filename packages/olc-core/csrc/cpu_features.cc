@@ -6,6 +6,7 @@
 
 #include "cpu_features.h"
 
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -306,9 +307,10 @@ int32_t count_cpu_list(const char* s) {
   return n > 0 ? n : 1;
 }
 
-const CacheLevel* cache_levels() {
-  static const CacheLevel* levels = [] {
-    static CacheLevel l[4];
+// Levels 1-3 (index 0 unused), read once.
+const std::array<CacheLevel, 4>& cache_levels() {
+  static const std::array<CacheLevel, 4> levels = [] {
+    std::array<CacheLevel, 4> l{};
     const std::string base = "/sys/devices/system/cpu/cpu0/cache/index";
     for (int i = 0; i < 16; ++i) {
       const std::string dir = base + std::to_string(i) + "/";
@@ -330,9 +332,9 @@ const CacheLevel* cache_levels() {
 }  // namespace
 
 int64_t data_cache_bytes(int32_t level, int32_t* shared_by) {
-  const bool known = level >= 1 && level <= 3;
-  if (shared_by) *shared_by = known ? cache_levels()[level].shared_by : 1;
-  return known ? cache_levels()[level].bytes : 0;
+  const CacheLevel c = level >= 1 && level <= 3 ? cache_levels()[level] : CacheLevel{};
+  if (shared_by) *shared_by = c.shared_by;
+  return c.bytes;
 }
 
 }  // namespace olc
