@@ -152,9 +152,8 @@ constexpr float kTrigFastMax = 131072.0f;
 constexpr float kTan0 = 0x1.55556p-2f, kTan1 = 0x1.110d9ap-3f, kTan2 = 0x1.badadap-5f,
                 kTan3 = 0x1.5cb2fp-6f, kTan4 = 0x1.631d02p-7f, kTan5 = 0x1.634ffp-14f,
                 kTan6 = 0x1.1f09bp-8f;
-// pi/4 and pi as hi + lo (pi/2 is kPio2_1 + kPio2_2).
+// pi/4 as hi + lo (pi/2 is kPio2_1 + kPio2_2; acos takes pi as twice that).
 constexpr float kPio4_1 = 0x1.921fb6p-1f, kPio4_2 = -0x1.777a5cp-26f;
-constexpr float kPi_1 = 0x1.921fb6p+1f, kPi_2 = -0x1.777a5cp-24f;
 // asin(s) = s + s^3 * P(s^2), s in [0, 1/2]
 constexpr float kAsin0 = 0x1.5555cap-3f, kAsin1 = 0x1.330162p-4f, kAsin2 = 0x1.748c0ep-5f,
                 kAsin3 = 0x1.8b970cp-6f, kAsin4 = 0x1.59effcp-5f;
@@ -751,13 +750,16 @@ OLC_VM_INLINE typename O::V asin_poly(typename O::V s, typename O::V z) {
 
 // a = |x| (or NaN). For a <= 1/2 returns asin(a); above, sets *big and
 // returns r = asin(sqrt((1 - a) / 2)), so that asin(a) = pi/2 - 2r
-// (1 - a and the halving are exact there; a > 1 gives a NaN r).
+// ((1 - a) / 2 is exact there, one FMA; a > 1 gives a NaN r). The square
+// root takes that operand directly, not the selected z, so it starts as
+// early as it can.
 template <class O>
 OLC_VM_INLINE typename O::V asin_reduced(typename O::V a, typename O::M* big) {
   typedef typename O::V V;
   const typename O::M b = O::gt(a, O::f(0.5f));
-  const V z = O::sel(b, O::mul(O::sub(O::f(1.0f), a), O::f(0.5f)), O::mul(a, a));
-  const V s = O::sel(b, O::sqrt(z), a);
+  const V zb = O::fma(a, O::f(-0.5f), O::f(0.5f));
+  const V z = O::sel(b, zb, O::mul(a, a));
+  const V s = O::sel(b, O::sqrt(zb), a);
   *big = b;
   return asin_poly<O>(s, z);
 }
@@ -773,17 +775,21 @@ OLC_VM_INLINE typename O::V asin(typename O::V x) {
   return vor<O>(O::sel(big, yb, r), vsign<O>(x));
 }
 
+// |x| <= 1/2: pi/2 - asin(x); x > 1/2: 2r; x < -1/2: pi - 2r. All three
+// are k pi/2 + m r, the low part of k pi/2 added to the exact m r first:
+// (k, m) = (1, -sign(x)), (0, 2), (2, -2). pi = 2 (pi/2) in both parts, so
+// k pi/2 is exact, and the results are >= pi/3 wherever k != 0. One
+// expression instead of three selected keeps the operation count (what
+// bounds this loop on AVX2) low.
 template <class O>
 OLC_VM_INLINE typename O::V acos(typename O::V x) {
   typedef typename O::V V;
+  const V a = vabs<O>(x);
   typename O::M big;
-  const V r = asin_reduced<O>(vabs<O>(x), &big);
-  // |x| <= 1/2: pi/2 - asin(x); x > 1/2: 2r; x < -1/2: pi - 2r. The
-  // results are >= pi/3 except in the 2r case, so the low parts go first.
-  const V ys = O::sub(O::f(kPio2_1), O::sub(vor<O>(r, vsign<O>(x)), O::f(kPio2_2)));
-  const V yneg = O::sub(O::f(kPi_1), O::fma(r, O::f(2.0f), O::f(-kPi_2)));
-  const V yb = O::sel(O::lt(x, O::f(0.0f)), yneg, O::add(r, r));
-  return O::sel(big, yb, ys);
+  const V r = asin_reduced<O>(a, &big);
+  const V m = vxor<O>(O::sel(big, O::f(2.0f), O::f(-1.0f)), vxor<O>(x, a));  // sign(x) flips m
+  const V k = O::sel(big, O::fma(m, O::f(-0.5f), O::f(1.0f)), O::f(1.0f));
+  return O::fma(k, O::f(kPio2_1), O::fma(r, m, O::mul(k, O::f(kPio2_2))));
 }
 
 template <class O>
