@@ -87,6 +87,7 @@ struct V8 {
     return _mm_cvtss_f32(s);
   }
   static R round(R a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static R exp2_biased(R b) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(b), 23)); }
   static R exp2i(R n) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }
