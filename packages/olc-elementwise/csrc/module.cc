@@ -10,6 +10,31 @@
 
 namespace py = pybind11;
 
+namespace {
+
+// The defaults this host's caches give (streaming and split thresholds,
+// float32 at the level in force), declared at import so that `olc info`
+// lists them before any session exists: a kernel of a memory-bound unary
+// op (Relu) and one of a binary op (Add) created and destroyed once. Every
+// kernel declares its own keys with the same rule when a session creates it.
+void declare_host_defaults(const olc_core_api* api) {
+  for (const char* op : {"Relu", "Add"}) {
+    const olc_kernel_vtable* vt = olc_ew::unary_vtable(op);
+    if (!vt) vt = olc_ew::nary_vtable(op);
+    if (!vt) continue;
+    const int32_t n_in = vt == olc_ew::unary_vtable(op) ? 1 : 2;
+    const int32_t in_dtypes[2] = {OLC_DTYPE_FLOAT, OLC_DTYPE_FLOAT};
+    const int32_t in_ranks[2] = {-1, -1};
+    const int32_t out_dtypes[1] = {OLC_DTYPE_UNDEFINED};
+    const olc_node_info node = {"host_defaults", "ai.onnx", op, 17, n_in, in_dtypes, in_ranks,
+                                1, out_dtypes, 0, nullptr, nullptr};
+    char error[256];
+    if (void* state = vt->create(api, &node, error, sizeof error)) vt->destroy(state);
+  }
+}
+
+}  // namespace
+
 PYBIND11_MODULE(_ext, m) {
   m.doc() = "olc elementwise kernels (unary ops): vtables for olc-core";
 
@@ -30,6 +55,7 @@ PYBIND11_MODULE(_ext, m) {
   olc_ew::set_core_api(api);
   olc_ew::set_fused_core_api(api);
   olc_ew::set_nary_core_api(api);
+  declare_host_defaults(api);
 
   m.def(
       "vtable",

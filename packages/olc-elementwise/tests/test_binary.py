@@ -538,6 +538,29 @@ def test_streaming_needs_traffic_beyond_l3():
         olc_core.tuning.reset("olc_elementwise", "Add", "stream_parallel_min_footprint")
 
 
+def test_olc_info_lists_the_host_thresholds_before_any_session():
+    """`olc info` shows the cache-derived thresholds in force (declared when
+    the extension is imported, not only once a session creates a kernel):
+    Relu's and Add's float32 stream_parallel_min_footprint is twice the L3
+    that the core reports, at the level in force."""
+    import json
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "olc_core.cli", "info", "--json"], capture_output=True, text=True,
+                          check=True, timeout=120)
+    info = json.loads(proc.stdout)
+    rows = {(p["kernel"], p["name"]): p for p in info["tuning"]
+            if p.get("library") == "olc_elementwise" and p.get("dtype") == "float32"}
+    l3 = olc_core._native.data_cache_bytes(3)[0]
+    level = info["simd_level"]
+    for kernel, serial_min in (("Relu", 16 << 20), ("Add", 12 << 20)):
+        footprint = rows[(kernel, "stream_parallel_min_footprint")]
+        assert footprint["value"] == footprint["default"] == 2 * l3
+        assert footprint["implementation"] == level
+        assert rows[(kernel, "stream_min_bytes")]["value"] == serial_min
+
+
 def test_streaming_in_place():
     """An intermediate that dies at the next node becomes that node's output
     (in place on input 0) while the node streams: each piece of input 0 is
