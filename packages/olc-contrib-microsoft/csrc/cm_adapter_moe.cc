@@ -86,11 +86,13 @@ constexpr int64_t kDirectTokens = 8;
 // Weight rows materialized as float32 at a time (a multiple of every tile height).
 constexpr int64_t kRowChunk = 48;
 
-// Y[i][n] = sum_j X[i][j] W_e[n][j] (+ bias) for the n rows of X. The
-// weight rows are taken as float32 (their own data, or widened or
-// dequantized by the GatherBlockQuantized row kernel into a chunk buffer);
-// for more than kDirectTokens tokens they are multiplied with panels of the
-// packed tokens, the products [rows][tokens] written back transposed.
+// Y[i][n] = sum_j X[i][j] W_e[n][j] (+ bias) for the n rows of X. Up to
+// kDirectTokens tokens, quantized rows are dotted in their packed form
+// (moe_qdot); otherwise the weight rows are taken as float32 (their own
+// data, or widened or dequantized by the GatherBlockQuantized row kernel
+// into a chunk buffer), and for more than kDirectTokens tokens they are
+// multiplied with panels of the packed tokens, the products [rows][tokens]
+// written back transposed.
 void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t n, float* Y, Scratch* sc) {
   const KernelState* st = j.st;
   const IsaKernels* k = st->k;
@@ -101,7 +103,7 @@ void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t 
   const int64_t nr = nv * lanes;
   const int64_t panels = direct ? 0 : (n + nr - 1) / nr;
   const bool own_rows = !quant && st->dt == kF32;
-  if (!own_rows) sc->rows.resize(static_cast<size_t>(kRowChunk * f.K));
+  if (!own_rows && !(quant && direct)) sc->rows.resize(static_cast<size_t>(kRowChunk * f.K));
   if (quant) {
     sc->scale.resize(static_cast<size_t>(kRowChunk * f.blocks));
     sc->zp.resize(static_cast<size_t>(kRowChunk * f.blocks));
@@ -122,6 +124,14 @@ void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t 
   const int fmt = f.bits == 8 ? kQU8 : f.bits == 4 ? kQP4 : kQP2;
   for (int64_t n0 = 0; n0 < f.N; n0 += kRowChunk) {
     const int64_t rows = std::min(kRowChunk, f.N - n0);
+    if (quant && direct) {
+      // each row dotted in its quantized form (moe_qdot): no float32 rows
+      fc_params(st, f, e, n0, rows, sc->scale.data(), sc->zp.data(), false);
+      for (int64_t r = 0; r < rows; ++r)
+        k->moe_qdot(fmt, reinterpret_cast<const uint8_t*>(we) + (n0 + r) * f.row_bytes, sc->scale.data() + r * f.blocks,
+                    sc->zp.data() + r * f.blocks, f.K, f.bs ? f.bs : f.K, X, n, Y + n0 + r, f.N);
+      continue;
+    }
     const float* W = reinterpret_cast<const float*>(we) + n0 * f.K;
     if (!own_rows) {
       if (quant) fc_params(st, f, e, n0, rows, sc->scale.data(), sc->zp.data(), false);

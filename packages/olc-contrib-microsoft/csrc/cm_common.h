@@ -125,6 +125,11 @@ struct IsaKernels {
   int moe_lanes;
   void (*moe_pack_panel)(const float* const* rows, int64_t nrows, int64_t K, int nv, float* panel);
   void (*moe_dot)(const float* w, const float* X, int64_t n, int64_t K, float* out, int64_t stride);
+  // qdot: moe_dot of a quantized weight row (format fmt, K elements in
+  // blocks of bs with their scales and zero points, as dq_blocks takes
+  // them), read once in that form: the decode case's products.
+  void (*moe_qdot)(int fmt, const uint8_t* q, const float* scale, const int32_t* zp, int64_t K, int64_t bs,
+                   const float* X, int64_t n, float* out, int64_t stride);
   void (*moe_gemm)(const float* X, int64_t n, int64_t K, const float* panel, int nv, float* C, int64_t ldc,
                    int64_t ncols);
   void (*moe_act)(const MoeAct* a, const float* fc1, int64_t ld1, const float* fc3, int64_t ld3, float* out, int64_t n,

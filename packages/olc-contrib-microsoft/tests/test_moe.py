@@ -252,6 +252,24 @@ def test_qmoe_bits_blocks_zero_points(bits, bs, zp, level):
     check_qmoe(inits, dense, f, attrs, level, compare_ort=ort_ok)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("bits,bs", [(2, 0), (4, 0), (8, 0), (4, 16)])
+@pytest.mark.parametrize("tokens", [1, 7, 12])
+def test_qmoe_decode_rows_and_panels(tokens, bits, bs, level):
+    """Both products of a quantized expert: up to 8 tokens per expert each
+    packed weight row is dotted directly (4 tokens per pass, so 7 takes a
+    second pass), above that the rows are dequantized and multiplied with
+    token panels. Two experts and k = 2 send every token to both. Row
+    lengths 48 and 36 (per row) leave a partial vector at every level."""
+    rng = np.random.default_rng(tokens * 10 + bits + bs)
+    H, inter = (48, 32) if bs else (36, 20)
+    inits, dense, f = qmoe_case(rng, tokens, H, inter, 2, bits, bs, True)
+    attrs = {"k": 2, "activation_type": "gelu", "expert_weight_bits": bits, "normalize_routing_weights": 1}
+    if bs:
+        attrs["block_size"] = bs
+    check_qmoe(inits, dense, f, attrs, level)
+
+
 @pytest.mark.parametrize("layout,fc3", [(0, True), (1, False), (2, False)])
 def test_qmoe_swiglu_and_fc3(layout, fc3):
     rng = np.random.default_rng(layout + 7)
