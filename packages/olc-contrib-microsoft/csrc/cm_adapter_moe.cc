@@ -99,7 +99,7 @@ void run_fc(const ExpertJob& j, const Fc& f, int64_t e, const float* X, int64_t 
   const bool quant = st->op == Op::QMoE;
   const bool direct = n <= kDirectTokens;
   const int lanes = k->moe_lanes;
-  const int nv = n >= 3 * lanes ? 4 : n > lanes ? 2 : 1;
+  const int nv = std::min(k->moe_max_nv, n >= 3 * lanes ? 4 : n > lanes ? 2 : 1);
   const int64_t nr = nv * lanes;
   const int64_t panels = direct ? 0 : (n + nr - 1) / nr;
   const bool own_rows = !quant && st->dt == kF32;

@@ -123,6 +123,7 @@ struct IsaKernels {
   // rows and ncols columns; dot: out[i * stride] = w . X[i] for n rows;
   // act: MoeAct over n rows of I outputs.
   int moe_lanes;
+  int moe_max_nv;  // widest token panel, in vectors (moe_gemm's tiles keep their sums in registers)
   void (*moe_pack_panel)(const float* const* rows, int64_t nrows, int64_t K, int nv, float* panel);
   void (*moe_dot)(const float* w, const float* X, int64_t n, int64_t K, float* out, int64_t stride);
   // qdot: moe_dot of a quantized weight row (format fmt, K elements in
