@@ -190,7 +190,7 @@ class Col2Im final : public Kernel {
           hi(static_cast<size_t>(r)), j(static_cast<size_t>(r));
       for (int64_t item = b; item < e; ++item) {
         T* yp = y + item * g.plane;
-        zero_bytes(yp, static_cast<size_t>(g.plane) * sizeof(T));
+        std::fill(yp, yp + g.plane, T(0));
         for (int64_t k = 0; k < g.K; ++k) {
           // Kernel offset k as a multi-index (row-major over block_shape);
           // per axis, block j lands on j * stride + p0, inside the image
@@ -390,7 +390,7 @@ class MaxUnpool final : public Kernel {
     U* y = static_cast<U*>(yv);
     // Plane by plane, so the zeroed plane is still in cache when its values land.
     for (int64_t p = p0; p < p1; ++p) {
-      zero_bytes(y + p * out_plane, static_cast<size_t>(out_plane) * sizeof(U));
+      std::fill(y + p * out_plane, y + (p + 1) * out_plane, U(0));
       if (local) scatter_values(x, I, y, p * in_plane, (p + 1) * in_plane, same, inf, out);
     }
     // Indices that cross planes: every plane zeroed first.

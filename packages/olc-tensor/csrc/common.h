@@ -84,12 +84,6 @@ inline void copy_bytes(void* dst, const void* src, size_t n) {
   if (n) std::memcpy(dst, src, n);
 }
 
-// Zeroes n bytes with plain vector stores. glibc's memset switches to
-// `rep stosb` from 2 KiB, which on Zen 1 cost MaxUnpool's per-plane zeroing
-// (50 KiB planes, [1,64,112,112] out, one thread) most of its time: that
-// run went 1,020 -> 540-710 us with 16-byte stores.
-void zero_bytes(void* dst, size_t n);
-
 // Parallel bulk copy of n bytes split into 64-byte aligned chunks.
 void parallel_copy(olc_context* ctx, void* dst, const void* src, int64_t n, int64_t min_parallel_bytes);
 

@@ -8,10 +8,6 @@
 
 #include "common.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-
 namespace olc_tn {
 
 const olc_core_api* g_api = nullptr;
@@ -175,21 +171,6 @@ void fill_typed(void* dst, int64_t lo, int64_t hi, const void* value) {
   for (int64_t i = lo; i < hi; ++i) d[i] = v;
 }
 }  // namespace
-
-void zero_bytes(void* dst, size_t n) {
-  char* c = static_cast<char*>(dst);
-  size_t i = 0;
-#if defined(__SSE2__)
-  const __m128i z = _mm_setzero_si128();
-  for (; i + 64 <= n; i += 64) {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c + i), z);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c + i + 16), z);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c + i + 32), z);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(c + i + 48), z);
-  }
-#endif
-  if (i < n) std::memset(c + i, 0, n - i);  // under 64 bytes (or no SSE2): no rep stosb
-}
 
 void parallel_fill(olc_context* ctx, void* dst, int64_t n, size_t es, const void* value, int64_t min_parallel_bytes) {
   constexpr int64_t kChunk = 64 << 10;  // bytes per range
