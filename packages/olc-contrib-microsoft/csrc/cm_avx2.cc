@@ -88,9 +88,6 @@ struct V8 {
   }
   static R round(R a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static R exp2_biased(R b) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(b), 23)); }
-  static R exp2i(R n) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
-  }
   static R less(R a, R b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
   static R select(R m, R a, R b) { return _mm256_blendv_ps(b, a, m); }
   static unsigned bits(R m) { return static_cast<unsigned>(_mm256_movemask_ps(m)); }

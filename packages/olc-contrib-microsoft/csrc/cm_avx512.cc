@@ -80,9 +80,6 @@ struct V16 {
   static float hsum(R v) { return _mm512_reduce_add_ps(v); }
   static R round(R a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
   static R exp2_biased(R b) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(b), 23)); }
-  static R exp2i(R n) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
-  }
   static __mmask16 less(R a, R b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
   static R select(__mmask16 m, R a, R b) { return _mm512_mask_blend_ps(m, b, a); }
   static unsigned bits(__mmask16 m) { return static_cast<unsigned>(m); }

@@ -91,7 +91,6 @@ struct V1 {
   static float hsum(R v) { return v; }
   static R round(R a) { return std::nearbyint(a); }
   static R exp2_biased(R b) { return float_of(bits_of(b) << 23); }
-  static R exp2i(R n) { return float_of(static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23); }
   static bool less(R a, R b) { return a < b; }
   static R select(bool m, R a, R b) { return m ? a : b; }
   static unsigned bits(bool m) { return m ? 1u : 0u; }
