@@ -19,10 +19,10 @@ namespace {
 // kernel declares its own keys with the same rule when a session creates it.
 void declare_host_defaults(const olc_core_api* api) {
   for (const char* op : {"Relu", "Add"}) {
-    const olc_kernel_vtable* vt = olc_ew::unary_vtable(op);
-    if (!vt) vt = olc_ew::nary_vtable(op);
+    const olc_kernel_vtable* unary = olc_ew::unary_vtable(op);
+    const olc_kernel_vtable* vt = unary ? unary : olc_ew::nary_vtable(op);
     if (!vt) continue;
-    const int32_t n_in = vt == olc_ew::unary_vtable(op) ? 1 : 2;
+    const int32_t n_in = unary ? 1 : 2;
     const int32_t in_dtypes[2] = {OLC_DTYPE_FLOAT, OLC_DTYPE_FLOAT};
     const int32_t in_ranks[2] = {-1, -1};
     const int32_t out_dtypes[1] = {OLC_DTYPE_UNDEFINED};
